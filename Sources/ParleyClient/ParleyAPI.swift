@@ -1,0 +1,140 @@
+import Foundation
+import ParleyProtocol
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The REST half of the contract over URLSession: one async method per route.
+///
+/// Every method throws ``ClientError``; server errors carry the contract's code.
+public struct ParleyAPI: Sendable {
+    /// The server's base URL, e.g. `http://127.0.0.1:8080`.
+    public let baseURL: URL
+    /// The bearer token, once logged in.
+    public var token: String?
+    private let session: URLSession
+
+    /// A client for a server; `token` from an earlier login, if any.
+    public init(baseURL: URL, token: String? = nil, session: URLSession? = nil) {
+        self.baseURL = baseURL
+        self.token = token
+        self.session = session ?? URLSession(configuration: .ephemeral)
+    }
+
+    // MARK: Auth and users
+
+    /// Registers (creating the organization when new) and returns the token and user.
+    public func register(_ body: RegisterRequest) async throws -> AuthResponse {
+        try await request("POST", "auth/register", body: body)
+    }
+
+    /// Logs in and returns the token and user.
+    public func login(_ body: LoginRequest) async throws -> AuthResponse {
+        try await request("POST", "auth/login", body: body)
+    }
+
+    /// The caller.
+    public func me() async throws -> User { try await request("GET", "users/me") }
+
+    /// The caller's organization, filtered by name or email when `query` is given.
+    public func users(matching query: String? = nil) async throws -> [User] {
+        let page: UsersResponse = try await request("GET", "users", query: ["q": query])
+        return page.users
+    }
+
+    // MARK: Conversations
+
+    /// Creates a group or opens the direct conversation (existing or new).
+    public func createConversation(_ body: CreateConversationRequest) async throws -> Conversation {
+        try await request("POST", "conversations", body: body)
+    }
+
+    /// The caller's conversations, newest activity first.
+    public func conversations() async throws -> [Conversation] {
+        let page: ConversationsResponse = try await request("GET", "conversations")
+        return page.conversations
+    }
+
+    /// One conversation.
+    public func conversation(_ id: EntityID) async throws -> Conversation {
+        try await request("GET", "conversations/\(id)")
+    }
+
+    /// Renames a group.
+    public func rename(_ id: EntityID, to name: String) async throws -> Conversation {
+        try await request("PATCH", "conversations/\(id)", body: RenameConversationRequest(name: name))
+    }
+
+    /// Adds participants to a group.
+    public func addParticipants(_ id: EntityID, userIds: [EntityID]) async throws -> Conversation {
+        try await request("POST", "conversations/\(id)/participants", body: AddParticipantsRequest(userIds: userIds))
+    }
+
+    /// Removes a participant from a group (oneself: leave).
+    public func removeParticipant(_ id: EntityID, userId: EntityID) async throws -> Conversation {
+        try await request("DELETE", "conversations/\(id)/participants/\(userId)")
+    }
+
+    // MARK: Messages
+
+    /// Sends a message; safe to retry with the same clientMessageId.
+    public func send(_ body: SendMessageRequest, to conversationId: EntityID) async throws -> Message {
+        try await request("POST", "conversations/\(conversationId)/messages", body: body)
+    }
+
+    /// A page of history ascending by seq.
+    public func messages(_ conversationId: EntityID, before: Int64? = nil, after: Int64? = nil, limit: Int? = nil) async throws -> MessagesPage {
+        try await request(
+            "GET", "conversations/\(conversationId)/messages",
+            query: ["before": before.map(String.init), "after": after.map(String.init), "limit": limit.map(String.init)])
+    }
+
+    /// The catch-up feed from `since`.
+    public func changes(_ conversationId: EntityID, since: Int64, limit: Int? = nil) async throws -> ChangesPage {
+        try await request(
+            "GET", "conversations/\(conversationId)/changes",
+            query: ["since": String(since), "limit": limit.map(String.init)])
+    }
+
+    // MARK: Transport
+
+    private func request<Answer: Decodable>(
+        _ method: String, _ path: String, query: [String: String?] = [:], body: (any Encodable)? = nil
+    ) async throws -> Answer {
+        var components = URLComponents(
+            url: baseURL.appendingPathComponent("api/v1/" + path), resolvingAgainstBaseURL: false)!
+        let items = query.compactMap { key, value in value.map { URLQueryItem(name: key, value: $0) } }
+        if !items.isEmpty { components.queryItems = items.sorted { $0.name < $1.name } }
+        var request = URLRequest(url: components.url!)
+        request.httpMethod = method
+        request.timeoutInterval = 30
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.httpBody = try WireCoding.makeEncoder().encode(body)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        let data: Data
+        let response: URLResponse
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch let error as URLError where error.code == .timedOut {
+            throw ClientError(kind: .timeout, message: "No answer from \(baseURL.absoluteString) in time")
+        } catch {
+            throw ClientError(kind: .transport, message: "Cannot reach \(baseURL.absoluteString): \(error.localizedDescription)")
+        }
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        let decoder = WireCoding.makeDecoder()
+        guard (200..<300).contains(status) else {
+            if let body = try? decoder.decode(ErrorBody.self, from: data) {
+                throw ClientError.server(body.error, status: status)
+            }
+            throw ClientError(
+                kind: .server, code: ErrorCode(httpStatus: status), httpStatus: status, message: "HTTP \(status)")
+        }
+        do {
+            return try decoder.decode(Answer.self, from: data)
+        } catch {
+            throw ClientError(kind: .decoding, httpStatus: status, message: "Unreadable answer: \(error)")
+        }
+    }
+}

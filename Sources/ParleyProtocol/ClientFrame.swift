@@ -1,0 +1,164 @@
+import Foundation
+
+/// Data of the `typing` command.
+public struct TypingCommand: Codable, Sendable, Equatable {
+    public var conversationId: EntityID
+    public var isTyping: Bool
+
+    public init(conversationId: EntityID, isTyping: Bool) {
+        self.conversationId = conversationId
+        self.isTyping = isTyping
+    }
+}
+
+/// Data of the `delivered` command.
+public struct DeliveredCommand: Codable, Sendable, Equatable {
+    public var conversationId: EntityID
+    public var upToSeq: Int64
+
+    public init(conversationId: EntityID, upToSeq: Int64) {
+        self.conversationId = conversationId
+        self.upToSeq = upToSeq
+    }
+}
+
+/// Data of the `focus` command: the conversation the user is looking at, or none.
+public struct FocusCommand: Codable, Sendable, Equatable {
+    public var conversationId: EntityID?
+
+    public init(conversationId: EntityID?) { self.conversationId = conversationId }
+}
+
+/// A command a client sends over the WebSocket; the server answers each with one reply.
+public enum ClientCommand: Sendable, Equatable {
+    case sendMessage(SendMessageRequest)
+    case typing(TypingCommand)
+    case read(ReadRequest)
+    case delivered(DeliveredCommand)
+    case focus(FocusCommand)
+    case ping
+
+    /// The `type` string of the frame.
+    public var type: String {
+        switch self {
+        case .sendMessage: "message.send"
+        case .typing: "typing"
+        case .read: "read"
+        case .delivered: "delivered"
+        case .focus: "focus"
+        case .ping: "ping"
+        }
+    }
+}
+
+/// `{"id", "type", "data"}`: a client command with the id its reply will carry.
+public struct ClientFrame: Codable, Sendable, Equatable {
+    /// Chosen by the client; echoed as the reply's `replyTo`.
+    public var id: String
+    public var command: ClientCommand
+
+    public init(id: String, command: ClientCommand) {
+        self.id = id
+        self.command = command
+    }
+
+    private enum CodingKeys: String, CodingKey { case id, type, data }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(String.self, forKey: .id)
+        let type = try c.decode(String.self, forKey: .type)
+        switch type {
+        case "message.send": command = .sendMessage(try c.decode(SendMessageRequest.self, forKey: .data))
+        case "typing": command = .typing(try c.decode(TypingCommand.self, forKey: .data))
+        case "read": command = .read(try c.decode(ReadRequest.self, forKey: .data))
+        case "delivered": command = .delivered(try c.decode(DeliveredCommand.self, forKey: .data))
+        case "focus": command = .focus(try c.decodeIfPresent(FocusCommand.self, forKey: .data) ?? .init(conversationId: nil))
+        case "ping": command = .ping
+        default:
+            throw DecodingError.dataCorruptedError(
+                forKey: .type, in: c, debugDescription: "Unknown command type \"\(type.prefix(64))\"")
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(command.type, forKey: .type)
+        switch command {
+        case .sendMessage(let data): try c.encode(data, forKey: .data)
+        case .typing(let data): try c.encode(data, forKey: .data)
+        case .read(let data): try c.encode(data, forKey: .data)
+        case .delivered(let data): try c.encode(data, forKey: .data)
+        case .focus(let data): try c.encode(data, forKey: .data)
+        case .ping: try c.encode(EmptyPayload(), forKey: .data)
+        }
+    }
+}
+
+/// `{"replyTo", "ok", "data" | "error"}`: the server's answer to one command.
+public struct ReplyFrame<Payload: Codable & Sendable & Equatable>: Codable, Sendable, Equatable {
+    /// The command's id; null when the frame had no usable id.
+    public var replyTo: String?
+    public var result: Result<Payload, ErrorInfo>
+
+    /// A positive reply.
+    public init(replyTo: String?, data: Payload) {
+        self.replyTo = replyTo
+        self.result = .success(data)
+    }
+
+    /// An error reply.
+    public init(replyTo: String?, error: ErrorInfo) {
+        self.replyTo = replyTo
+        self.result = .failure(error)
+    }
+
+    private enum CodingKeys: String, CodingKey { case replyTo, ok, data, error }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        replyTo = try c.decodeIfPresent(String.self, forKey: .replyTo)
+        if try c.decode(Bool.self, forKey: .ok) {
+            result = .success(try c.decode(Payload.self, forKey: .data))
+        } else {
+            result = .failure(try c.decode(ErrorInfo.self, forKey: .error))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        // `replyTo` is written even when nil: the contract shows `"replyTo": null`.
+        try c.encode(replyTo, forKey: .replyTo)
+        switch result {
+        case .success(let data):
+            try c.encode(true, forKey: .ok)
+            try c.encode(data, forKey: .data)
+        case .failure(let error):
+            try c.encode(false, forKey: .ok)
+            try c.encode(error, forKey: .error)
+        }
+    }
+}
+
+/// The first keys of any frame, read before the rest to route it.
+public struct FrameHeader: Decodable, Sendable {
+    /// A client command's id (only when it is a string).
+    public var id: String?
+    public var type: String?
+    /// Present (possibly null) on replies.
+    public var replyTo: String?
+    public var ok: Bool?
+    /// Whether the frame is a reply (it has an `ok` key).
+    public var isReply: Bool { ok != nil }
+
+    private enum CodingKeys: String, CodingKey { case id, type, replyTo, ok }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try? c.decodeIfPresent(String.self, forKey: .id)
+        type = try? c.decodeIfPresent(String.self, forKey: .type)
+        replyTo = try? c.decodeIfPresent(String.self, forKey: .replyTo)
+        ok = try? c.decodeIfPresent(Bool.self, forKey: .ok)
+    }
+}

@@ -1,0 +1,210 @@
+import Foundation
+
+/// `POST /auth/register`: creates the organization when its name is new.
+public struct RegisterRequest: Codable, Sendable, Equatable {
+    public var organization: String
+    public var email: String
+    public var password: String
+    public var displayName: String
+
+    public init(organization: String, email: String, password: String, displayName: String) {
+        self.organization = organization
+        self.email = email
+        self.password = password
+        self.displayName = displayName
+    }
+}
+
+/// `POST /auth/login`.
+public struct LoginRequest: Codable, Sendable, Equatable {
+    public var organization: String
+    public var email: String
+    public var password: String
+
+    public init(organization: String, email: String, password: String) {
+        self.organization = organization
+        self.email = email
+        self.password = password
+    }
+}
+
+/// The answer to register and login: a bearer token and the user it stands for.
+public struct AuthResponse: Codable, Sendable, Equatable {
+    public var token: String
+    public var user: User
+
+    public init(token: String, user: User) {
+        self.token = token
+        self.user = user
+    }
+}
+
+/// `GET /users?q=`: the caller's organization only.
+public struct UsersResponse: Codable, Sendable, Equatable {
+    public var users: [User]
+
+    public init(users: [User]) { self.users = users }
+}
+
+/// `POST /conversations`.
+public struct CreateConversationRequest: Codable, Sendable, Equatable {
+    public var type: ConversationType
+    /// The other participants; the caller is always added.
+    public var participantIds: [EntityID]
+    public var name: String?
+
+    public init(type: ConversationType, participantIds: [EntityID], name: String? = nil) {
+        self.type = type
+        self.participantIds = participantIds
+        self.name = name
+    }
+}
+
+/// `GET /conversations`: newest activity first.
+public struct ConversationsResponse: Codable, Sendable, Equatable {
+    public var conversations: [Conversation]
+
+    public init(conversations: [Conversation]) { self.conversations = conversations }
+}
+
+/// `PATCH /conversations/{id}`.
+public struct RenameConversationRequest: Codable, Sendable, Equatable {
+    public var name: String
+
+    public init(name: String) { self.name = name }
+}
+
+/// `POST /conversations/{id}/participants`.
+public struct AddParticipantsRequest: Codable, Sendable, Equatable {
+    public var userIds: [EntityID]
+
+    public init(userIds: [EntityID]) { self.userIds = userIds }
+}
+
+/// `GET /conversations/{id}/messages`: a page ascending by seq.
+public struct MessagesPage: Codable, Sendable, Equatable {
+    public var messages: [Message]
+    /// Whether more messages lie beyond this page in the direction asked for.
+    public var hasMore: Bool
+
+    public init(messages: [Message], hasMore: Bool) {
+        self.messages = messages
+        self.hasMore = hasMore
+    }
+}
+
+/// `GET /conversations/{id}/changes`: the catch-up feed, ascending by updatedSeq.
+public struct ChangesPage: Codable, Sendable, Equatable {
+    public var messages: [Message]
+    /// The conversation's counter now.
+    public var lastSeq: Int64
+    /// Whether to ask again with `since` = the last `updatedSeq` returned.
+    public var hasMore: Bool
+
+    public init(messages: [Message], lastSeq: Int64, hasMore: Bool) {
+        self.messages = messages
+        self.lastSeq = lastSeq
+        self.hasMore = hasMore
+    }
+}
+
+/// `POST /conversations/{id}/messages`, and the data of the `message.send` command
+/// (which adds `conversationId`).
+public struct SendMessageRequest: Codable, Sendable, Equatable {
+    /// Set on the WebSocket command; taken from the path over HTTP.
+    public var conversationId: EntityID?
+    public var clientMessageId: String
+    public var text: String
+    public var type: MessageType?
+    public var replyToId: EntityID?
+    public var attachmentId: EntityID?
+    public var metadata: [String: String]?
+
+    public init(
+        conversationId: EntityID? = nil, clientMessageId: String, text: String,
+        type: MessageType? = nil, replyToId: EntityID? = nil, attachmentId: EntityID? = nil,
+        metadata: [String: String]? = nil
+    ) {
+        self.conversationId = conversationId
+        self.clientMessageId = clientMessageId
+        self.text = text
+        self.type = type
+        self.replyToId = replyToId
+        self.attachmentId = attachmentId
+        self.metadata = metadata
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case conversationId, clientMessageId, text, type, replyToId, attachmentId, metadata
+    }
+
+    /// Decodes leniently: a missing `text` is "" (valid for non-text types).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        conversationId = try c.decodeIfPresent(EntityID.self, forKey: .conversationId)
+        clientMessageId = try c.decode(String.self, forKey: .clientMessageId)
+        text = try c.decodeIfPresent(String.self, forKey: .text) ?? ""
+        type = try c.decodeIfPresent(MessageType.self, forKey: .type)
+        replyToId = try c.decodeIfPresent(EntityID.self, forKey: .replyToId)
+        attachmentId = try c.decodeIfPresent(EntityID.self, forKey: .attachmentId)
+        metadata = try c.decodeIfPresent([String: String].self, forKey: .metadata)
+    }
+}
+
+/// `PATCH /conversations/{id}/messages/{messageId}`.
+public struct EditMessageRequest: Codable, Sendable, Equatable {
+    public var text: String
+
+    public init(text: String) { self.text = text }
+}
+
+/// `POST /conversations/{id}/messages/{messageId}/reactions`.
+public struct ReactionRequest: Codable, Sendable, Equatable {
+    public var emoji: String
+
+    public init(emoji: String) { self.emoji = emoji }
+}
+
+/// `POST /conversations/{id}/read` and the `read` command: a watermark or a batch of ids.
+public struct ReadRequest: Codable, Sendable, Equatable {
+    /// Set on the WebSocket command; taken from the path over HTTP.
+    public var conversationId: EntityID?
+    public var upToSeq: Int64?
+    /// A batch of message ids, resolved to the highest seq among them.
+    public var messageIds: [EntityID]?
+
+    public init(conversationId: EntityID? = nil, upToSeq: Int64? = nil, messageIds: [EntityID]? = nil) {
+        self.conversationId = conversationId
+        self.upToSeq = upToSeq
+        self.messageIds = messageIds
+    }
+}
+
+/// The answer to a read: the caller's watermark and unread count after it.
+public struct ReadResponse: Codable, Sendable, Equatable {
+    public var readSeq: Int64
+    public var unreadCount: Int
+
+    public init(readSeq: Int64, unreadCount: Int) {
+        self.readSeq = readSeq
+        self.unreadCount = unreadCount
+    }
+}
+
+/// The APNs environment a device token belongs to.
+public enum PushEnvironment: String, Codable, Sendable {
+    case sandbox, production
+}
+
+/// `POST /devices`.
+public struct RegisterDeviceRequest: Codable, Sendable, Equatable {
+    public var platform: String
+    public var token: String
+    public var environment: PushEnvironment
+
+    public init(platform: String = "ios", token: String, environment: PushEnvironment) {
+        self.platform = platform
+        self.token = token
+        self.environment = environment
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+
+/// A person in an organization, as the directory and the gateway show them.
+public struct User: Codable, Sendable, Equatable, Identifiable {
+    public var id: EntityID
+    public var organizationId: EntityID
+    public var email: String
+    public var displayName: String
+    /// Whether the user has at least one live connection.
+    public var isOnline: Bool
+    /// When the user's last connection closed; absent if never seen or online.
+    public var lastSeenAt: Date?
+
+    /// A user as the wire carries it.
+    public init(
+        id: EntityID, organizationId: EntityID, email: String, displayName: String,
+        isOnline: Bool = false, lastSeenAt: Date? = nil
+    ) {
+        self.id = id
+        self.organizationId = organizationId
+        self.email = email
+        self.displayName = displayName
+        self.isOnline = isOnline
+        self.lastSeenAt = lastSeenAt
+    }
+}
+
+/// The kind of a conversation.
+public enum ConversationType: String, Codable, Sendable, CaseIterable {
+    /// Between exactly two users; at most one per pair; cannot be changed.
+    case direct
+    /// Any number of participants; can be renamed and change members.
+    case group
+}
+
+/// One participant's watermarks in a conversation.
+public struct Member: Codable, Sendable, Equatable {
+    public var userId: EntityID
+    /// "I have read everything up to this seq."
+    public var readSeq: Int64
+    /// "I have received everything up to this seq."
+    public var deliveredSeq: Int64
+
+    /// A member's watermarks.
+    public init(userId: EntityID, readSeq: Int64, deliveredSeq: Int64) {
+        self.userId = userId
+        self.readSeq = readSeq
+        self.deliveredSeq = deliveredSeq
+    }
+}
+
+/// A conversation as one caller sees it (`unreadCount` and `readSeq` are the caller's own).
+public struct Conversation: Codable, Sendable, Equatable, Identifiable {
+    public var id: EntityID
+    public var type: ConversationType
+    public var name: String?
+    public var participantIds: [EntityID]
+    public var createdAt: Date
+    public var lastActivityAt: Date
+    /// The conversation's sequence counter: the seq of its latest change.
+    public var lastSeq: Int64
+    public var lastMessage: Message?
+    public var unreadCount: Int
+    public var readSeq: Int64
+    public var members: [Member]
+
+    /// A conversation as the wire carries it.
+    public init(
+        id: EntityID, type: ConversationType, name: String? = nil, participantIds: [EntityID],
+        createdAt: Date, lastActivityAt: Date, lastSeq: Int64, lastMessage: Message? = nil,
+        unreadCount: Int, readSeq: Int64, members: [Member]
+    ) {
+        self.id = id
+        self.type = type
+        self.name = name
+        self.participantIds = participantIds
+        self.createdAt = createdAt
+        self.lastActivityAt = lastActivityAt
+        self.lastSeq = lastSeq
+        self.lastMessage = lastMessage
+        self.unreadCount = unreadCount
+        self.readSeq = readSeq
+        self.members = members
+    }
+}
+
+/// The kind of a message.
+public enum MessageType: String, Codable, Sendable, CaseIterable {
+    case text, image, video, audio, file, location
+    /// Written by the server only (renames, membership changes).
+    case system
+
+    /// Whether this type carries an attachment.
+    public var carriesAttachment: Bool {
+        switch self {
+        case .image, .video, .audio, .file: true
+        case .text, .location, .system: false
+        }
+    }
+}
+
+/// An uploaded file a message refers to.
+public struct Attachment: Codable, Sendable, Equatable, Identifiable {
+    public var id: EntityID
+    public var name: String
+    public var contentType: String
+    public var size: Int64
+    public var url: String
+    public var width: Int?
+    public var height: Int?
+    public var durationMs: Int?
+
+    /// An attachment as the wire carries it.
+    public init(
+        id: EntityID, name: String, contentType: String, size: Int64, url: String,
+        width: Int? = nil, height: Int? = nil, durationMs: Int? = nil
+    ) {
+        self.id = id
+        self.name = name
+        self.contentType = contentType
+        self.size = size
+        self.url = url
+        self.width = width
+        self.height = height
+        self.durationMs = durationMs
+    }
+}
+
+/// A message, numbered by its conversation's gapless sequence.
+public struct Message: Codable, Sendable, Equatable, Identifiable {
+    public var id: EntityID
+    public var conversationId: EntityID
+    /// The seq the message took when it was created; its place in the conversation.
+    public var seq: Int64
+    /// The seq of the message's latest change (equal to `seq` until edited, deleted or reacted to).
+    public var updatedSeq: Int64
+    public var senderId: EntityID
+    /// The sender's temporary id, unique per sender: what makes retries safe.
+    public var clientMessageId: String
+    public var type: MessageType
+    public var text: String
+    public var replyToId: EntityID?
+    public var attachment: Attachment?
+    public var metadata: [String: String]?
+    /// Emoji to the users who reacted with it.
+    public var reactions: [String: [EntityID]]
+    public var createdAt: Date
+    public var editedAt: Date?
+    public var deletedAt: Date?
+
+    /// A message as the wire carries it.
+    public init(
+        id: EntityID, conversationId: EntityID, seq: Int64, updatedSeq: Int64, senderId: EntityID,
+        clientMessageId: String, type: MessageType, text: String, replyToId: EntityID? = nil,
+        attachment: Attachment? = nil, metadata: [String: String]? = nil,
+        reactions: [String: [EntityID]] = [:], createdAt: Date, editedAt: Date? = nil,
+        deletedAt: Date? = nil
+    ) {
+        self.id = id
+        self.conversationId = conversationId
+        self.seq = seq
+        self.updatedSeq = updatedSeq
+        self.senderId = senderId
+        self.clientMessageId = clientMessageId
+        self.type = type
+        self.text = text
+        self.replyToId = replyToId
+        self.attachment = attachment
+        self.metadata = metadata
+        self.reactions = reactions
+        self.createdAt = createdAt
+        self.editedAt = editedAt
+        self.deletedAt = deletedAt
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, conversationId, seq, updatedSeq, senderId, clientMessageId, type, text
+        case replyToId, attachment, metadata, reactions, createdAt, editedAt, deletedAt
+    }
+
+    /// Decodes leniently: a missing `reactions` is empty and a missing `text` is "".
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(EntityID.self, forKey: .id)
+        conversationId = try c.decode(EntityID.self, forKey: .conversationId)
+        seq = try c.decode(Int64.self, forKey: .seq)
+        updatedSeq = try c.decodeIfPresent(Int64.self, forKey: .updatedSeq) ?? seq
+        senderId = try c.decode(EntityID.self, forKey: .senderId)
+        clientMessageId = try c.decode(String.self, forKey: .clientMessageId)
+        type = try c.decode(MessageType.self, forKey: .type)
+        text = try c.decodeIfPresent(String.self, forKey: .text) ?? ""
+        replyToId = try c.decodeIfPresent(EntityID.self, forKey: .replyToId)
+        attachment = try c.decodeIfPresent(Attachment.self, forKey: .attachment)
+        metadata = try c.decodeIfPresent([String: String].self, forKey: .metadata)
+        reactions = try c.decodeIfPresent([String: [EntityID]].self, forKey: .reactions) ?? [:]
+        createdAt = try c.decode(Date.self, forKey: .createdAt)
+        editedAt = try c.decodeIfPresent(Date.self, forKey: .editedAt)
+        deletedAt = try c.decodeIfPresent(Date.self, forKey: .deletedAt)
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+
+/// Data of `hello`, the first frame on every connection.
+public struct HelloEvent: Codable, Sendable, Equatable {
+    public var user: User
+    /// Identifies this connection in the server's logs.
+    public var sessionId: String
+    /// The client should send something at least this often; silence for twice as long drops it.
+    public var heartbeatSeconds: Int
+
+    public init(user: User, sessionId: String, heartbeatSeconds: Int) {
+        self.user = user
+        self.sessionId = sessionId
+        self.heartbeatSeconds = heartbeatSeconds
+    }
+}
+
+/// Data of `message.created` and `message.updated`.
+public struct MessageEvent: Codable, Sendable, Equatable {
+    public var message: Message
+
+    public init(message: Message) { self.message = message }
+}
+
+/// Data of `conversation.updated`.
+public struct ConversationEvent: Codable, Sendable, Equatable {
+    public var conversation: Conversation
+
+    public init(conversation: Conversation) { self.conversation = conversation }
+}
+
+/// Data of the `typing` event.
+public struct TypingEvent: Codable, Sendable, Equatable {
+    public var conversationId: EntityID
+    public var userId: EntityID
+    public var isTyping: Bool
+
+    public init(conversationId: EntityID, userId: EntityID, isTyping: Bool) {
+        self.conversationId = conversationId
+        self.userId = userId
+        self.isTyping = isTyping
+    }
+}
+
+/// Data of the `receipt` event: one member's watermarks after a change.
+public struct ReceiptEvent: Codable, Sendable, Equatable {
+    public var conversationId: EntityID
+    public var userId: EntityID
+    public var readSeq: Int64
+    public var deliveredSeq: Int64
+
+    public init(conversationId: EntityID, userId: EntityID, readSeq: Int64, deliveredSeq: Int64) {
+        self.conversationId = conversationId
+        self.userId = userId
+        self.readSeq = readSeq
+        self.deliveredSeq = deliveredSeq
+    }
+}
+
+/// Data of the `presence` event.
+public struct PresenceEvent: Codable, Sendable, Equatable {
+    public var userId: EntityID
+    public var isOnline: Bool
+    public var lastSeenAt: Date?
+    /// The conversation the user is looking at; only sent to its participants.
+    public var conversationId: EntityID?
+
+    public init(userId: EntityID, isOnline: Bool, lastSeenAt: Date? = nil, conversationId: EntityID? = nil) {
+        self.userId = userId
+        self.isOnline = isOnline
+        self.lastSeenAt = lastSeenAt
+        self.conversationId = conversationId
+    }
+}
+
+/// An event the server pushes without being asked (`{"type", "data"}`, no id).
+public enum ServerEvent: Codable, Sendable, Equatable {
+    case hello(HelloEvent)
+    case messageCreated(MessageEvent)
+    case messageUpdated(MessageEvent)
+    case conversationUpdated(ConversationEvent)
+    case typing(TypingEvent)
+    case receipt(ReceiptEvent)
+    case presence(PresenceEvent)
+
+    /// The `type` string of the frame.
+    public var type: String {
+        switch self {
+        case .hello: "hello"
+        case .messageCreated: "message.created"
+        case .messageUpdated: "message.updated"
+        case .conversationUpdated: "conversation.updated"
+        case .typing: "typing"
+        case .receipt: "receipt"
+        case .presence: "presence"
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey { case type, data }
+
+    /// Thrown for an event type this version does not know; readers skip such frames.
+    public struct UnknownType: Error, Sendable { public var type: String }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let type = try c.decode(String.self, forKey: .type)
+        switch type {
+        case "hello": self = .hello(try c.decode(HelloEvent.self, forKey: .data))
+        case "message.created": self = .messageCreated(try c.decode(MessageEvent.self, forKey: .data))
+        case "message.updated": self = .messageUpdated(try c.decode(MessageEvent.self, forKey: .data))
+        case "conversation.updated": self = .conversationUpdated(try c.decode(ConversationEvent.self, forKey: .data))
+        case "typing": self = .typing(try c.decode(TypingEvent.self, forKey: .data))
+        case "receipt": self = .receipt(try c.decode(ReceiptEvent.self, forKey: .data))
+        case "presence": self = .presence(try c.decode(PresenceEvent.self, forKey: .data))
+        default: throw UnknownType(type: type)
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(type, forKey: .type)
+        switch self {
+        case .hello(let data): try c.encode(data, forKey: .data)
+        case .messageCreated(let data), .messageUpdated(let data): try c.encode(data, forKey: .data)
+        case .conversationUpdated(let data): try c.encode(data, forKey: .data)
+        case .typing(let data): try c.encode(data, forKey: .data)
+        case .receipt(let data): try c.encode(data, forKey: .data)
+        case .presence(let data): try c.encode(data, forKey: .data)
+        }
+    }
+}

@@ -1,0 +1,94 @@
+import Foundation
+import ParleyProtocol
+
+/// The rules of chat in one place, shared by the HTTP routes and the WebSocket gateway:
+/// validate, commit to the store, and only then fan out.
+public struct ChatService: Sendable {
+    let store: any ParleyStore
+    let fanOut: FanOut
+    let now: @Sendable () -> Date
+
+    /// A service over a store and this node's connections; `now` is injectable for tests.
+    public init(store: any ParleyStore, fanOut: FanOut, now: @escaping @Sendable () -> Date = Date.init) {
+        self.store = store
+        self.fanOut = fanOut
+        self.now = now
+    }
+
+    /// Sends a message; a repeated clientMessageId returns the original and tells nobody again.
+    public func send(_ request: SendMessageRequest, in conversationId: EntityID, by identity: Identity) async throws -> SendResult {
+        let draft = try MessageValidation.draft(
+            request, conversationId: conversationId, senderId: identity.userId, now: now())
+        let result = try await store.send(draft)
+        if result.created {
+            fanOut.deliver(.messageCreated(MessageEvent(message: result.message)), to: result.participantIds)
+        }
+        return result
+    }
+
+    /// Creates a group, or opens (creating at most once) the direct conversation with one user.
+    public func createConversation(_ request: CreateConversationRequest, by identity: Identity) async throws -> ConversationChange {
+        var name: String?
+        switch request.type {
+        case .direct:
+            guard request.name == nil else { throw APIError.invalid("A direct conversation has no name") }
+            guard request.participantIds.count == 1, request.participantIds[0] != identity.userId else {
+                throw APIError.invalid("A direct conversation has exactly one other participant")
+            }
+        case .group:
+            name = try request.name.map(MessageValidation.conversationName)
+            guard Set(request.participantIds).count < Limits.maxGroupParticipants else {
+                throw APIError.invalid("A group has at most \(Limits.maxGroupParticipants) participants")
+            }
+        }
+        let change = try await store.createConversation(NewConversation(
+            organizationId: identity.organizationId, creatorId: identity.userId, type: request.type,
+            name: name, participantIds: request.participantIds, now: now()))
+        await announce(change)
+        return change
+    }
+
+    /// Renames a group.
+    public func rename(_ conversationId: EntityID, to name: String, by identity: Identity) async throws -> ConversationChange {
+        let change = try await store.rename(
+            conversationId: conversationId, by: identity.userId, to: try MessageValidation.conversationName(name), now: now())
+        await announce(change)
+        return change
+    }
+
+    /// Adds users of the caller's organization to a group.
+    public func addParticipants(_ conversationId: EntityID, userIds: [EntityID], by identity: Identity) async throws -> ConversationChange {
+        guard !userIds.isEmpty else { throw APIError.invalid("userIds must not be empty") }
+        let change = try await store.addParticipants(conversationId: conversationId, by: identity.userId, userIds: userIds, now: now())
+        await announce(change)
+        return change
+    }
+
+    /// Removes a participant from a group (removing oneself is leaving).
+    public func removeParticipant(_ conversationId: EntityID, userId: EntityID, by identity: Identity) async throws -> ConversationChange {
+        let change = try await store.removeParticipant(conversationId: conversationId, by: identity.userId, userId: userId, now: now())
+        await announce(change)
+        return change
+    }
+
+    /// Tells the change's audience: the system message to participants, and each connected
+    /// user their own view of the conversation (unread counts differ per user).
+    private func announce(_ change: ConversationChange) async {
+        guard !change.audience.isEmpty else { return }
+        if let system = change.systemMessage {
+            fanOut.deliver(.messageCreated(MessageEvent(message: system)), to: change.conversation.participantIds)
+        }
+        for userId in change.audience where fanOut.isOnline(userId) {
+            var view = change.conversation
+            if view.participantIds.contains(userId) {
+                guard let own = try? await store.conversation(id: view.id, viewer: userId) else { continue }
+                view = own
+            } else {
+                // Removed by this change: they learn they are out, with nothing of their own left.
+                view.unreadCount = 0
+                view.readSeq = 0
+            }
+            fanOut.deliver(.conversationUpdated(ConversationEvent(conversation: view)), to: [userId])
+        }
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import ParleyProtocol
+
+/// The contract's rules for what a client may send, checked before anything is stored.
+enum MessageValidation {
+    /// A draft from a send request, or `invalid_request` naming the broken rule.
+    static func draft(
+        _ request: SendMessageRequest, conversationId: EntityID, senderId: EntityID, now: Date
+    ) throws -> MessageDraft {
+        let clientMessageId = request.clientMessageId
+        guard !clientMessageId.isEmpty, clientMessageId.count <= Limits.maxClientMessageIdLength,
+            !clientMessageId.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) })
+        else {
+            throw APIError.invalid(
+                "clientMessageId must be 1–\(Limits.maxClientMessageIdLength) characters without control characters")
+        }
+        let type = request.type ?? .text
+        guard type != .system else { throw APIError.invalid("system messages are written by the server only") }
+        let text = Limits.trimmed(request.text)
+        if type == .text, text.isEmpty { throw APIError.invalid("text must not be empty") }
+        guard text.count <= Limits.maxTextCharacters else {
+            throw APIError.invalid("text is longer than \(Limits.maxTextCharacters) characters")
+        }
+        if type.carriesAttachment {
+            guard request.attachmentId != nil else { throw APIError.invalid("a \(type.rawValue) message needs an attachmentId") }
+        } else if request.attachmentId != nil {
+            throw APIError.invalid("a \(type.rawValue) message cannot carry an attachment")
+        }
+        let metadata = try validMetadata(request.metadata)
+        if type == .location { try requireCoordinates(metadata) }
+        return MessageDraft(
+            conversationId: conversationId, senderId: senderId, clientMessageId: clientMessageId,
+            type: type, text: text, replyToId: request.replyToId, attachmentId: request.attachmentId,
+            metadata: metadata, now: now)
+    }
+
+    private static func validMetadata(_ metadata: [String: String]?) throws -> [String: String]? {
+        guard let metadata, !metadata.isEmpty else { return nil }
+        guard metadata.count <= Limits.maxMetadataEntries else {
+            throw APIError.invalid("metadata has more than \(Limits.maxMetadataEntries) entries")
+        }
+        for (key, value) in metadata {
+            guard (1...64).contains(key.count), value.count <= 1024 else {
+                throw APIError.invalid("metadata keys are 1–64 characters and values at most 1024")
+            }
+        }
+        return metadata
+    }
+
+    private static func requireCoordinates(_ metadata: [String: String]?) throws {
+        guard let latitude = metadata?["latitude"].flatMap(Double.init), (-90...90).contains(latitude),
+            let longitude = metadata?["longitude"].flatMap(Double.init), (-180...180).contains(longitude)
+        else {
+            throw APIError.invalid("a location message needs metadata latitude (-90…90) and longitude (-180…180)")
+        }
+    }
+
+    /// A conversation name trimmed, 1–200 characters.
+    static func conversationName(_ name: String) throws -> String {
+        let trimmed = Limits.trimmed(name)
+        guard !trimmed.isEmpty, trimmed.count <= Limits.maxConversationNameCharacters else {
+            throw APIError.invalid("name must be 1–\(Limits.maxConversationNameCharacters) characters")
+        }
+        return trimmed
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOWebSocket
+import ParleyProtocol
+import Synchronization
+
+/// One live WebSocket connection: a bounded queue of encoded frames and how it should close.
+public final class LiveConnection: Sendable {
+    /// Frames queued for this connection before it is considered a slow consumer.
+    public static let queueCapacity = 2048
+
+    let id: Int
+    let identity: Identity
+    let frames: AsyncStream<ByteBuffer>
+    private let continuation: AsyncStream<ByteBuffer>.Continuation
+    private let closeReason = Mutex<(code: WebSocketErrorCode, reason: String)?>(nil)
+
+    init(id: Int, identity: Identity) {
+        self.id = id
+        self.identity = identity
+        (frames, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingOldest(Self.queueCapacity))
+    }
+
+    /// Queues a frame; a connection whose queue is full is closed rather than allowed to grow.
+    func enqueue(_ frame: ByteBuffer) {
+        if case .dropped = continuation.yield(frame) {
+            close(.policyViolation, reason: "slow consumer")
+        }
+    }
+
+    /// Ends the queue; the writer flushes what is queued, then closes with this code.
+    func close(_ code: WebSocketErrorCode, reason: String) {
+        closeReason.withLock { current in
+            if current == nil { current = (code, reason) }
+        }
+        continuation.finish()
+    }
+
+    /// The close code and reason, if the server decided to close.
+    var requestedClose: (code: WebSocketErrorCode, reason: String)? { closeReason.withLock { $0 } }
+}
+
+/// The live connections of this node, by user, and the delivery of events to them.
+///
+/// An event is encoded once into one `ByteBuffer`; every recipient connection gets the same
+/// bytes (ByteBuffer shares its storage). Delivery never waits on a connection: each has a
+/// bounded queue drained by its own writer task.
+public final class FanOut: Sendable {
+    private struct State {
+        var nextId = 0
+        var byUser: [EntityID: [Int: LiveConnection]] = [:]
+    }
+
+    private let state = Mutex(State())
+    private let logger: Logger
+
+    /// An empty registry.
+    public init(logger: Logger) { self.logger = logger }
+
+    /// Adds a connection; returns it and whether it is the user's first on this node.
+    func register(_ identity: Identity) -> (connection: LiveConnection, isFirst: Bool) {
+        state.withLock { state in
+            state.nextId += 1
+            let connection = LiveConnection(id: state.nextId, identity: identity)
+            let isFirst = state.byUser[identity.userId]?.isEmpty ?? true
+            state.byUser[identity.userId, default: [:]][connection.id] = connection
+            return (connection, isFirst)
+        }
+    }
+
+    /// Removes a connection; returns whether it was the user's last on this node.
+    func unregister(_ connection: LiveConnection) -> Bool {
+        state.withLock { state in
+            let userId = connection.identity.userId
+            state.byUser[userId]?[connection.id] = nil
+            if state.byUser[userId]?.isEmpty ?? true {
+                state.byUser[userId] = nil
+                return true
+            }
+            return false
+        }
+    }
+
+    /// Whether the user has a live connection on this node.
+    public func isOnline(_ userId: EntityID) -> Bool {
+        state.withLock { $0.byUser[userId] != nil }
+    }
+
+    /// How many connections are live on this node.
+    public var connectionCount: Int {
+        state.withLock { $0.byUser.values.reduce(0) { $0 + $1.count } }
+    }
+
+    /// Encodes an event once and queues it on every connection of the given users.
+    public func deliver(_ event: ServerEvent, to userIds: some Sequence<EntityID>) {
+        let frame: ByteBuffer
+        do {
+            frame = ByteBuffer(bytes: try WireCoding.makeEncoder().encode(event))
+        } catch {
+            logger.error("Could not encode event", metadata: ["type": "\(event.type)", "error": "\(error)"])
+            return
+        }
+        deliver(frame, to: userIds)
+    }
+
+    /// Queues an encoded frame on every connection of the given users.
+    public func deliver(_ frame: ByteBuffer, to userIds: some Sequence<EntityID>) {
+        let targets = state.withLock { state in
+            userIds.flatMap { state.byUser[$0].map { Array($0.values) } ?? [] }
+        }
+        for connection in targets { connection.enqueue(frame) }
+    }
+
+    /// Closes every connection (server shutdown: "going away", so clients reconnect elsewhere).
+    public func closeAll(_ code: WebSocketErrorCode = .goingAway, reason: String = "server shutting down") {
+        let all = state.withLock { $0.byUser.values.flatMap(\.values) }
+        for connection in all { connection.close(code, reason: reason) }
+    }
+}

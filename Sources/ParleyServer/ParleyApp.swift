@@ -1,0 +1,117 @@
+import Foundation
+import Hummingbird
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import ParleyProtocol
+import ServiceLifecycle
+import UnixSignals
+
+/// A configured Parley server: the store, the HTTP routes, the WebSocket gateway.
+///
+/// `run()` serves until SIGINT/SIGTERM (or `shutdown()`): it then stops accepting, closes
+/// every WebSocket with "going away", lets in-flight requests finish, and closes the store.
+public struct ParleyApp: Sendable {
+    /// The configuration it was built with.
+    public let configuration: ServerConfiguration
+    /// The store every route goes through.
+    public let store: any ParleyStore
+    /// This node's live connections.
+    public let fanOut: FanOut
+    let tokens: TokenService
+    let passwords: PasswordHasher
+    let logger: Logger
+
+    /// Prepares the data directory, opens the SQLite store and the token keys.
+    public init(configuration: ServerConfiguration, logger: Logger? = nil) async throws {
+        var logger = logger ?? Logger(label: "parley")
+        logger.logLevel = configuration.logLevel
+        try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
+        let store = try SQLiteStore(path: configuration.databasePath)
+        try await self.init(configuration: configuration, store: store, logger: logger)
+    }
+
+    /// A server over a given store (tests, other engines).
+    public init(configuration: ServerConfiguration, store: any ParleyStore, logger: Logger) async throws {
+        self.configuration = configuration
+        self.store = store
+        self.logger = logger
+        fanOut = FanOut(logger: logger)
+        tokens = try await TokenService(secret: try configuration.resolveSecret(), lifetime: configuration.tokenLifetime)
+        passwords = PasswordHasher(cost: configuration.bcryptCost)
+    }
+
+    /// The router with every route of the contract under `/api/v1`.
+    func buildRouter() async throws -> Router<ParleyRequestContext> {
+        let chat = ChatService(store: store, fanOut: fanOut)
+        let authenticator = Authenticator(tokens: tokens, store: store)
+        let router = Router(context: ParleyRequestContext.self)
+        router.add(middleware: ErrorMiddleware())
+        let api = router.group("api/v1")
+        api.get("health") { _, _ in try JSONResponse.make(["status": "ok"]) }
+        AuthController(
+            store: store, tokens: tokens, passwords: passwords, decoyHash: try await passwords.decoyHash(), now: chat.now
+        ).addRoutes(to: api)
+        let gateway = Gateway(
+            authenticator: authenticator, store: store, chat: chat, fanOut: fanOut,
+            heartbeatSeconds: configuration.heartbeatSeconds)
+        let logger = self.logger
+        api.ws("ws") { request, _ in
+            _ = try await authenticator.identity(for: request)
+            return .upgrade([:])
+        } onUpgrade: { inbound, outbound, context in
+            await gateway.serve(inbound: inbound, outbound: outbound, request: context.request, logger: logger)
+        }
+        let authenticated = api.group().add(middleware: AuthMiddleware(authenticator: authenticator))
+        UserController(store: store, fanOut: fanOut).addRoutes(to: authenticated)
+        ConversationController(store: store, chat: chat).addRoutes(to: authenticated)
+        MessageController(store: store, chat: chat).addRoutes(to: authenticated)
+        return router
+    }
+
+    /// Serves until a shutdown signal; `onRunning` gets the bound port (useful with port 0).
+    public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let group = try await makeServiceGroup(signals: [.sigterm, .sigint], onRunning: onRunning)
+        try await group.run()
+    }
+
+    /// The server as a service group, for callers (tests, benchmarks) that stop it themselves.
+    public func makeServiceGroup(
+        signals: [UnixSignal] = [], onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws -> ServiceGroup {
+        let router = try await buildRouter()
+        let heartbeat = configuration.heartbeatSeconds
+        let logger = self.logger
+        let app = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(
+                webSocketRouter: router,
+                configuration: .init(
+                    http1: .init(idleTimeout: .seconds(120)),
+                    ws: .init(maxFrameSize: Gateway.transportLimit, autoPing: .enabled(timePeriod: .seconds(Int64(heartbeat)))))),
+            configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "parley"),
+            onServerRunning: { channel in
+                let port = channel.localAddress?.port ?? 0
+                logger.info("Parley listening", metadata: ["address": "\(channel.localAddress?.description ?? "?")"])
+                await onRunning(port)
+            },
+            logger: logger)
+        // Services stop in reverse order: connections are told "going away" before the
+        // HTTP server stops, and the store closes only after both.
+        return ServiceGroup(
+            configuration: .init(
+                services: [.init(service: app), .init(service: ConnectionCloser(fanOut: fanOut))],
+                gracefulShutdownSignals: signals,
+                logger: logger))
+    }
+}
+
+/// On shutdown, closes every WebSocket with "going away" so clients reconnect and catch up.
+struct ConnectionCloser: Service {
+    let fanOut: FanOut
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        fanOut.closeAll()
+    }
+}

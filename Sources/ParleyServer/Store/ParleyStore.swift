@@ -1,0 +1,103 @@
+import Foundation
+import ParleyProtocol
+
+/// A validated message ready to be stored (the chat layer has checked text, type and limits).
+public struct MessageDraft: Sendable, Equatable {
+    public var conversationId: EntityID
+    public var senderId: EntityID
+    public var clientMessageId: String
+    public var type: MessageType
+    public var text: String
+    public var replyToId: EntityID?
+    public var attachmentId: EntityID?
+    public var metadata: [String: String]?
+    public var now: Date
+
+    public init(
+        conversationId: EntityID, senderId: EntityID, clientMessageId: String, type: MessageType,
+        text: String, replyToId: EntityID? = nil, attachmentId: EntityID? = nil,
+        metadata: [String: String]? = nil, now: Date
+    ) {
+        self.conversationId = conversationId
+        self.senderId = senderId
+        self.clientMessageId = clientMessageId
+        self.type = type
+        self.text = text
+        self.replyToId = replyToId
+        self.attachmentId = attachmentId
+        self.metadata = metadata
+        self.now = now
+    }
+}
+
+/// What a send did: the stored message, whether this call created it, and who to tell.
+public struct SendResult: Sendable, Equatable {
+    public var message: Message
+    /// False when the `(senderId, clientMessageId)` pair existed: nothing was written.
+    public var created: Bool
+    /// Everyone in the conversation at commit time.
+    public var participantIds: [EntityID]
+}
+
+/// What a conversation change did, for the answer and for fan-out.
+public struct ConversationChange: Sendable, Equatable {
+    /// The conversation as the caller sees it after the change.
+    public var conversation: Conversation
+    /// True when a conversation was created (false for an existing direct one).
+    public var created: Bool
+    /// The system message the change wrote, if it changed anything.
+    public var systemMessage: Message?
+    /// Everyone to tell: participants after the change plus anyone removed by it.
+    public var audience: [EntityID]
+}
+
+/// A new conversation to create.
+public struct NewConversation: Sendable, Equatable {
+    public var organizationId: EntityID
+    public var creatorId: EntityID
+    public var type: ConversationType
+    public var name: String?
+    /// The other participants (the creator is always added).
+    public var participantIds: [EntityID]
+    public var now: Date
+}
+
+/// Where Parley keeps everything; the truth every connection and client catches up from.
+///
+/// Implementations must keep the invariants themselves, inside their transactions: the gapless
+/// per-conversation seq, unique `(senderId, clientMessageId)`, and participant checks (a
+/// conversation the viewer is not in is "not found").
+public protocol ParleyStore: Sendable {
+    /// Creates the user, and the organization when its name is new; `conflict` if the email is taken there.
+    func register(organization: String, email: String, displayName: String, passwordHash: String, now: Date) async throws -> User
+    /// The user and password hash for a login, or nil when no such user exists.
+    func credentials(organization: String, email: String) async throws -> (user: User, passwordHash: String)?
+    /// One user by id.
+    func user(id: EntityID) async throws -> User?
+    /// Users of an organization whose name or email contains `query` (all when nil), by name.
+    func users(organizationId: EntityID, matching query: String?, limit: Int) async throws -> [User]
+    /// Records when a user's last connection closed.
+    func setLastSeen(userId: EntityID, at date: Date) async throws
+
+    /// Creates a conversation; a direct one between the same pair returns the existing one.
+    func createConversation(_ new: NewConversation) async throws -> ConversationChange
+    /// The viewer's conversations, newest activity first.
+    func conversations(viewer: EntityID) async throws -> [Conversation]
+    /// One conversation as the viewer sees it; nil when it does not exist or the viewer is not in it.
+    func conversation(id: EntityID, viewer: EntityID) async throws -> Conversation?
+    /// The ids of a conversation's participants (no check of who asks).
+    func participantIds(conversationId: EntityID) async throws -> [EntityID]
+    /// Renames a group; writes a system message.
+    func rename(conversationId: EntityID, by userId: EntityID, to name: String, now: Date) async throws -> ConversationChange
+    /// Adds users of the same organization to a group; writes a system message if anyone was new.
+    func addParticipants(conversationId: EntityID, by userId: EntityID, userIds: [EntityID], now: Date) async throws -> ConversationChange
+    /// Removes a participant from a group (or the caller leaves); writes a system message.
+    func removeParticipant(conversationId: EntityID, by userId: EntityID, userId removed: EntityID, now: Date) async throws -> ConversationChange
+
+    /// Stores a message with the next seq, or returns the original for a repeated clientMessageId.
+    func send(_ draft: MessageDraft) async throws -> SendResult
+    /// A page of messages ascending by seq (see the contract for `before`/`after`).
+    func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage
+    /// The catch-up feed: messages changed after `since`, ascending by updatedSeq.
+    func changes(conversationId: EntityID, viewer: EntityID, since: Int64, limit: Int) async throws -> ChangesPage
+}

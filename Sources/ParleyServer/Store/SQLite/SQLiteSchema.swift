@@ -1,0 +1,77 @@
+import GRDB
+
+/// The SQLite schema as named migrations; a shipped migration is never edited, only followed.
+///
+/// Timestamps are integer milliseconds since 1970; ids are lowercase UUID text. The schema
+/// mirrors the PostgreSQL one table for table so both stores answer alike.
+enum SQLiteSchema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-core") { db in
+            try db.execute(sql: """
+                CREATE TABLE organizations (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    name TEXT NOT NULL,
+                    name_key TEXT NOT NULL UNIQUE,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE TABLE users (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    organization_id TEXT NOT NULL REFERENCES organizations(id),
+                    email TEXT NOT NULL,
+                    display_name TEXT NOT NULL,
+                    password_hash TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    last_seen_at INTEGER,
+                    UNIQUE (organization_id, email)
+                );
+                CREATE TABLE conversations (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    organization_id TEXT NOT NULL REFERENCES organizations(id),
+                    type TEXT NOT NULL CHECK (type IN ('direct', 'group')),
+                    name TEXT,
+                    direct_key TEXT UNIQUE,
+                    created_at INTEGER NOT NULL,
+                    last_activity_at INTEGER NOT NULL,
+                    last_seq INTEGER NOT NULL DEFAULT 0 CHECK (last_seq >= 0)
+                );
+                CREATE TABLE participants (
+                    conversation_id TEXT NOT NULL REFERENCES conversations(id),
+                    user_id TEXT NOT NULL REFERENCES users(id),
+                    joined_at INTEGER NOT NULL,
+                    read_seq INTEGER NOT NULL DEFAULT 0,
+                    delivered_seq INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (conversation_id, user_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX participants_by_user ON participants(user_id);
+                CREATE TABLE messages (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    conversation_id TEXT NOT NULL REFERENCES conversations(id),
+                    seq INTEGER NOT NULL CHECK (seq > 0),
+                    updated_seq INTEGER NOT NULL,
+                    sender_id TEXT NOT NULL REFERENCES users(id),
+                    client_message_id TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    text TEXT NOT NULL,
+                    reply_to_id TEXT,
+                    attachment_id TEXT,
+                    metadata_json TEXT,
+                    created_at INTEGER NOT NULL,
+                    edited_at INTEGER,
+                    deleted_at INTEGER,
+                    UNIQUE (conversation_id, seq),
+                    UNIQUE (sender_id, client_message_id)
+                );
+                CREATE UNIQUE INDEX messages_by_updated_seq ON messages(conversation_id, updated_seq);
+                CREATE TABLE reactions (
+                    message_id TEXT NOT NULL REFERENCES messages(id),
+                    emoji TEXT NOT NULL,
+                    user_id TEXT NOT NULL REFERENCES users(id),
+                    created_at INTEGER NOT NULL,
+                    PRIMARY KEY (message_id, emoji, user_id)
+                ) WITHOUT ROWID;
+                """)
+        }
+        return migrator
+    }
+}

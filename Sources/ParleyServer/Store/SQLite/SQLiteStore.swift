@@ -1,0 +1,176 @@
+import Foundation
+import GRDB
+import ParleyProtocol
+
+/// The embedded default store: one SQLite file in WAL mode, through GRDB.
+///
+/// SQLite has one writer at a time, so every write transaction sees the latest counter: the
+/// seq taken by `UPDATE ... RETURNING` inside the insert's transaction is gapless by
+/// construction, and unique indexes back every invariant.
+public struct SQLiteStore: ParleyStore {
+    let writer: any DatabaseWriter
+
+    /// Opens (creating if needed) the database file at `path` and migrates it.
+    public init(path: String) throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        configuration.foreignKeysEnabled = true
+        configuration.prepareDatabase { db in
+            // WAL with synchronous=FULL: a commit is on disk before the send is acknowledged.
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        try SQLiteSchema.migrator.migrate(pool)
+        self.writer = pool
+    }
+
+    /// A store in memory, for tests that do not care about files.
+    public static func inMemory() throws -> SQLiteStore {
+        var configuration = Configuration()
+        configuration.foreignKeysEnabled = true
+        let queue = try DatabaseQueue(configuration: configuration)
+        try SQLiteSchema.migrator.migrate(queue)
+        return SQLiteStore(writer: queue)
+    }
+
+    private init(writer: any DatabaseWriter) { self.writer = writer }
+
+    // MARK: Users
+
+    public func register(organization: String, email: String, displayName: String, passwordHash: String, now: Date) async throws -> User {
+        try await writer.write { db in
+            let orgKey = organization.lowercased()
+            let orgId: String
+            if let existing = try String.fetchOne(db, sql: "SELECT id FROM organizations WHERE name_key = ?", arguments: [orgKey]) {
+                orgId = existing
+            } else {
+                orgId = EntityID().description
+                try db.execute(
+                    sql: "INSERT INTO organizations (id, name, name_key, created_at) VALUES (?, ?, ?, ?)",
+                    arguments: [orgId, organization, orgKey, now.millisecondsSince1970])
+            }
+            if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE organization_id = ? AND email = ?", arguments: [orgId, email]) == true {
+                throw APIError(.conflict, "A user with this email already exists in this organization")
+            }
+            let id = EntityID()
+            try db.execute(
+                sql: """
+                    INSERT INTO users (id, organization_id, email, display_name, password_hash, created_at)
+                    VALUES (?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [id.description, orgId, email, displayName, passwordHash, now.millisecondsSince1970])
+            return User(id: id, organizationId: EntityID(orgId)!, email: email, displayName: displayName)
+        }
+    }
+
+    public func credentials(organization: String, email: String) async throws -> (user: User, passwordHash: String)? {
+        try await writer.read { db in
+            let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT u.* FROM users u JOIN organizations o ON o.id = u.organization_id
+                    WHERE o.name_key = ? AND u.email = ?
+                    """,
+                arguments: [organization.lowercased(), email])
+            return try row.map { (try SQLiteRows.user($0), $0["password_hash"]) }
+        }
+    }
+
+    public func user(id: EntityID) async throws -> User? {
+        try await writer.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id.description])
+                .map(SQLiteRows.user)
+        }
+    }
+
+    public func users(organizationId: EntityID, matching query: String?, limit: Int) async throws -> [User] {
+        try await writer.read { db in
+            var sql = "SELECT * FROM users WHERE organization_id = ?"
+            var arguments: StatementArguments = [organizationId.description]
+            if let query, !query.isEmpty {
+                let pattern = "%" + query.replacing("\\", with: "\\\\").replacing("%", with: "\\%")
+                    .replacing("_", with: "\\_") + "%"
+                sql += " AND (display_name LIKE ? ESCAPE '\\' OR email LIKE ? ESCAPE '\\')"
+                arguments += [pattern, pattern]
+            }
+            sql += " ORDER BY display_name COLLATE NOCASE, email LIMIT ?"
+            arguments += [limit]
+            return try Row.fetchAll(db, sql: sql, arguments: arguments).map(SQLiteRows.user)
+        }
+    }
+
+    public func setLastSeen(userId: EntityID, at date: Date) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "UPDATE users SET last_seen_at = ? WHERE id = ?",
+                arguments: [date.millisecondsSince1970, userId.description])
+        }
+    }
+
+    // MARK: Messages
+
+    public func send(_ draft: MessageDraft) async throws -> SendResult {
+        try await writer.write { db in
+            let conversationId = draft.conversationId.description
+            guard try SQLiteRows.isParticipant(db, conversationId, draft.senderId) else {
+                throw APIError.notFound("Conversation")
+            }
+            if let existing = try SQLiteRows.messages(
+                db, where: "sender_id = ? AND client_message_id = ?",
+                arguments: [draft.senderId.description, draft.clientMessageId]
+            ).first {
+                guard existing.conversationId == draft.conversationId else {
+                    throw APIError(.conflict, "clientMessageId was already used in another conversation")
+                }
+                return SendResult(
+                    message: existing, created: false,
+                    participantIds: try SQLiteRows.participantIds(db, conversationId))
+            }
+            if let replyToId = draft.replyToId {
+                let replyConversation = try String.fetchOne(
+                    db, sql: "SELECT conversation_id FROM messages WHERE id = ?", arguments: [replyToId.description])
+                guard replyConversation == conversationId else {
+                    throw APIError.invalid("replyToId is not a message of this conversation")
+                }
+            }
+            if draft.attachmentId != nil {
+                throw APIError.invalid("attachmentId does not name an uploaded attachment")
+            }
+            let message = try SQLiteRows.insertMessage(db, draft)
+            return SendResult(message: message, created: true, participantIds: try SQLiteRows.participantIds(db, conversationId))
+        }
+    }
+
+    public func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage {
+        try await writer.read { db in
+            let id = conversationId.description
+            guard try SQLiteRows.isParticipant(db, id, viewer) else { throw APIError.notFound("Conversation") }
+            var conditions = ["conversation_id = ?"]
+            var arguments: StatementArguments = [id]
+            if let after { conditions.append("seq > ?"); arguments += [after] }
+            if let before { conditions.append("seq < ?"); arguments += [before] }
+            // Without `after` the page is the newest before the anchor; with it, the oldest after it.
+            let ascending = after != nil
+            arguments += [limit + 1]
+            var page = try SQLiteRows.messages(
+                db, where: conditions.joined(separator: " AND "), arguments: arguments,
+                order: ascending ? "seq ASC" : "seq DESC", limitPlaceholder: true)
+            let hasMore = page.count > limit
+            page = Array(page.prefix(limit))
+            if !ascending { page.reverse() }
+            return MessagesPage(messages: page, hasMore: hasMore)
+        }
+    }
+
+    public func changes(conversationId: EntityID, viewer: EntityID, since: Int64, limit: Int) async throws -> ChangesPage {
+        try await writer.read { db in
+            let id = conversationId.description
+            guard try SQLiteRows.isParticipant(db, id, viewer) else { throw APIError.notFound("Conversation") }
+            let lastSeq = try Int64.fetchOne(db, sql: "SELECT last_seq FROM conversations WHERE id = ?", arguments: [id]) ?? 0
+            let page = try SQLiteRows.messages(
+                db, where: "conversation_id = ? AND updated_seq > ?", arguments: [id, since, limit + 1],
+                order: "updated_seq ASC", limitPlaceholder: true)
+            return ChangesPage(messages: Array(page.prefix(limit)), lastSeq: lastSeq, hasMore: page.count > limit)
+        }
+    }
+}

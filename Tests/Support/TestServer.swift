@@ -1,0 +1,171 @@
+import Foundation
+import Logging
+import ParleyClient
+import ParleyProtocol
+import ParleyServer
+import ServiceLifecycle
+import Synchronization
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A real Parley server on a free loopback port, over a real SQLite file in a temporary folder.
+public final class TestServer: Sendable {
+    /// The port it listens on.
+    public let port: Int
+    /// `http://127.0.0.1:<port>`.
+    public let baseURL: URL
+    /// The data directory (kept after `stop()` so a restart can reuse it).
+    public let dataDirectory: String
+    /// The running app, for white-box checks.
+    public let app: ParleyApp
+    private let group: ServiceGroup
+    private let task: Task<Void, any Error>
+
+    private init(port: Int, dataDirectory: String, app: ParleyApp, group: ServiceGroup, task: Task<Void, any Error>) {
+        self.port = port
+        self.baseURL = URL(string: "http://127.0.0.1:\(port)")!
+        self.dataDirectory = dataDirectory
+        self.app = app
+        self.group = group
+        self.task = task
+    }
+
+    /// A new temporary data directory.
+    public static func temporaryDirectory() -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("parley-test-\(UUID().uuidString)").path
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    /// Starts a server (on `dataDirectory`, or a new temporary one) and waits until it listens.
+    public static func start(
+        dataDirectory: String? = nil, port: Int = 0, configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> TestServer {
+        var configuration = ServerConfiguration()
+        configuration.port = port
+        configuration.dataDirectory = dataDirectory ?? temporaryDirectory()
+        configuration.bcryptCost = 4
+        configuration.logLevel = .critical
+        configure(&configuration)
+        var logger = Logger(label: "parley.test")
+        logger.logLevel = configuration.logLevel
+        let app = try await ParleyApp(configuration: configuration, logger: logger)
+        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
+        let group = try await app.makeServiceGroup(onRunning: { port in portSink.yield(port) })
+        let task = Task { try await group.run() }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw ClientError(kind: .transport, message: "server did not start") }
+        return TestServer(port: port, dataDirectory: configuration.dataDirectory, app: app, group: group, task: task)
+    }
+
+    /// Shuts down gracefully and waits until it has.
+    public func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
+    }
+
+    /// A REST client, logged in with `token` if given.
+    public func api(token: String? = nil) -> ParleyAPI { ParleyAPI(baseURL: baseURL, token: token) }
+
+    /// Registers a user with a throwaway password and returns the session.
+    public func register(_ email: String, organization: String = "acme", name: String? = nil) async throws -> TestUser {
+        let auth = try await api().register(RegisterRequest(
+            organization: organization, email: email, password: TestUser.password,
+            displayName: name ?? String(email.prefix { $0 != "@" }).capitalized))
+        return TestUser(server: self, auth: auth)
+    }
+
+    /// A raw HTTP exchange, for requests the typed client refuses to make (malformed input).
+    public func raw(
+        _ method: String, _ path: String, token: String? = nil, body: Data? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> (status: Int, body: Data) {
+        var request = URLRequest(url: URL(string: "\(baseURL.absoluteString)/api/v1/\(path)")!)
+        request.httpMethod = method
+        request.httpBody = body
+        if body != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        for (key, value) in headers { request.setValue(value, forHTTPHeaderField: key) }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return ((response as! HTTPURLResponse).statusCode, data)
+    }
+
+    /// A raw exchange with a JSON string body.
+    public func raw(_ method: String, _ path: String, token: String? = nil, json: String) async throws -> (status: Int, body: Data) {
+        try await raw(method, path, token: token, body: Data(json.utf8))
+    }
+}
+
+/// A registered user with a token and clients bound to it.
+public struct TestUser: Sendable {
+    /// The password every test user has.
+    public static let password = "correct horse battery"
+    public let server: TestServer
+    public let auth: AuthResponse
+    public var id: EntityID { auth.user.id }
+    public var token: String { auth.token }
+    /// A REST client with this user's token.
+    public var api: ParleyAPI { server.api(token: token) }
+
+    /// A new, connected WebSocket (after `hello`).
+    public func connect() async throws -> RealtimeConnection {
+        let connection = RealtimeConnection(serverURL: server.baseURL, token: token)
+        _ = try await connection.connect()
+        return connection
+    }
+}
+
+/// The error body of a raw answer, if it has one.
+public func errorCode(_ body: Data) -> ErrorCode? {
+    (try? WireCoding.makeDecoder().decode(ErrorBody.self, from: body))?.error.code
+}
+
+/// Records every event a connection receives, so tests can wait for what they expect.
+public final class EventRecorder: Sendable {
+    private let received = Mutex<[ServerEvent]>([])
+    private let finished = Mutex(false)
+
+    /// Starts recording a connection's events.
+    public init(_ connection: RealtimeConnection) {
+        Task {
+            for await event in connection.events { self.received.withLock { $0.append(event) } }
+            self.finished.withLock { $0 = true }
+        }
+    }
+
+    /// Everything received so far.
+    public var events: [ServerEvent] { received.withLock { $0 } }
+
+    /// Whether the connection's event stream has ended.
+    public var isFinished: Bool { finished.withLock { $0 } }
+
+    /// The `message.created` messages received so far.
+    public var createdMessages: [Message] {
+        events.compactMap { if case .messageCreated(let event) = $0 { event.message } else { nil } }
+    }
+
+    /// Waits until `condition` holds for what was received, failing after `timeout`.
+    @discardableResult
+    public func wait(
+        timeout: Duration = .seconds(10), _ what: String = "events",
+        until condition: @Sendable ([ServerEvent]) -> Bool
+    ) async throws -> [ServerEvent] {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let snapshot = events
+            if condition(snapshot) { return snapshot }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        throw ClientError(kind: .timeout, message: "Timed out waiting for \(what); got \(events.map(\.type))")
+    }
+
+    /// Waits until the connection's event stream ends.
+    public func waitUntilFinished(timeout: Duration = .seconds(10)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !isFinished {
+            guard ContinuousClock.now < deadline else { throw ClientError(kind: .timeout, message: "still open") }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}
