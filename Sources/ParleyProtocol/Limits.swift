@@ -25,6 +25,11 @@ public enum Limits {
     /// Page size of `/changes`: default and maximum.
     public static let changesPageDefault = 100, changesPageMax = 500
 
+    /// Whether a string holds U+0000, which no stored text may contain (SQLite C strings end there).
+    public static func containsNul(_ text: String) -> Bool {
+        text.utf8.contains(0)
+    }
+
     /// `text` trimmed of leading and trailing whitespace and newlines, as the server stores it.
     public static func trimmed(_ text: String) -> String {
         text.trimmingCharacters(in: .whitespacesAndNewlines)

@@ -18,6 +18,7 @@ enum MessageValidation {
         guard type != .system else { throw APIError.invalid("system messages are written by the server only") }
         let text = Limits.trimmed(request.text)
         if type == .text, text.isEmpty { throw APIError.invalid("text must not be empty") }
+        guard !Limits.containsNul(text) else { throw APIError.invalid("text must not contain NUL characters") }
         guard text.count <= Limits.maxTextCharacters else {
             throw APIError.invalid("text is longer than \(Limits.maxTextCharacters) characters")
         }
@@ -40,7 +41,7 @@ enum MessageValidation {
             throw APIError.invalid("metadata has more than \(Limits.maxMetadataEntries) entries")
         }
         for (key, value) in metadata {
-            guard (1...64).contains(key.count), value.count <= 1024 else {
+            guard (1...64).contains(key.count), value.count <= 1024, !Limits.containsNul(key + value) else {
                 throw APIError.invalid("metadata keys are 1–64 characters and values at most 1024")
             }
         }
@@ -58,7 +59,7 @@ enum MessageValidation {
     /// A conversation name trimmed, 1–200 characters.
     static func conversationName(_ name: String) throws -> String {
         let trimmed = Limits.trimmed(name)
-        guard !trimmed.isEmpty, trimmed.count <= Limits.maxConversationNameCharacters else {
+        guard !trimmed.isEmpty, trimmed.count <= Limits.maxConversationNameCharacters, !Limits.containsNul(trimmed) else {
             throw APIError.invalid("name must be 1–\(Limits.maxConversationNameCharacters) characters")
         }
         return trimmed

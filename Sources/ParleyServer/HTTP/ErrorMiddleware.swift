@@ -20,6 +20,10 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             default: error.body ?? error.status.reasonPhrase
             }
             return try APIError(code, message).response(from: request, context: context)
+        } catch let error as any HTTPResponseError {
+            let code = ErrorCode(httpStatus: Int(error.status.code))
+            let message = code == .payloadTooLarge ? APIError.payloadTooLarge.message : error.status.reasonPhrase
+            return try APIError(code, message).response(from: request, context: context)
         } catch {
             context.logger.error("Unhandled error", metadata: ["error": "\(String(reflecting: error))", "path": "\(request.uri.path)"])
             return try APIError(.internal, "Internal server error").response(from: request, context: context)

@@ -25,7 +25,9 @@ extension Request {
         let buffer: ByteBuffer
         do {
             buffer = try await collectBody(upTo: Limits.maxPayloadBytes)
-        } catch let error as HTTPError where error.status == .contentTooLarge {
+        } catch is NIOTooManyBytesError {
+            throw APIError.payloadTooLarge
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
             throw APIError.payloadTooLarge
         }
         guard buffer.readableBytes > 0 else { throw APIError.invalid("A JSON body is required") }

@@ -21,7 +21,7 @@ struct AuthController: Sendable {
         let organization = try Self.organization(body.organization)
         let email = try Self.email(body.email)
         let displayName = Limits.trimmed(body.displayName)
-        guard !displayName.isEmpty, displayName.count <= Limits.maxDisplayNameCharacters else {
+        guard !displayName.isEmpty, displayName.count <= Limits.maxDisplayNameCharacters, !Limits.containsNul(displayName) else {
             throw APIError.invalid("displayName must be 1–\(Limits.maxDisplayNameCharacters) characters")
         }
         guard Limits.passwordLength.contains(body.password.count) else {
@@ -52,7 +52,7 @@ struct AuthController: Sendable {
 
     static func organization(_ text: String) throws -> String {
         let name = Limits.trimmed(text)
-        guard !name.isEmpty, name.count <= Limits.maxOrganizationCharacters else {
+        guard !name.isEmpty, name.count <= Limits.maxOrganizationCharacters, !Limits.containsNul(name) else {
             throw APIError.invalid("organization must be 1–\(Limits.maxOrganizationCharacters) characters")
         }
         return name
@@ -64,7 +64,7 @@ struct AuthController: Sendable {
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard email.count <= 254, parts.count == 2, !parts[0].isEmpty, parts[1].contains("."),
             !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
-            !email.contains(where: { $0.isWhitespace || $0.isNewline })
+            !email.contains(where: { $0.isWhitespace || $0.isNewline }), !Limits.containsNul(email)
         else { throw APIError.invalid("email is not a valid address") }
         return email
     }
