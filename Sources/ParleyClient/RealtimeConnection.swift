@@ -22,6 +22,7 @@ public actor RealtimeConnection {
     private let logger: Logger
     private var pending: [String: CheckedContinuation<Data, any Error>] = [:]
     private var helloWaiter: CheckedContinuation<HelloEvent, any Error>?
+    private var rawWaiters: [CheckedContinuation<Data, any Error>] = []
     private var hello: HelloEvent?
     private var closedError: ClientError?
     private var nextId = 0
@@ -116,9 +117,12 @@ public actor RealtimeConnection {
         let _: EmptyPayload = try await send(.ping)
     }
 
-    /// Sends raw text as one frame (for tests of malformed input); replies arrive as events are not.
-    public func sendRaw(_ text: String) {
-        outgoingSink.yield(text)
+    /// Sends raw text as one frame and returns the next reply whose `replyTo` is null or not one
+    /// of this connection's own ids: for probing how the server answers malformed input.
+    public func sendRawAwaitingReply(_ text: String, timeout: Duration = .seconds(10)) async throws -> Data {
+        try await withTimeout(timeout, onTimeout: { await self.abandonRaw() }) {
+            try await self.enqueueRaw(text)
+        }
     }
 
     /// Closes the connection.
@@ -135,6 +139,19 @@ public actor RealtimeConnection {
             pending[id] = continuation
             outgoingSink.yield(frame)
         }
+    }
+
+    private func enqueueRaw(_ frame: String) async throws -> Data {
+        try await withCheckedThrowingContinuation { continuation in
+            if let closedError { return continuation.resume(throwing: closedError) }
+            rawWaiters.append(continuation)
+            outgoingSink.yield(frame)
+        }
+    }
+
+    private func abandonRaw() {
+        guard !rawWaiters.isEmpty else { return }
+        rawWaiters.removeFirst().resume(throwing: ClientError(kind: .timeout, message: "No reply in time"))
     }
 
     private func waitForHello() async throws -> HelloEvent {
@@ -162,6 +179,8 @@ public actor RealtimeConnection {
         if header.isReply {
             if let id = header.replyTo, let continuation = pending.removeValue(forKey: id) {
                 continuation.resume(returning: data)
+            } else if !rawWaiters.isEmpty {
+                rawWaiters.removeFirst().resume(returning: data)
             } else {
                 logger.debug("Reply without a pending command", metadata: ["frame": "\(String(decoding: data, as: UTF8.self))"])
             }
@@ -186,6 +205,8 @@ public actor RealtimeConnection {
         helloWaiter = nil
         for continuation in pending.values { continuation.resume(throwing: error) }
         pending.removeAll()
+        for continuation in rawWaiters { continuation.resume(throwing: error) }
+        rawWaiters.removeAll()
         eventSink.finish()
         outgoingSink.finish()
     }

@@ -60,6 +60,18 @@ public struct NewConversation: Sendable, Equatable {
     /// The other participants (the creator is always added).
     public var participantIds: [EntityID]
     public var now: Date
+
+    public init(
+        organizationId: EntityID, creatorId: EntityID, type: ConversationType, name: String? = nil,
+        participantIds: [EntityID], now: Date
+    ) {
+        self.organizationId = organizationId
+        self.creatorId = creatorId
+        self.type = type
+        self.name = name
+        self.participantIds = participantIds
+        self.now = now
+    }
 }
 
 /// Where Parley keeps everything; the truth every connection and client catches up from.
