@@ -73,6 +73,11 @@ public struct ParleyApp: Sendable {
     public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let group = try await makeServiceGroup(signals: [.sigterm, .sigint], onRunning: onRunning)
         try await group.run()
+        do {
+            try await store.close()
+        } catch {
+            logger.warning("Store did not close cleanly (the next start recovers it)", metadata: ["error": "\(error)"])
+        }
     }
 
     /// The server as a service group, for callers (tests, benchmarks) that stop it themselves.

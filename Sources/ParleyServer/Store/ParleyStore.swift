@@ -112,4 +112,7 @@ public protocol ParleyStore: Sendable {
     func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage
     /// The catch-up feed: messages changed after `since`, ascending by updatedSeq.
     func changes(conversationId: EntityID, viewer: EntityID, since: Int64, limit: Int) async throws -> ChangesPage
+
+    /// Flushes and releases the store; called once after the server has stopped.
+    func close() async throws
 }

@@ -35,6 +35,12 @@ public struct SQLiteStore: ParleyStore {
 
     private init(writer: any DatabaseWriter) { self.writer = writer }
 
+    public func close() async throws {
+        // Folds the WAL back into the database file, so a stopped server leaves one tidy file.
+        try await writer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        if let pool = writer as? DatabasePool { try pool.close() }
+    }
+
     // MARK: Users
 
     public func register(organization: String, email: String, displayName: String, passwordHash: String, now: Date) async throws -> User {

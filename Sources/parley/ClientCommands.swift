@@ -1,0 +1,162 @@
+import ArgumentParser
+import Foundation
+import ParleyClient
+import ParleyProtocol
+
+struct Register: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Create an account (and the organization if new), then keep the session.")
+    @OptionGroup var options: ClientOptions
+    @Option var organization: String
+    @Option var email: String
+    @Option var name: String
+
+    func run() async throws {
+        let url = try options.serverURL()
+        guard let password = Terminal.password(prompt: "Password (8+ characters): ") else { throw fail("no password given") }
+        let auth = try await clientCall {
+            try await ParleyAPI(baseURL: url).register(.init(organization: organization, email: email, password: password, displayName: name))
+        }
+        try Profile(server: url.absoluteString, token: auth.token, user: auth.user).save(to: options.profileDirectory)
+        print("Registered \(auth.user.displayName) <\(auth.user.email)> (\(auth.user.id))")
+    }
+}
+
+struct Login: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Log in and keep the session in the profile folder.")
+    @OptionGroup var options: ClientOptions
+    @Option var organization: String
+    @Option var email: String
+
+    func run() async throws {
+        let url = try options.serverURL()
+        guard let password = Terminal.password(prompt: "Password: ") else { throw fail("no password given") }
+        let auth = try await clientCall {
+            try await ParleyAPI(baseURL: url).login(.init(organization: organization, email: email, password: password))
+        }
+        try Profile(server: url.absoluteString, token: auth.token, user: auth.user).save(to: options.profileDirectory)
+        print("Logged in as \(auth.user.displayName) <\(auth.user.email)>")
+    }
+}
+
+struct Users: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List your organization's people.")
+    @OptionGroup var options: ClientOptions
+    @Argument(help: "Filter by name or email.") var query: String?
+
+    func run() async throws {
+        let (_, api) = try options.session()
+        for user in try await clientCall({ try await api.users(matching: query) }) {
+            let status = user.isOnline ? "online" : user.lastSeenAt.map { "seen \(Terminal.clock($0))" } ?? "offline"
+            print("\(user.id)  \(user.displayName) <\(user.email)>  \(status)")
+        }
+    }
+}
+
+struct Conversations: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "List your conversations, newest activity first.")
+    @OptionGroup var options: ClientOptions
+
+    func run() async throws {
+        let (profile, api) = try options.session()
+        let (conversations, people) = try await clientCall { (try await api.conversations(), try await api.users()) }
+        let names = Dictionary(uniqueKeysWithValues: people.map { ($0.id, $0.displayName) })
+        for conversation in conversations {
+            let title = conversation.name ?? conversation.participantIds.filter { $0 != profile.user.id }
+                .map { names[$0] ?? "?" }.joined(separator: ", ")
+            let unread = conversation.unreadCount > 0 ? "  (\(conversation.unreadCount) unread)" : ""
+            let last = conversation.lastMessage.map { "  — \($0.text.prefix(60))" } ?? ""
+            print("\(conversation.id)  [\(conversation.type.rawValue)] \(title)\(unread)\(last)")
+        }
+    }
+}
+
+struct OpenDirect: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "open-direct", abstract: "Open the direct conversation with someone; prints its id.")
+    @OptionGroup var options: ClientOptions
+    @Argument var email: String
+
+    func run() async throws {
+        let (_, api) = try options.session()
+        let other = try await findUser(email, api: api)
+        let conversation = try await clientCall { try await api.createConversation(.init(type: .direct, participantIds: [other.id])) }
+        print(conversation.id)
+    }
+}
+
+struct OpenGroup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "open-group", abstract: "Create a group with people by email; prints its id.")
+    @OptionGroup var options: ClientOptions
+    @Argument var name: String
+    @Argument var emails: [String] = []
+
+    func run() async throws {
+        let (_, api) = try options.session()
+        var ids: [EntityID] = []
+        for email in emails { ids.append(try await findUser(email, api: api).id) }
+        let conversation = try await clientCall { try await api.createConversation(.init(type: .group, participantIds: ids, name: name)) }
+        print(conversation.id)
+    }
+}
+
+struct Send: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Send a text message; safe to rerun with the same --client-id.")
+    @OptionGroup var options: ClientOptions
+    @Argument var conversationId: String
+    @Argument var text: String
+    @Option(help: "The clientMessageId (default: a new UUID).") var clientId: String?
+
+    func run() async throws {
+        let (_, api) = try options.session()
+        let id = try conversation(conversationId)
+        let message = try await clientCall {
+            try await api.send(.init(clientMessageId: clientId ?? UUID().uuidString.lowercased(), text: text), to: id)
+        }
+        print("sent #\(message.seq) \(message.id)")
+    }
+}
+
+struct History: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Print a conversation's latest messages.")
+    @OptionGroup var options: ClientOptions
+    @Argument var conversationId: String
+    @Option(help: "How many (1–200).") var limit: Int = 50
+    @Option(help: "Only messages before this seq.") var before: Int64?
+
+    func run() async throws {
+        let (_, api) = try options.session()
+        let id = try conversation(conversationId)
+        let (page, people) = try await clientCall { (try await api.messages(id, before: before, limit: limit), try await api.users()) }
+        let names = Dictionary(uniqueKeysWithValues: people.map { ($0.id, $0.displayName) })
+        for message in page.messages { print(MessageLine.render(message, names: names)) }
+        if page.hasMore, let first = page.messages.first { print("… older messages: --before \(first.seq)") }
+    }
+}
+
+/// One readable line for a message.
+enum MessageLine {
+    static func render(_ message: Message, names: [EntityID: String]) -> String {
+        let who = names[message.senderId] ?? String(message.senderId.description.prefix(8))
+        let body: String = switch message.type {
+        case .system: "* \(who) \(message.text)"
+        case .text: "\(who): \(message.text)"
+        default: "\(who): [\(message.type.rawValue)] \(message.text)"
+        }
+        let edited = message.editedAt != nil ? " (edited)" : ""
+        let deleted = message.deletedAt != nil ? " (deleted)" : ""
+        return "#\(message.seq) \(Terminal.clock(message.createdAt)) \(body)\(edited)\(deleted)"
+    }
+}
+
+func conversation(_ text: String) throws -> EntityID {
+    guard let id = EntityID(text) else { throw fail("not a conversation id: \(text)") }
+    return id
+}
+
+func findUser(_ email: String, api: ParleyAPI) async throws -> User {
+    let wanted = email.trimmingCharacters(in: .whitespaces).lowercased()
+    let users = try await clientCall { try await api.users(matching: wanted) }
+    guard let user = users.first(where: { $0.email == wanted }) else { throw fail("no user \(wanted) in your organization") }
+    return user
+}

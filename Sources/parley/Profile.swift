@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import ParleyClient
+import ParleyProtocol
+
+/// Where a terminal user's session lives: the server and token from the last login.
+struct Profile: Codable {
+    var server: String
+    var token: String
+    var user: User
+
+    static func directory(_ option: String?) -> String {
+        let home = FileManager.default.homeDirectoryForCurrentUser.path
+        return setting(option, env: "PARLEY_PROFILE", default: (home as NSString).appendingPathComponent(".parley"))
+    }
+
+    static func load(from directory: String) throws -> Profile {
+        let path = (directory as NSString).appendingPathComponent("session.json")
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw fail("not logged in (no \(path)); run `parley login` or `parley register` first")
+        }
+        do {
+            return try WireCoding.makeDecoder().decode(Profile.self, from: data)
+        } catch {
+            throw fail("unreadable session file \(path); log in again")
+        }
+    }
+
+    func save(to directory: String) throws {
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let path = (directory as NSString).appendingPathComponent("session.json")
+        let data = try WireCoding.makeEncoder().encode(self)
+        // The token is a credential: only the owner may read it.
+        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+            throw fail("cannot write \(path)")
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+    }
+}
+
+/// Options every client command takes.
+struct ClientOptions: ParsableArguments {
+    @Option(help: "Server URL (env PARLEY_SERVER; default http://127.0.0.1:8080).") var server: String?
+    @Option(help: "Profile folder keeping the session (env PARLEY_PROFILE; default ~/.parley).") var profile: String?
+
+    var profileDirectory: String { Profile.directory(profile) }
+
+    func serverURL() throws -> URL {
+        let text = setting(server, env: "PARLEY_SERVER", default: "http://127.0.0.1:8080")
+        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+            throw fail("server must be an http(s) URL, got \(text)")
+        }
+        return url
+    }
+
+    /// The logged-in session and an API client for it; `--server` overrides the saved server.
+    func session() throws -> (profile: Profile, api: ParleyAPI) {
+        let profile = try Profile.load(from: profileDirectory)
+        let url = server != nil || ProcessInfo.processInfo.environment["PARLEY_SERVER"] != nil
+            ? try serverURL() : URL(string: profile.server)!
+        return (profile, ParleyAPI(baseURL: url, token: profile.token))
+    }
+}
+
+/// Runs a client call, turning SDK errors into one line on stderr and a non-zero exit.
+func clientCall<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let error as ClientError {
+        throw fail(error.description, code: error.kind == .server ? 1 : 2)
+    }
+}

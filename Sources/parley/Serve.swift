@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ParleyServer
+
+/// `parley serve`: the server on its embedded SQLite store.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the Parley server (SQLite in the data directory).")
+
+    @Option(help: "Address to listen on (env PARLEY_HOST; default 127.0.0.1).") var host: String?
+    @Option(help: "Port to listen on (env PARLEY_PORT; default 8080).") var port: Int?
+    @Option(name: .customLong("data-dir"), help: "Database and secret folder (env PARLEY_DATA_DIR; default ./parley-data).")
+    var dataDirectory: String?
+    @Option(help: "trace, debug, info, notice, warning, error or critical (env PARLEY_LOG_LEVEL; default info).")
+    var logLevel: String?
+    @Option(help: "bcrypt cost for new passwords (env PARLEY_BCRYPT_COST; default 10).") var bcryptCost: UInt8?
+    @Option(help: "Heartbeat announced to clients, in seconds (env PARLEY_HEARTBEAT_SECONDS; default 30).")
+    var heartbeatSeconds: Int?
+
+    func run() async throws {
+        var configuration = ServerConfiguration()
+        configuration.host = setting(host, env: "PARLEY_HOST", default: configuration.host)
+        guard let port = Int(setting(port.map(String.init), env: "PARLEY_PORT", default: "\(configuration.port)")),
+            (0...65535).contains(port)
+        else { throw fail("port must be a number from 0 to 65535") }
+        configuration.port = port
+        configuration.dataDirectory = setting(dataDirectory, env: "PARLEY_DATA_DIR", default: configuration.dataDirectory)
+        guard let level = Logger.Level(rawValue: setting(logLevel, env: "PARLEY_LOG_LEVEL", default: "info")) else {
+            throw fail("log level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        configuration.logLevel = level
+        guard let cost = UInt8(setting(bcryptCost.map(String.init), env: "PARLEY_BCRYPT_COST", default: "10")), (4...31).contains(cost) else {
+            throw fail("bcrypt cost must be 4 to 31")
+        }
+        configuration.bcryptCost = cost
+        guard let heartbeat = Int(setting(heartbeatSeconds.map(String.init), env: "PARLEY_HEARTBEAT_SECONDS", default: "30")),
+            heartbeat >= 1
+        else { throw fail("heartbeat must be at least 1 second") }
+        configuration.heartbeatSeconds = heartbeat
+        if let secret = ProcessInfo.processInfo.environment["PARLEY_JWT_SECRET"], !secret.isEmpty {
+            guard secret.utf8.count >= 32 else { throw fail("PARLEY_JWT_SECRET must be at least 32 bytes") }
+            configuration.jwtSecret = secret
+        }
+
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "parley")
+        let app: ParleyApp
+        do {
+            app = try await ParleyApp(configuration: configuration, logger: logger)
+        } catch {
+            throw fail("cannot start: \(error)")
+        }
+        logger.info("Parley starting", metadata: [
+            "database": "\(configuration.databasePath)", "host": "\(configuration.host)", "port": "\(configuration.port)",
+        ])
+        do {
+            try await app.run()
+        } catch {
+            throw fail("server stopped: \(error)")
+        }
+        logger.info("Parley stopped")
+    }
+}
