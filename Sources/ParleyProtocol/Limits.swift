@@ -20,6 +20,8 @@ public enum Limits {
     public static let passwordLength = 8...128
     /// Most participants in a group conversation.
     public static let maxGroupParticipants = 1000
+    /// Most message ids in one batched read receipt.
+    public static let maxReadBatch = 500
     /// Page size of `/messages`: default and maximum.
     public static let messagesPageDefault = 50, messagesPageMax = 200
     /// Page size of `/changes`: default and maximum.

@@ -18,6 +18,10 @@ public struct ParleyApp: Sendable {
     public let store: any ParleyStore
     /// This node's live connections.
     public let fanOut: FanOut
+    /// Messages and conversations: validate, commit, fan out.
+    public let chat: ChatService
+    /// Typing, presence and receipts.
+    public let signals: LiveSignals
     let tokens: TokenService
     let passwords: PasswordHasher
     let logger: Logger
@@ -37,13 +41,15 @@ public struct ParleyApp: Sendable {
         self.store = store
         self.logger = logger
         fanOut = FanOut(logger: logger)
+        chat = ChatService(store: store, fanOut: fanOut)
+        signals = LiveSignals(store: store, fanOut: fanOut, chat: chat, typingTimeout: configuration.typingTimeout)
         tokens = try await TokenService(secret: try configuration.resolveSecret(), lifetime: configuration.tokenLifetime)
         passwords = PasswordHasher(cost: configuration.bcryptCost)
     }
 
     /// The router with every route of the contract under `/api/v1`.
     func buildRouter() async throws -> Router<ParleyRequestContext> {
-        let chat = ChatService(store: store, fanOut: fanOut)
+        let chat = self.chat, signals = self.signals
         let authenticator = Authenticator(tokens: tokens, store: store)
         let router = Router(context: ParleyRequestContext.self)
         router.add(middleware: ErrorMiddleware())
@@ -53,7 +59,7 @@ public struct ParleyApp: Sendable {
             store: store, tokens: tokens, passwords: passwords, decoyHash: try await passwords.decoyHash(), now: chat.now
         ).addRoutes(to: api)
         let gateway = Gateway(
-            authenticator: authenticator, store: store, chat: chat, fanOut: fanOut,
+            authenticator: authenticator, store: store, chat: chat, fanOut: fanOut, signals: signals,
             heartbeatSeconds: configuration.heartbeatSeconds)
         let logger = self.logger
         api.ws("ws") { request, _ in
@@ -66,12 +72,13 @@ public struct ParleyApp: Sendable {
         UserController(store: store, fanOut: fanOut).addRoutes(to: authenticated)
         ConversationController(store: store, chat: chat).addRoutes(to: authenticated)
         MessageController(store: store, chat: chat).addRoutes(to: authenticated)
+        ReceiptController(signals: signals).addRoutes(to: authenticated)
         return router
     }
 
     /// Serves until a shutdown signal; `onRunning` gets the bound port (useful with port 0).
     public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let group = try await makeServiceGroup(signals: [.sigterm, .sigint], onRunning: onRunning)
+        let group = try await makeServiceGroup(shutdownSignals: [.sigterm, .sigint], onRunning: onRunning)
         try await group.run()
         do {
             try await store.close()
@@ -82,7 +89,7 @@ public struct ParleyApp: Sendable {
 
     /// The server as a service group, for callers (tests, benchmarks) that stop it themselves.
     public func makeServiceGroup(
-        signals: [UnixSignal] = [], onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        shutdownSignals: [UnixSignal] = [], onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws -> ServiceGroup {
         let router = try await buildRouter()
         let heartbeat = configuration.heartbeatSeconds
@@ -106,7 +113,7 @@ public struct ParleyApp: Sendable {
         return ServiceGroup(
             configuration: .init(
                 services: [.init(service: app), .init(service: ConnectionCloser(fanOut: fanOut))],
-                gracefulShutdownSignals: signals,
+                gracefulShutdownSignals: shutdownSignals,
                 logger: logger))
     }
 }

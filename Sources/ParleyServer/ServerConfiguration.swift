@@ -17,6 +17,8 @@ public struct ServerConfiguration: Sendable {
     public var bcryptCost: UInt8 = 10
     /// Sent in `hello`; a connection silent for twice as long is dropped.
     public var heartbeatSeconds: Int = 30
+    /// How long after the last `isTyping=true` the server sends `false` itself.
+    public var typingTimeout: Duration = .seconds(3)
     /// Log level of the server's logger.
     public var logLevel: Logger.Level = .info
 

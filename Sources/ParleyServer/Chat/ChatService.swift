@@ -22,6 +22,9 @@ public struct ChatService: Sendable {
         let result = try await store.send(draft)
         if result.created {
             fanOut.deliver(.messageCreated(MessageEvent(message: result.message)), to: result.participantIds)
+            // List screens get the new activity too, off the send's path: the reply does not wait.
+            let participants = result.participantIds
+            Task { await announceConversation(conversationId, to: participants) }
         }
         return result
     }
@@ -69,6 +72,14 @@ public struct ChatService: Sendable {
         let change = try await store.removeParticipant(conversationId: conversationId, by: identity.userId, userId: userId, now: now())
         await announce(change)
         return change
+    }
+
+    /// Sends each connected user of `userIds` their own view of a conversation.
+    func announceConversation(_ conversationId: EntityID, to userIds: [EntityID]) async {
+        for userId in userIds where fanOut.isOnline(userId) {
+            guard let view = try? await store.conversation(id: conversationId, viewer: userId) else { continue }
+            fanOut.deliver(.conversationUpdated(ConversationEvent(conversation: view)), to: [userId])
+        }
     }
 
     /// Tells the change's audience: the system message to participants, and each connected

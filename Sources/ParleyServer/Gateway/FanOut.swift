@@ -112,6 +112,16 @@ public final class FanOut: Sendable {
         for connection in targets { connection.enqueue(frame) }
     }
 
+    /// Queues an event on every connection of an organization's users, except `excluded` users.
+    public func deliver(_ event: ServerEvent, toOrganization organizationId: EntityID, excluding excluded: Set<EntityID> = []) {
+        let users = state.withLock { state in
+            state.byUser.compactMap { userId, connections in
+                excluded.contains(userId) || connections.first?.value.identity.organizationId != organizationId ? nil : userId
+            }
+        }
+        deliver(event, to: users)
+    }
+
     /// Closes every connection (server shutdown: "going away", so clients reconnect elsewhere).
     public func closeAll(_ code: WebSocketErrorCode = .goingAway, reason: String = "server shutting down") {
         let all = state.withLock { $0.byUser.values.flatMap(\.values) }

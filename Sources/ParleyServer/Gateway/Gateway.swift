@@ -15,6 +15,7 @@ struct Gateway: Sendable {
     let store: any ParleyStore
     let chat: ChatService
     let fanOut: FanOut
+    let signals: LiveSignals
     let heartbeatSeconds: Int
     /// Largest WebSocket message read at all; bigger ones close the connection (1009).
     static let transportLimit = 1 << 20
@@ -30,7 +31,8 @@ struct Gateway: Sendable {
             try? await outbound.close(.policyViolation, reason: "unauthorized")
             return
         }
-        let (connection, _) = fanOut.register(identity)
+        let (connection, isFirst) = fanOut.register(identity)
+        if isFirst { signals.cameOnline(identity) }
         var logger = logger
         logger[metadataKey: "userId"] = "\(identity.userId)"
         logger[metadataKey: "connection"] = "\(connection.id)"
@@ -65,7 +67,7 @@ struct Gateway: Sendable {
             connection.close(.normalClosure, reason: "")
         }
         if fanOut.unregister(connection) {
-            try? await store.setLastSeen(userId: identity.userId, at: chat.now())
+            await signals.wentOffline(identity)
         }
         logger.debug("WebSocket disconnected")
     }
@@ -113,8 +115,21 @@ struct Gateway: Sendable {
             send(ReplyFrame(replyTo: frame.id, data: result.message), on: connection)
         case .ping:
             send(ReplyFrame(replyTo: frame.id, data: EmptyPayload()), on: connection)
-        case .typing, .read, .delivered, .focus:
-            throw APIError.invalid("\(frame.command.type) is not available on this server yet")
+        case .typing(let command):
+            try await signals.typing(command, by: identity)
+            send(ReplyFrame(replyTo: frame.id, data: EmptyPayload()), on: connection)
+        case .read(let request):
+            guard let conversationId = request.conversationId else {
+                throw APIError.invalid("Missing key `conversationId` in `data`")
+            }
+            let answer = try await signals.markRead(request, in: conversationId, by: identity)
+            send(ReplyFrame(replyTo: frame.id, data: answer), on: connection)
+        case .delivered(let command):
+            _ = try await signals.markDelivered(command, by: identity)
+            send(ReplyFrame(replyTo: frame.id, data: EmptyPayload()), on: connection)
+        case .focus(let command):
+            try await signals.focus(command, by: identity)
+            send(ReplyFrame(replyTo: frame.id, data: EmptyPayload()), on: connection)
         }
     }
 

@@ -51,6 +51,18 @@ public struct ConversationChange: Sendable, Equatable {
     public var audience: [EntityID]
 }
 
+/// What a receipt did to one member's watermarks.
+public struct WatermarkChange: Sendable, Equatable {
+    /// The member's watermarks after the change.
+    public var member: Member
+    /// The member's unread count after the change.
+    public var unreadCount: Int
+    /// False when the watermarks were already at or past the target (nothing written).
+    public var changed: Bool
+    /// Everyone in the conversation, to send the receipt to.
+    public var participantIds: [EntityID]
+}
+
 /// A new conversation to create.
 public struct NewConversation: Sendable, Equatable {
     public var organizationId: EntityID
@@ -112,6 +124,12 @@ public protocol ParleyStore: Sendable {
     func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage
     /// The catch-up feed: messages changed after `since`, ascending by updatedSeq.
     func changes(conversationId: EntityID, viewer: EntityID, since: Int64, limit: Int) async throws -> ChangesPage
+
+    /// Raises the user's read watermark to `upToSeq` (clamped to the counter) or to the highest
+    /// seq among `messageIds`; never lowers it; raises delivered to at least the new read.
+    func markRead(conversationId: EntityID, userId: EntityID, upToSeq: Int64?, messageIds: [EntityID]?) async throws -> WatermarkChange
+    /// Raises the user's delivered watermark to `upToSeq` (clamped); never lowers it.
+    func markDelivered(conversationId: EntityID, userId: EntityID, upToSeq: Int64) async throws -> WatermarkChange
 
     /// Flushes and releases the store; called once after the server has stopped.
     func close() async throws

@@ -34,6 +34,17 @@ enum SQLiteRows {
         ).map { try id($0) }
     }
 
+    /// Other senders' messages above `readSeq`, not deleted and not system: the contract's unread count.
+    static func unreadCount(_ db: Database, _ conversationId: String, _ userId: EntityID, readSeq: Int64) throws -> Int {
+        try Int.fetchOne(
+            db,
+            sql: """
+                SELECT COUNT(*) FROM messages WHERE conversation_id = ? AND seq > ? AND sender_id != ?
+                AND deleted_at IS NULL AND type != 'system'
+                """,
+            arguments: [conversationId, readSeq, userId.description]) ?? 0
+    }
+
     /// Takes the conversation's next seq and stores the message with it, in the caller's transaction.
     static func insertMessage(_ db: Database, _ draft: MessageDraft) throws -> Message {
         let now = draft.now.millisecondsSince1970

@@ -140,13 +140,7 @@ extension SQLiteStore {
         }
         let readSeq = members.first { $0.userId == viewer }?.readSeq ?? 0
         let isMember = members.contains { $0.userId == viewer }
-        let unread = isMember ? try Int.fetchOne(
-            db,
-            sql: """
-                SELECT COUNT(*) FROM messages WHERE conversation_id = ? AND seq > ? AND sender_id != ?
-                AND deleted_at IS NULL AND type != 'system'
-                """,
-            arguments: [id, readSeq, viewer.description]) ?? 0 : 0
+        let unread = isMember ? try SQLiteRows.unreadCount(db, id, viewer, readSeq: readSeq) : 0
         let lastMessage = try SQLiteRows.messages(
             db, where: "conversation_id = ?", arguments: [id, 1], order: "seq DESC", limitPlaceholder: true
         ).first

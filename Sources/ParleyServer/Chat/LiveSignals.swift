@@ -1,0 +1,135 @@
+import Foundation
+import ParleyProtocol
+import Synchronization
+
+/// Typing, presence and receipts: the signals around messages.
+///
+/// Typing lapses by itself (``TypingTracker``) and when the typer's last connection closes;
+/// presence goes to the user's organization only; receipts move watermarks up only and are
+/// announced to the conversation, with the reader's own devices told their new unread count.
+public final class LiveSignals: Sendable {
+    let store: any ParleyStore
+    let fanOut: FanOut
+    let chat: ChatService
+    private let typing: TypingTracker
+    /// The conversation each online user is looking at (`focus`).
+    private let focused = Mutex<[EntityID: EntityID]>([:])
+
+    /// Signals over a store and this node's connections; typing lapses after `typingTimeout`.
+    public init(store: any ParleyStore, fanOut: FanOut, chat: ChatService, typingTimeout: Duration = .seconds(3)) {
+        self.store = store
+        self.fanOut = fanOut
+        self.chat = chat
+        typing = TypingTracker(timeout: typingTimeout) { [store, fanOut] expired in
+            for key in expired {
+                await Self.announceTyping(key, isTyping: false, store: store, fanOut: fanOut)
+            }
+        }
+    }
+
+    // MARK: Typing
+
+    /// A `typing` command: announce to the other participants and arm (or clear) the lapse.
+    public func typing(_ command: TypingCommand, by identity: Identity) async throws {
+        let participants = try await requireParticipant(command.conversationId, identity)
+        let key = TypingTracker.Key(userId: identity.userId, conversationId: command.conversationId)
+        if command.isTyping {
+            await typing.started(key)
+        } else if await !typing.stopped(key) {
+            return
+        }
+        let event = ServerEvent.typing(TypingEvent(
+            conversationId: command.conversationId, userId: identity.userId, isTyping: command.isTyping))
+        fanOut.deliver(event, to: participants.filter { $0 != identity.userId })
+    }
+
+    /// Live typing indicators (for tests and metrics).
+    public var activeTypingCount: Int {
+        get async { await typing.activeCount }
+    }
+
+    private static func announceTyping(_ key: TypingTracker.Key, isTyping: Bool, store: any ParleyStore, fanOut: FanOut) async {
+        guard let participants = try? await store.participantIds(conversationId: key.conversationId) else { return }
+        let event = ServerEvent.typing(TypingEvent(conversationId: key.conversationId, userId: key.userId, isTyping: isTyping))
+        fanOut.deliver(event, to: participants.filter { $0 != key.userId })
+    }
+
+    // MARK: Presence
+
+    /// A user's first connection on this node opened.
+    func cameOnline(_ identity: Identity) {
+        fanOut.deliver(
+            .presence(PresenceEvent(userId: identity.userId, isOnline: true)), toOrganization: identity.organizationId,
+            excluding: [identity.userId])
+    }
+
+    /// A user's last connection on this node closed: their typing stops, they are seen now.
+    func wentOffline(_ identity: Identity) async {
+        for key in await typing.stopAll(userId: identity.userId) {
+            await Self.announceTyping(key, isTyping: false, store: store, fanOut: fanOut)
+        }
+        _ = focused.withLock { $0.removeValue(forKey: identity.userId) }
+        let seen = chat.now().wholeMilliseconds
+        try? await store.setLastSeen(userId: identity.userId, at: seen)
+        fanOut.deliver(
+            .presence(PresenceEvent(userId: identity.userId, isOnline: false, lastSeenAt: seen)),
+            toOrganization: identity.organizationId, excluding: [identity.userId])
+    }
+
+    /// A `focus` command: participants of the focused conversation learn where the user is;
+    /// the rest of the organization only that they are online.
+    public func focus(_ command: FocusCommand, by identity: Identity) async throws {
+        var participants: [EntityID] = []
+        if let conversationId = command.conversationId {
+            participants = try await requireParticipant(conversationId, identity)
+        }
+        focused.withLock { $0[identity.userId] = command.conversationId }
+        let plain = PresenceEvent(userId: identity.userId, isOnline: true)
+        var located = plain
+        located.conversationId = command.conversationId
+        let insiders = Set(participants).subtracting([identity.userId])
+        fanOut.deliver(.presence(located), to: insiders)
+        fanOut.deliver(.presence(plain), toOrganization: identity.organizationId, excluding: insiders.union([identity.userId]))
+    }
+
+    // MARK: Receipts
+
+    /// A read receipt; returns the caller's watermark and unread count after it.
+    public func markRead(_ request: ReadRequest, in conversationId: EntityID, by identity: Identity) async throws -> ReadResponse {
+        if let ids = request.messageIds, ids.count > Limits.maxReadBatch {
+            throw APIError.invalid("messageIds has more than \(Limits.maxReadBatch) ids")
+        }
+        if request.upToSeq != nil, request.messageIds != nil {
+            throw APIError.invalid("Give upToSeq or messageIds, not both")
+        }
+        let change = try await store.markRead(
+            conversationId: conversationId, userId: identity.userId, upToSeq: request.upToSeq, messageIds: request.messageIds)
+        if change.changed {
+            announceReceipt(change, conversationId: conversationId)
+            // The reader's other devices clear their badge.
+            await chat.announceConversation(conversationId, to: [identity.userId])
+        }
+        return ReadResponse(readSeq: change.member.readSeq, unreadCount: change.unreadCount)
+    }
+
+    /// A delivery receipt; returns the caller's watermarks after it.
+    public func markDelivered(_ command: DeliveredCommand, by identity: Identity) async throws -> Member {
+        let change = try await store.markDelivered(
+            conversationId: command.conversationId, userId: identity.userId, upToSeq: command.upToSeq)
+        if change.changed { announceReceipt(change, conversationId: command.conversationId) }
+        return change.member
+    }
+
+    private func announceReceipt(_ change: WatermarkChange, conversationId: EntityID) {
+        let event = ServerEvent.receipt(ReceiptEvent(
+            conversationId: conversationId, userId: change.member.userId, readSeq: change.member.readSeq,
+            deliveredSeq: change.member.deliveredSeq))
+        fanOut.deliver(event, to: change.participantIds)
+    }
+
+    private func requireParticipant(_ conversationId: EntityID, _ identity: Identity) async throws -> [EntityID] {
+        let participants = try await store.participantIds(conversationId: conversationId)
+        guard participants.contains(identity.userId) else { throw APIError.notFound("Conversation") }
+        return participants
+    }
+}
