@@ -52,6 +52,7 @@ let package = Package(
             dependencies: [
                 "ParleyProtocol",
                 .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),

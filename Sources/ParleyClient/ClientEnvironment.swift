@@ -1,0 +1,51 @@
+import Foundation
+
+/// The edges of the SDK that tests control: time, ids, waiting and randomness.
+public struct ClientEnvironment: Sendable {
+    /// Wall-clock time, for timestamps.
+    public var now: @Sendable () -> Date
+    /// Monotonic time since an arbitrary start, for the connection's heartbeat.
+    public var uptime: @Sendable () -> Duration
+    /// A new client message id.
+    public var newID: @Sendable () -> String
+    /// Waits (backoff, polling, heartbeats); throws when cancelled.
+    public var sleep: @Sendable (Duration) async throws -> Void
+    /// A number in 0...1 for backoff jitter.
+    public var random: @Sendable () -> Double
+
+    public init(
+        now: @escaping @Sendable () -> Date, uptime: @escaping @Sendable () -> Duration,
+        newID: @escaping @Sendable () -> String, sleep: @escaping @Sendable (Duration) async throws -> Void,
+        random: @escaping @Sendable () -> Double
+    ) {
+        self.now = now
+        self.uptime = uptime
+        self.newID = newID
+        self.sleep = sleep
+        self.random = random
+    }
+
+    /// The real world.
+    public static var live: ClientEnvironment {
+        let start = ContinuousClock.now
+        return ClientEnvironment(
+            now: Date.init, uptime: { ContinuousClock.now - start }, newID: { UUID().uuidString.lowercased() },
+            sleep: { try await Task.sleep(for: $0) }, random: { Double.random(in: 0...1) })
+    }
+}
+
+/// Seed 004's read counter: how often screens were served from the cache or the network.
+public struct ReadCounts: Sendable, Equatable {
+    /// Reads answered from the local database alone.
+    public var cacheHits = 0
+    /// Reads that needed the server.
+    public var cacheMisses = 0
+    /// HTTP requests made for reads (history and catch-up pages).
+    public var networkReads = 0
+
+    /// Hits over all reads (1 when nothing was read yet).
+    public var hitRate: Double {
+        let total = cacheHits + cacheMisses
+        return total == 0 ? 1 : Double(cacheHits) / Double(total)
+    }
+}

@@ -1,0 +1,159 @@
+import Foundation
+import GRDB
+import ParleyProtocol
+
+extension LocalDatabase {
+    /// Stores the server's conversation list; with `replacingAll`, conversations missing from it
+    /// (the user left or was removed) are dropped with their messages.
+    public func store(conversations: [Conversation], replacingAll: Bool) async throws {
+        try await writer.write { db in
+            for conversation in conversations { try Self.upsert(db, conversation) }
+            if replacingAll {
+                let keep = Set(conversations.map(\.id.description))
+                for id in try String.fetchAll(db, sql: "SELECT id FROM conversations") where !keep.contains(id) {
+                    try db.execute(sql: "DELETE FROM messages WHERE conversation_id = ? AND state = 'confirmed'", arguments: [id])
+                    try db.execute(sql: "DELETE FROM conversations WHERE id = ?", arguments: [id])
+                }
+            }
+        }
+    }
+
+    /// Stores one conversation view unless a newer one (higher `lastSeq`) is already stored.
+    static func upsert(_ db: Database, _ conversation: Conversation) throws {
+        let body = String(decoding: try WireCoding.makeEncoder().encode(conversation), as: UTF8.self)
+        try db.execute(
+            sql: """
+                INSERT INTO conversations (id, body, last_activity_at, last_seq) VALUES (?, ?, ?, ?)
+                ON CONFLICT (id) DO UPDATE SET body = excluded.body, last_activity_at = excluded.last_activity_at,
+                    last_seq = excluded.last_seq
+                WHERE excluded.last_seq >= conversations.last_seq
+                """,
+            arguments: [
+                conversation.id.description, body, conversation.lastActivityAt.millisecondsSince1970, conversation.lastSeq,
+            ])
+    }
+
+    /// Stores a conversation view (from an event or a fetch).
+    public func store(conversation: Conversation) async throws {
+        try await writer.write { db in try Self.upsert(db, conversation) }
+    }
+
+    /// The cached conversations, newest activity first.
+    public func conversations() async throws -> [Conversation] {
+        try await writer.read { db in
+            let decoder = WireCoding.makeDecoder()
+            return try String.fetchAll(db, sql: "SELECT body FROM conversations ORDER BY last_activity_at DESC, id")
+                .map { try decoder.decode(Conversation.self, from: Data($0.utf8)) }
+        }
+    }
+
+    /// One cached conversation.
+    public func conversation(_ id: EntityID) async throws -> Conversation? {
+        try await writer.read { db in try Self.storedConversation(db, id) }
+    }
+
+    static func storedConversation(_ db: Database, _ id: EntityID) throws -> Conversation? {
+        guard let body = try String.fetchOne(db, sql: "SELECT body FROM conversations WHERE id = ?", arguments: [id.description]) else {
+            return nil
+        }
+        return try WireCoding.makeDecoder().decode(Conversation.self, from: Data(body.utf8))
+    }
+
+    /// Up to where this device holds every change of a conversation; nil until its messages were first loaded.
+    public func syncedSeq(_ id: EntityID) async throws -> Int64? {
+        try await writer.read { db in
+            try Int64.fetchOne(db, sql: "SELECT synced_seq FROM conversations WHERE id = ?", arguments: [id.description])
+        }
+    }
+
+    /// The conversations whose messages this device keeps (it has loaded them at least once).
+    public func syncedConversations() async throws -> [(id: EntityID, syncedSeq: Int64)] {
+        try await writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, synced_seq FROM conversations WHERE synced_seq IS NOT NULL").map {
+                (try Self.id($0["id"]), $0["synced_seq"])
+            }
+        }
+    }
+
+    /// Applies a catch-up page and moves the synced seq in one transaction. On the last page
+    /// (`hasMore == false`) the synced seq becomes the page's `lastSeq`; otherwise the last
+    /// `updatedSeq` returned (the next `since`).
+    public func apply(changes page: ChangesPage, in conversationId: EntityID, since: Int64) async throws -> Int64 {
+        try await writer.write { db in
+            for message in page.messages { try Self.upsert(db, message) }
+            let next = page.hasMore ? (page.messages.last?.updatedSeq ?? since) : max(page.lastSeq, since)
+            try db.execute(
+                sql: "UPDATE conversations SET synced_seq = MAX(COALESCE(synced_seq, 0), ?) WHERE id = ?",
+                arguments: [next, conversationId.description])
+            return next
+        }
+    }
+
+    /// What became of a live event.
+    public enum LiveOutcome: Sendable, Equatable {
+        /// Applied (or already known): the cache is current up to it.
+        case applied
+        /// Its seq is past `syncedSeq + 1`: nothing applied; catch up instead.
+        case gap
+        /// This device keeps no messages of that conversation yet.
+        case untracked
+    }
+
+    /// Applies one live message event only if its change seq is at most `syncedSeq + 1`, so the
+    /// cache never holds a change after a missing one.
+    public func applyLive(_ message: Message, changeSeq: Int64) async throws -> LiveOutcome {
+        try await writer.write { db in
+            let synced = try Int64.fetchOne(
+                db, sql: "SELECT synced_seq FROM conversations WHERE id = ?", arguments: [message.conversationId.description])
+            guard let synced else { return .untracked }
+            guard changeSeq <= synced + 1 else { return .gap }
+            try Self.upsert(db, message)
+            if changeSeq == synced + 1 {
+                try db.execute(
+                    sql: "UPDATE conversations SET synced_seq = ? WHERE id = ?", arguments: [changeSeq, message.conversationId.description])
+            }
+            return .applied
+        }
+    }
+
+    /// First load of a conversation: its newest page, with the synced seq set to the counter
+    /// read before the page (a catch-up from there picks up anything in between).
+    public func applyInitialPage(_ page: MessagesPage, conversation: Conversation) async throws {
+        try await writer.write { db in
+            try Self.upsert(db, conversation)
+            for message in page.messages { try Self.upsert(db, message) }
+            try db.execute(
+                sql: "UPDATE conversations SET synced_seq = MAX(COALESCE(synced_seq, 0), ?), has_older = ? WHERE id = ?",
+                arguments: [conversation.lastSeq, page.hasMore, conversation.id.description])
+        }
+    }
+
+    /// Stores an older page fetched while paging back.
+    public func applyOlderPage(_ page: MessagesPage, in conversationId: EntityID) async throws {
+        try await writer.write { db in
+            for message in page.messages { try Self.upsert(db, message) }
+            if !page.hasMore {
+                try db.execute(sql: "UPDATE conversations SET has_older = 0 WHERE id = ?", arguments: [conversationId.description])
+            }
+        }
+    }
+
+    /// Whether the server may hold messages older than the cache's oldest.
+    public func hasOlder(_ id: EntityID) async throws -> Bool {
+        try await writer.read { db in
+            try Bool.fetchOne(db, sql: "SELECT has_older FROM conversations WHERE id = ?", arguments: [id.description]) ?? true
+        }
+    }
+
+    /// Applies a receipt to the stored members (watermarks only move up).
+    public func apply(receipt: ReceiptEvent) async throws {
+        try await writer.write { db in
+            guard var conversation = try Self.storedConversation(db, receipt.conversationId) else { return }
+            guard let index = conversation.members.firstIndex(where: { $0.userId == receipt.userId }) else { return }
+            conversation.members[index].readSeq = max(conversation.members[index].readSeq, receipt.readSeq)
+            conversation.members[index].deliveredSeq = max(conversation.members[index].deliveredSeq, receipt.deliveredSeq)
+            let body = String(decoding: try WireCoding.makeEncoder().encode(conversation), as: UTF8.self)
+            try db.execute(sql: "UPDATE conversations SET body = ? WHERE id = ?", arguments: [body, receipt.conversationId.description])
+        }
+    }
+}

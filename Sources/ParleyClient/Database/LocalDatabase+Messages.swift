@@ -1,0 +1,208 @@
+import Foundation
+import GRDB
+import ParleyProtocol
+
+extension LocalDatabase {
+    /// Writes a temporary message and its outbox entry in one transaction: the screen shows it
+    /// at once, and it survives a crash before it is sent.
+    public func enqueue(_ request: SendMessageRequest, in conversationId: EntityID, senderId: EntityID, now: Date) async throws -> LocalMessage {
+        var pending = request
+        pending.conversationId = conversationId
+        let message = LocalMessage(pending: pending, conversationId: conversationId, senderId: senderId, createdAt: now)
+        let requestJSON = String(decoding: try WireCoding.makeEncoder().encode(pending), as: UTF8.self)
+        try await writer.write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO outbox (client_message_id, conversation_id, sender_id, request, queued_at)
+                    VALUES (?, ?, ?, ?, ?)
+                    """,
+                arguments: [request.clientMessageId, conversationId.description, senderId.description, requestJSON, now.millisecondsSince1970])
+            try Self.insertTemporary(db, message, order: db.lastInsertedRowID)
+        }
+        return message
+    }
+
+    static func insertTemporary(_ db: Database, _ message: LocalMessage, order: Int64, state: String = "sending", failure: String? = nil) throws {
+        try db.execute(
+            sql: """
+                INSERT INTO messages (sender_id, client_message_id, conversation_id, type, text, reply_to_id, extras,
+                                      created_at, state, failure, local_order)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (sender_id, client_message_id) DO NOTHING
+                """,
+            arguments: [
+                message.senderId.description, message.clientMessageId, message.conversationId.description,
+                message.type.rawValue, message.text, message.replyToId?.description,
+                try extrasJSON(MessageExtras(attachment: message.attachment, metadata: message.metadata, reactions: nil)),
+                message.createdAt.millisecondsSince1970, state, failure, order,
+            ])
+    }
+
+    /// Re-creates the temporary rows of the outbox's entries (after a cache rebuild).
+    static func restoreTemporaryMessages(_ db: Database) throws {
+        let rows = try Row.fetchAll(db, sql: "SELECT * FROM outbox ORDER BY position")
+        let decoder = WireCoding.makeDecoder()
+        for row in rows {
+            guard let request = try? decoder.decode(SendMessageRequest.self, from: Data((row["request"] as String).utf8)),
+                let conversationId = EntityID(row["conversation_id"] as String), let senderId = EntityID(row["sender_id"] as String)
+            else { continue }
+            let message = LocalMessage(
+                pending: request, conversationId: conversationId, senderId: senderId,
+                createdAt: Date(millisecondsSince1970: row["queued_at"]))
+            let failed = (row["state"] as String) == "failed"
+            try insertTemporary(db, message, order: row["position"], state: failed ? "failed" : "sending", failure: row["failure"])
+        }
+    }
+
+    /// Applies server messages: the newer `updatedSeq` wins, the same one twice is a no-op, and a
+    /// temporary message is replaced by its stored copy (and leaves the outbox).
+    public func apply(_ messages: [Message]) async throws {
+        guard !messages.isEmpty else { return }
+        try await writer.write { db in
+            for message in messages { try Self.upsert(db, message) }
+        }
+    }
+
+    static func upsert(_ db: Database, _ message: Message) throws {
+        let extras = MessageExtras(
+            attachment: message.attachment, metadata: message.metadata,
+            reactions: message.reactions.isEmpty ? nil : message.reactions)
+        try db.execute(
+            sql: """
+                INSERT INTO messages (sender_id, client_message_id, conversation_id, id, seq, updated_seq, type, text,
+                                      reply_to_id, extras, created_at, edited_at, deleted_at, state)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'confirmed')
+                ON CONFLICT (sender_id, client_message_id) DO UPDATE SET
+                    conversation_id = excluded.conversation_id, id = excluded.id, seq = excluded.seq,
+                    updated_seq = excluded.updated_seq, type = excluded.type, text = excluded.text,
+                    reply_to_id = excluded.reply_to_id, extras = excluded.extras, created_at = excluded.created_at,
+                    edited_at = excluded.edited_at, deleted_at = excluded.deleted_at, state = 'confirmed', failure = NULL
+                WHERE messages.updated_seq IS NULL OR messages.updated_seq < excluded.updated_seq
+                """,
+            arguments: [
+                message.senderId.description, message.clientMessageId, message.conversationId.description,
+                message.id.description, message.seq, message.updatedSeq, message.type.rawValue, message.text,
+                message.replyToId?.description, try extrasJSON(extras), message.createdAt.millisecondsSince1970,
+                message.editedAt?.millisecondsSince1970, message.deletedAt?.millisecondsSince1970,
+            ])
+        try db.execute(
+            sql: "DELETE FROM outbox WHERE client_message_id = ? AND sender_id = ?",
+            arguments: [message.clientMessageId, message.senderId.description])
+    }
+
+    static func extrasJSON(_ extras: MessageExtras) throws -> String? {
+        extras.isEmpty ? nil : String(decoding: try JSONEncoder().encode(extras), as: UTF8.self)
+    }
+
+    /// A conversation's messages for `viewer`, ascending: the newest `limit` stored ones below
+    /// `before` (all when nil) and from `from` on, then, on the newest page, the temporary ones in
+    /// send order (after every stored one).
+    public func messages(
+        in conversationId: EntityID, viewer: EntityID, before: Int64? = nil, from: Int64? = nil, limit: Int = 50
+    ) async throws -> [LocalMessage] {
+        try await writer.read { db in
+            let members = try Self.storedConversation(db, conversationId)?.members ?? []
+            var sql = "SELECT * FROM messages WHERE conversation_id = ? AND state = 'confirmed'"
+            var arguments: StatementArguments = [conversationId.description]
+            if let before { sql += " AND seq < ?"; arguments += [before] }
+            if let from { sql += " AND seq >= ?"; arguments += [from] }
+            sql += " ORDER BY seq DESC LIMIT ?"
+            arguments += [limit]
+            var rows = try Row.fetchAll(db, sql: sql, arguments: arguments).reversed() as [Row]
+            if before == nil {
+                rows += try Row.fetchAll(
+                    db, sql: "SELECT * FROM messages WHERE conversation_id = ? AND state != 'confirmed' ORDER BY local_order",
+                    arguments: [conversationId.description])
+            }
+            return try rows.map { try Self.localMessage($0, viewer: viewer, members: members) }
+        }
+    }
+
+    /// One message by the sender and temp id.
+    public func message(senderId: EntityID, clientMessageId: String, viewer: EntityID) async throws -> LocalMessage? {
+        try await writer.read { db in
+            guard let row = try Row.fetchOne(
+                db, sql: "SELECT * FROM messages WHERE sender_id = ? AND client_message_id = ?",
+                arguments: [senderId.description, clientMessageId])
+            else { return nil }
+            let conversationId = try Self.id(row["conversation_id"])
+            let members = try Self.storedConversation(db, conversationId)?.members ?? []
+            return try Self.localMessage(row, viewer: viewer, members: members)
+        }
+    }
+
+    /// The lowest stored seq of a conversation (the cache's lower edge), if any.
+    public func oldestStoredSeq(in conversationId: EntityID) async throws -> Int64? {
+        try await writer.read { db in
+            try Int64.fetchOne(
+                db, sql: "SELECT MIN(seq) FROM messages WHERE conversation_id = ? AND state = 'confirmed'",
+                arguments: [conversationId.description])
+        }
+    }
+
+    static func localMessage(_ row: Row, viewer: EntityID, members: [Member]) throws -> LocalMessage {
+        let extras = try (row["extras"] as String?).map { try JSONDecoder().decode(MessageExtras.self, from: Data($0.utf8)) }
+        let senderId = try id(row["sender_id"])
+        let state: String = row["state"]
+        let seq: Int64? = row["seq"]
+        let delivery: Delivery = switch state {
+        case "sending": .sending
+        case "failed": .failed(reason: row["failure"] ?? "refused by the server")
+        default: .of(seq: seq ?? 0, senderId: senderId, viewer: viewer, members: members)
+        }
+        var message = LocalMessage(
+            pending: SendMessageRequest(clientMessageId: row["client_message_id"], text: row["text"]),
+            conversationId: try id(row["conversation_id"]), senderId: senderId,
+            createdAt: Date(millisecondsSince1970: row["created_at"]))
+        message.text = row["text"]
+        message.type = MessageType(rawValue: row["type"]) ?? .text
+        message.serverId = (row["id"] as String?).flatMap(EntityID.init)
+        message.seq = seq
+        message.updatedSeq = row["updated_seq"]
+        message.replyToId = (row["reply_to_id"] as String?).flatMap(EntityID.init)
+        message.attachment = extras?.attachment
+        message.metadata = extras?.metadata
+        message.reactions = extras?.reactions ?? [:]
+        message.editedAt = (row["edited_at"] as Int64?).map(Date.init(millisecondsSince1970:))
+        message.deletedAt = (row["deleted_at"] as Int64?).map(Date.init(millisecondsSince1970:))
+        message.delivery = delivery
+        return message
+    }
+
+    static func id(_ text: String?) throws -> EntityID {
+        guard let text, let id = EntityID(text) else { throw DatabaseError(message: "corrupt id in the local database") }
+        return id
+    }
+
+    /// Keeps the newest `maxMessagesPerConversation` stored messages per conversation and none
+    /// older than `maxAge`; temporary and failed messages are never dropped.
+    public func trim(now: Date) async throws {
+        let cutoff = now.addingTimeInterval(-retention.maxAge.seconds).millisecondsSince1970
+        let keep = retention.maxMessagesPerConversation
+        try await writer.write { db in
+            let ids = try String.fetchAll(db, sql: "SELECT DISTINCT conversation_id FROM messages")
+            for id in ids {
+                try db.execute(
+                    sql: "DELETE FROM messages WHERE conversation_id = ? AND state = 'confirmed' AND created_at < ?",
+                    arguments: [id, cutoff])
+                var dropped = db.changesCount
+                if let edge = try Int64.fetchOne(
+                    db,
+                    sql: "SELECT seq FROM messages WHERE conversation_id = ? AND state = 'confirmed' ORDER BY seq DESC LIMIT 1 OFFSET ?",
+                    arguments: [id, keep - 1])
+                {
+                    try db.execute(
+                        sql: "DELETE FROM messages WHERE conversation_id = ? AND state = 'confirmed' AND seq < ?", arguments: [id, edge])
+                    dropped += db.changesCount
+                }
+                if dropped > 0 {
+                    try db.execute(sql: "UPDATE conversations SET has_older = 1 WHERE id = ?", arguments: [id])
+                }
+            }
+        }
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}

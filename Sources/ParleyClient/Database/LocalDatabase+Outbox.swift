@@ -1,0 +1,106 @@
+import Foundation
+import GRDB
+import ParleyProtocol
+
+/// One message waiting to be sent.
+public struct OutboxEntry: Sendable, Equatable {
+    /// FIFO order across the outbox.
+    public var position: Int64
+    public var request: SendMessageRequest
+    public var conversationId: EntityID
+    /// Failed attempts so far.
+    public var attempts: Int
+    /// Not before this time.
+    public var nextAttemptAt: Date
+}
+
+extension LocalDatabase {
+    /// The entries to send now: the oldest queued entry of each conversation (FIFO per
+    /// conversation: a message is sent only after the one before it), if it is due.
+    public func dueOutboxEntries(now: Date) async throws -> [OutboxEntry] {
+        try await heads().filter { $0.nextAttemptAt <= now }
+    }
+
+    /// When the next queued head becomes due, if any is waiting.
+    public func nextOutboxAttempt() async throws -> Date? {
+        try await heads().map(\.nextAttemptAt).min()
+    }
+
+    /// How many messages are queued or failed.
+    public func outboxCount() async throws -> Int {
+        try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0 }
+    }
+
+    private func heads() async throws -> [OutboxEntry] {
+        try await writer.read { db in
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT o.* FROM outbox o
+                    WHERE o.state = 'queued' AND o.position = (
+                        SELECT MIN(position) FROM outbox WHERE conversation_id = o.conversation_id AND state = 'queued')
+                    ORDER BY o.position
+                    """)
+            let decoder = WireCoding.makeDecoder()
+            return try rows.map { row in
+                OutboxEntry(
+                    position: row["position"],
+                    request: try decoder.decode(SendMessageRequest.self, from: Data((row["request"] as String).utf8)),
+                    conversationId: try Self.id(row["conversation_id"]), attempts: row["attempts"],
+                    nextAttemptAt: Date(millisecondsSince1970: row["next_attempt_at"]))
+            }
+        }
+    }
+
+    /// Records a failed attempt that may succeed later (no answer, 5xx): try again at `retryAt`.
+    public func outboxAttemptFailed(clientMessageId: String, retryAt: Date) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ? WHERE client_message_id = ?",
+                arguments: [retryAt.millisecondsSince1970, clientMessageId])
+        }
+    }
+
+    /// The server refused the message: it shows as failed with the reason until resent or discarded.
+    public func outboxRejected(clientMessageId: String, reason: String) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "UPDATE outbox SET state = 'failed', failure = ? WHERE client_message_id = ?",
+                arguments: [reason, clientMessageId])
+            try db.execute(
+                sql: "UPDATE messages SET state = 'failed', failure = ? WHERE client_message_id = ? AND state = 'sending'",
+                arguments: [reason, clientMessageId])
+        }
+    }
+
+    /// Queues a failed message again, at the end of its conversation's queue.
+    public func resend(clientMessageId: String) async throws -> Bool {
+        try await writer.write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE client_message_id = ? AND state = 'failed'", arguments: [clientMessageId]) else {
+                return false
+            }
+            try db.execute(sql: "DELETE FROM outbox WHERE client_message_id = ?", arguments: [clientMessageId])
+            try db.execute(
+                sql: """
+                    INSERT INTO outbox (client_message_id, conversation_id, sender_id, request, queued_at)
+                    VALUES (?, ?, ?, ?, ?)
+                    """,
+                arguments: [clientMessageId, row["conversation_id"], row["sender_id"], row["request"], row["queued_at"]])
+            try db.execute(
+                sql: "UPDATE messages SET state = 'sending', failure = NULL, local_order = ? WHERE client_message_id = ? AND state = 'failed'",
+                arguments: [db.lastInsertedRowID, clientMessageId])
+            return true
+        }
+    }
+
+    /// Drops a failed (or still queued) message that the server never stored.
+    public func discard(clientMessageId: String) async throws -> Bool {
+        try await writer.write { db in
+            try db.execute(sql: "DELETE FROM outbox WHERE client_message_id = ?", arguments: [clientMessageId])
+            let removed = db.changesCount > 0
+            try db.execute(
+                sql: "DELETE FROM messages WHERE client_message_id = ? AND state != 'confirmed'", arguments: [clientMessageId])
+            return removed
+        }
+    }
+}

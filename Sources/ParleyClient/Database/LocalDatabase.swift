@@ -1,0 +1,134 @@
+import Foundation
+import GRDB
+import ParleyProtocol
+
+/// The SDK's local SQLite database: the cache the screens open from, and the outbox that keeps
+/// unsent messages across restarts.
+///
+/// Two kinds of tables live here. The outbox is durable state, changed only by named
+/// migrations. Everything else is a cache of the server: when ``cacheVersion`` changes, the
+/// cache tables are dropped and rebuilt (and the temporary messages restored from the
+/// outbox), so an app update never crashes on an old cache and never loses an unsent message.
+public struct LocalDatabase: Sendable {
+    /// Bump when the cache tables change shape: old caches are rebuilt, not migrated.
+    public static let cacheVersion = 1
+
+    /// How much history the cache keeps (seed 004: the newest 500, at most 7 days).
+    public struct Retention: Sendable, Equatable {
+        public var maxMessagesPerConversation: Int
+        public var maxAge: Duration
+
+        public init(maxMessagesPerConversation: Int = 500, maxAge: Duration = .seconds(7 * 24 * 3600)) {
+            self.maxMessagesPerConversation = maxMessagesPerConversation
+            self.maxAge = maxAge
+        }
+    }
+
+    let writer: any DatabaseWriter
+    /// The retention applied by ``trim(now:)``.
+    public let retention: Retention
+
+    /// Opens (creating if needed) the database file at `path`.
+    public static func open(path: String, retention: Retention = Retention()) throws -> LocalDatabase {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(5)
+        let pool = try DatabasePool(path: path, configuration: configuration)
+        return try LocalDatabase(writer: pool, retention: retention)
+    }
+
+    /// A database in memory (tests, previews).
+    public static func inMemory(retention: Retention = Retention()) throws -> LocalDatabase {
+        try LocalDatabase(writer: try DatabaseQueue(), retention: retention)
+    }
+
+    init(writer: any DatabaseWriter, retention: Retention) throws {
+        self.writer = writer
+        self.retention = retention
+        try Self.durableMigrator.migrate(writer)
+        try writer.write { db in try Self.prepareCache(db) }
+    }
+
+    /// The outbox: never dropped, only migrated.
+    static var durableMigrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-outbox") { db in
+            try db.execute(sql: """
+                CREATE TABLE outbox (
+                    position INTEGER PRIMARY KEY AUTOINCREMENT,
+                    client_message_id TEXT NOT NULL UNIQUE,
+                    conversation_id TEXT NOT NULL,
+                    sender_id TEXT NOT NULL,
+                    request TEXT NOT NULL,
+                    queued_at INTEGER NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at INTEGER NOT NULL DEFAULT 0,
+                    state TEXT NOT NULL DEFAULT 'queued' CHECK (state IN ('queued', 'failed')),
+                    failure TEXT
+                );
+                CREATE INDEX outbox_by_conversation ON outbox(conversation_id, position);
+                CREATE TABLE cache_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
+                """)
+        }
+        return migrator
+    }
+
+    /// Creates the cache tables, or rebuilds them when their version is not this build's.
+    static func prepareCache(_ db: Database) throws {
+        let stored = try String.fetchOne(db, sql: "SELECT value FROM cache_meta WHERE key = 'cache_version'")
+        guard stored != String(cacheVersion) else { return }
+        for table in ["messages", "conversations", "users"] {
+            try db.execute(sql: "DROP TABLE IF EXISTS \(table)")
+        }
+        try db.execute(sql: """
+            CREATE TABLE users (
+                id TEXT PRIMARY KEY NOT NULL,
+                organization_id TEXT NOT NULL,
+                email TEXT NOT NULL,
+                display_name TEXT NOT NULL,
+                is_online INTEGER NOT NULL DEFAULT 0,
+                last_seen_at INTEGER
+            );
+            CREATE TABLE conversations (
+                id TEXT PRIMARY KEY NOT NULL,
+                body TEXT NOT NULL,
+                last_activity_at INTEGER NOT NULL,
+                last_seq INTEGER NOT NULL,
+                synced_seq INTEGER,
+                has_older INTEGER NOT NULL DEFAULT 1
+            );
+            CREATE TABLE messages (
+                sender_id TEXT NOT NULL,
+                client_message_id TEXT NOT NULL,
+                conversation_id TEXT NOT NULL,
+                id TEXT UNIQUE,
+                seq INTEGER,
+                updated_seq INTEGER,
+                type TEXT NOT NULL,
+                text TEXT NOT NULL,
+                reply_to_id TEXT,
+                extras TEXT,
+                created_at INTEGER NOT NULL,
+                edited_at INTEGER,
+                deleted_at INTEGER,
+                state TEXT NOT NULL CHECK (state IN ('sending', 'failed', 'confirmed')),
+                failure TEXT,
+                local_order INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (sender_id, client_message_id)
+            );
+            CREATE INDEX messages_by_seq ON messages(conversation_id, seq);
+            """)
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO cache_meta (key, value) VALUES ('cache_version', ?)", arguments: [String(cacheVersion)])
+        // Unsent messages live in the outbox; show them again in the rebuilt cache.
+        try restoreTemporaryMessages(db)
+    }
+
+    /// Drops the whole cache (e.g. on logout); the outbox is kept unless `includingOutbox`.
+    public func reset(includingOutbox: Bool = false) async throws {
+        try await writer.write { db in
+            try db.execute(sql: "DELETE FROM cache_meta WHERE key = 'cache_version'")
+            if includingOutbox { try db.execute(sql: "DELETE FROM outbox") }
+            try Self.prepareCache(db)
+        }
+    }
+}

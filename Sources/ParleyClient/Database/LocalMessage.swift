@@ -1,0 +1,104 @@
+import Foundation
+import ParleyProtocol
+
+/// Where a message is on its way, as the chat screen shows it (seed 001's state machine).
+public enum Delivery: Sendable, Equatable {
+    /// Written locally, in the outbox, not yet acknowledged.
+    case sending
+    /// The server refused it; `reason` says why. The app can resend or discard it.
+    case failed(reason: String)
+    /// Stored by the server (one tick).
+    case sent
+    /// Every other member has received it.
+    case delivered
+    /// Every other member has read it (two ticks).
+    case read
+    /// Someone else's message.
+    case received
+}
+
+/// A message as the SDK keeps it: a server message, or a temporary one still on its way.
+///
+/// Its identity (`id`) is the sender and the client's temp id, so a temporary message and the
+/// server's copy are the same row: the swap never shows the message twice.
+public struct LocalMessage: Sendable, Equatable, Identifiable {
+    public var senderId: EntityID
+    public var clientMessageId: String
+    public var conversationId: EntityID
+    /// The server's id, once stored there.
+    public var serverId: EntityID?
+    /// The server's seq, once stored there; nil while sending.
+    public var seq: Int64?
+    public var updatedSeq: Int64?
+    public var type: MessageType
+    public var text: String
+    public var replyToId: EntityID?
+    public var attachment: Attachment?
+    public var metadata: [String: String]?
+    public var reactions: [String: [EntityID]]
+    public var createdAt: Date
+    public var editedAt: Date?
+    public var deletedAt: Date?
+    public var delivery: Delivery
+
+    /// Stable across the temporary → stored swap.
+    public var id: String { "\(senderId)/\(clientMessageId)" }
+
+    /// Whether the server has it.
+    public var isConfirmed: Bool { seq != nil }
+
+    /// A stored server message, with the delivery state the caller worked out.
+    public init(_ message: Message, delivery: Delivery) {
+        senderId = message.senderId
+        clientMessageId = message.clientMessageId
+        conversationId = message.conversationId
+        serverId = message.id
+        seq = message.seq
+        updatedSeq = message.updatedSeq
+        type = message.type
+        text = message.text
+        replyToId = message.replyToId
+        attachment = message.attachment
+        metadata = message.metadata
+        reactions = message.reactions
+        createdAt = message.createdAt
+        editedAt = message.editedAt
+        deletedAt = message.deletedAt
+        self.delivery = delivery
+    }
+
+    /// A temporary message from a send request.
+    init(pending request: SendMessageRequest, conversationId: EntityID, senderId: EntityID, createdAt: Date) {
+        self.senderId = senderId
+        clientMessageId = request.clientMessageId
+        self.conversationId = conversationId
+        type = request.type ?? .text
+        text = Limits.trimmed(request.text)
+        replyToId = request.replyToId
+        metadata = request.metadata
+        reactions = [:]
+        self.createdAt = createdAt.wholeMilliseconds
+        delivery = .sending
+    }
+}
+
+/// The rarely-set fields, kept as one JSON column.
+struct MessageExtras: Codable, Equatable {
+    var attachment: Attachment?
+    var metadata: [String: String]?
+    var reactions: [String: [EntityID]]?
+
+    var isEmpty: Bool { attachment == nil && metadata == nil && (reactions?.isEmpty ?? true) }
+}
+
+extension Delivery {
+    /// The status of a stored message for `viewer`, from the other members' watermarks.
+    static func of(seq: Int64, senderId: EntityID, viewer: EntityID, members: [Member]) -> Delivery {
+        guard senderId == viewer else { return .received }
+        let others = members.filter { $0.userId != viewer }
+        guard !others.isEmpty else { return .sent }
+        if others.allSatisfy({ $0.readSeq >= seq }) { return .read }
+        if others.allSatisfy({ $0.deliveredSeq >= seq }) { return .delivered }
+        return .sent
+    }
+}

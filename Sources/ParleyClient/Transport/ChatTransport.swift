@@ -1,0 +1,60 @@
+import Foundation
+import ParleyProtocol
+
+/// What the SDK needs from the network. The live transport is REST plus one WebSocket; tests
+/// wrap it to drop, duplicate and delay frames and cut connections.
+public protocol ChatTransport: Sendable {
+    /// The user's conversations.
+    func conversations() async throws -> [Conversation]
+    /// One conversation.
+    func conversation(_ id: EntityID) async throws -> Conversation
+    /// A history page.
+    func messages(_ id: EntityID, before: Int64?, limit: Int) async throws -> MessagesPage
+    /// A catch-up page.
+    func changes(_ id: EntityID, since: Int64, limit: Int) async throws -> ChangesPage
+    /// Sends over HTTP (the fallback while the WebSocket is down).
+    func send(_ request: SendMessageRequest, to conversationId: EntityID) async throws -> Message
+    /// Opens a WebSocket and waits for `hello`.
+    func openRealtime() async throws -> any RealtimeChannel
+}
+
+/// One open WebSocket, as the SDK uses it.
+public protocol RealtimeChannel: Sendable {
+    /// Server events in arrival order; finishes when the connection ends.
+    var events: AsyncStream<ServerEvent> { get }
+    /// Sends a message; returns it as stored.
+    func sendMessage(_ request: SendMessageRequest) async throws -> Message
+    /// A round trip.
+    func ping() async throws
+    /// Closes the connection.
+    func close() async
+}
+
+extension RealtimeConnection: RealtimeChannel {}
+
+/// The real network: ``ParleyAPI`` and ``RealtimeConnection``.
+public struct LiveTransport: ChatTransport {
+    public let api: ParleyAPI
+
+    /// A transport for a server URL and a token.
+    public init(serverURL: URL, token: String) {
+        api = ParleyAPI(baseURL: serverURL, token: token)
+    }
+
+    public func conversations() async throws -> [Conversation] { try await api.conversations() }
+    public func conversation(_ id: EntityID) async throws -> Conversation { try await api.conversation(id) }
+    public func messages(_ id: EntityID, before: Int64?, limit: Int) async throws -> MessagesPage {
+        try await api.messages(id, before: before, limit: limit)
+    }
+    public func changes(_ id: EntityID, since: Int64, limit: Int) async throws -> ChangesPage {
+        try await api.changes(id, since: since, limit: limit)
+    }
+    public func send(_ request: SendMessageRequest, to conversationId: EntityID) async throws -> Message {
+        try await api.send(request, to: conversationId)
+    }
+    public func openRealtime() async throws -> any RealtimeChannel {
+        let connection = RealtimeConnection(serverURL: api.baseURL, token: api.token ?? "")
+        _ = try await connection.connect()
+        return connection
+    }
+}
