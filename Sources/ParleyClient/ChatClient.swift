@@ -131,7 +131,11 @@ public actor ChatClient {
                     }
                 }
             case .synchronize:
-                Task { await self.synchronize() }
+                Task {
+                    // Connected again: what waited for the network goes now.
+                    try? await self.database.outboxRetryNow()
+                    await self.synchronize()
+                }
             }
         }
         notify(.connection(machine.state))

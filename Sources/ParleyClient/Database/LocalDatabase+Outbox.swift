@@ -61,6 +61,13 @@ extension LocalDatabase {
         }
     }
 
+    /// Makes every queued entry due now (the connection came back: the waits were for it).
+    public func outboxRetryNow() async throws {
+        try await writer.write { db in
+            try db.execute(sql: "UPDATE outbox SET next_attempt_at = 0 WHERE state = 'queued'")
+        }
+    }
+
     /// The server refused the message: it shows as failed with the reason until resent or discarded.
     public func outboxRejected(clientMessageId: String, reason: String) async throws {
         try await writer.write { db in

@@ -1,0 +1,167 @@
+import Foundation
+@testable import ParleyClient
+import ParleyProtocol
+import ParleyTestSupport
+import Testing
+
+/// The SDK against a real server: optimistic send, offline queue, catch-up.
+@Suite struct ChatClientTests {
+    /// Real time, but backoff and polling shrunk so tests run in seconds.
+    static func fastEnvironment() -> ClientEnvironment {
+        var environment = ClientEnvironment.live
+        environment.sleep = { duration in try await Task.sleep(for: duration / 50) }
+        return environment
+    }
+
+    static func client(_ user: TestUser, path: String? = nil, transport: (any ChatTransport)? = nil) throws -> ChatClient {
+        let database = try path.map { try LocalDatabase.open(path: $0) } ?? LocalDatabase.inMemory()
+        return ChatClient(
+            transport: transport ?? LiveTransport(serverURL: user.server.baseURL, token: user.token), database: database,
+            userId: user.id, environment: fastEnvironment(), policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)),
+            pollInterval: .seconds(5))
+    }
+
+    static func eventually(
+        _ what: String, timeout: Duration = .seconds(15), _ condition: @Sendable () async throws -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        Issue.record("timed out waiting for \(what)")
+        throw ClientError(kind: .timeout, message: what)
+    }
+
+    @Test func optimisticSendShowsAtOnceThenIsConfirmedOnEveryDevice() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let alice = try await server.register("alice@x.io")
+        let bob = try await server.register("bob@x.io")
+        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let aliceClient = try Self.client(alice)
+        let bobClient = try Self.client(bob)
+        await aliceClient.start()
+        await bobClient.start()
+        _ = try await aliceClient.openConversation(direct.id)
+        _ = try await bobClient.openConversation(direct.id)
+
+        let pending = try await aliceClient.send(text: "hello", in: direct.id)
+        #expect(pending.delivery == .sending)
+        try await Self.eventually("bob receives") {
+            try await bobClient.database.messages(in: direct.id, viewer: bob.id).map(\.text) == ["hello"]
+        }
+        try await Self.eventually("alice's copy confirmed") {
+            try await aliceClient.database.messages(in: direct.id, viewer: alice.id).first?.isConfirmed == true
+        }
+        let mine = try await aliceClient.database.messages(in: direct.id, viewer: alice.id)
+        #expect(mine.count == 1 && mine[0].id == pending.id && mine[0].delivery == .sent)
+        #expect(try await aliceClient.database.outboxCount() == 0)
+        await aliceClient.stop()
+        await bobClient.stop()
+    }
+
+    @Test func messagesWrittenWhileTheServerIsDownAreDeliveredOnceWhenItReturns() async throws {
+        let directory = TestServer.temporaryDirectory()
+        let server = try await TestServer.start(dataDirectory: directory)
+        let port = server.port
+        let alice = try await server.register("alice@x.io")
+        let bob = try await server.register("bob@x.io")
+        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let databasePath = directory + "/alice-client.sqlite"
+        var aliceClient = try Self.client(alice, path: databasePath)
+        await aliceClient.start()
+        _ = try await aliceClient.openConversation(direct.id)
+        await server.stop()
+
+        for index in 1...5 { try await aliceClient.send(text: "offline \(index)", in: direct.id) }
+        #expect(try await aliceClient.database.outboxCount() == 5)
+        // The app is killed while offline, and opened again later.
+        await aliceClient.stop()
+        let reopened = try Self.client(alice, path: databasePath)
+        aliceClient = reopened
+        let shown = try await reopened.database.messages(in: direct.id, viewer: alice.id)
+        #expect(shown.map(\.text) == (1...5).map { "offline \($0)" } && shown.allSatisfy { $0.delivery == .sending })
+
+        let restarted = try await TestServer.start(dataDirectory: directory, port: port)
+        defer { Task { await restarted.stop() } }
+        await reopened.start()
+        try await Self.eventually("outbox drained") { try await reopened.database.outboxCount() == 0 }
+        let history = try await bob.api.messages(direct.id).messages
+        #expect(history.map(\.text) == (1...5).map { "offline \($0)" }, "in order, each once")
+        #expect(history.map(\.seq) == [1, 2, 3, 4, 5])
+        await aliceClient.stop()
+    }
+
+    @Test func aRefusedMessageIsMarkedFailedAndCanBeDiscarded() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let alice = try await server.register("alice@x.io")
+        let bob = try await server.register("bob@x.io")
+        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let client = try Self.client(alice)
+        await client.start()
+        _ = try await client.openConversation(direct.id)
+        // Enqueue a request the server will refuse (a reply to a message of no conversation).
+        _ = try await client.database.enqueue(
+            .init(clientMessageId: "doomed", text: "x", replyToId: EntityID()), in: direct.id, senderId: alice.id, now: Date())
+        try await client.send(text: "fine", in: direct.id)
+        try await Self.eventually("the refusal is recorded") {
+            try await client.database.message(senderId: alice.id, clientMessageId: "doomed", viewer: alice.id)?.delivery
+                == .failed(reason: "replyToId is not a message of this conversation")
+        }
+        try await Self.eventually("the next message is not blocked") {
+            try await bob.api.messages(direct.id).messages.map(\.text) == ["fine"]
+        }
+        try await client.discard(clientMessageId: "doomed", in: direct.id)
+        #expect(try await client.database.outboxCount() == 0)
+        #expect(try await client.database.messages(in: direct.id, viewer: alice.id).map(\.text) == ["fine"])
+        await client.stop()
+    }
+
+    @Test func openingFromTheCacheCountsHitsAndPagesBackToTheServer() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let alice = try await server.register("alice@x.io")
+        let bob = try await server.register("bob@x.io")
+        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        for index in 1...30 { _ = try await bob.api.send(.init(clientMessageId: "b\(index)", text: "\(index)"), to: direct.id) }
+        let client = try Self.client(alice)
+        let first = try await client.openConversation(direct.id, limit: 10)
+        #expect(first.compactMap(\.seq) == Array(21...30))
+        let second = try await client.openConversation(direct.id, limit: 10)
+        #expect(second.compactMap(\.seq) == Array(21...30))
+        let older = try await client.loadOlder(direct.id, before: 21, limit: 10)
+        #expect(older.compactMap(\.seq) == Array(11...20))
+        let again = try await client.loadOlder(direct.id, before: 21, limit: 10)
+        #expect(again.compactMap(\.seq) == Array(11...20))
+        let counts = await client.readCounts
+        #expect(counts.cacheHits == 2 && counts.cacheMisses == 2)
+    }
+
+    @Test func listAndChatModelsFollowTheDatabase() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let alice = try await server.register("alice@x.io")
+        let bob = try await server.register("bob@x.io", name: "Bob")
+        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let client = try Self.client(alice)
+        await client.start()
+        let list = await ConversationListModel(client: client, names: { $0 == bob.id ? "Bob" : nil })
+        await list.start()
+        let chat = await ChatModel(client: client, conversationId: direct.id)
+        await chat.start()
+        try await Self.eventually("the list shows the conversation") {
+            await list.rows.map(\.title) == ["Bob"]
+        }
+        await chat.send("hi Bob")
+        #expect(await chat.messages.map(\.text) == ["hi Bob"])
+        _ = try await bob.api.send(.init(clientMessageId: "r", text: "hi Alice"), to: direct.id)
+        try await Self.eventually("the reply shows") { await chat.messages.map(\.text) == ["hi Bob", "hi Alice"] }
+        try await Self.eventually("the badge counts it") { await list.totalUnread == 1 }
+        #expect(await chat.connection == .connected)
+        await chat.stop()
+        await list.stop()
+        await client.stop()
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import ParleyClient
+import ParleyProtocol
+import Synchronization
+
+/// A seeded source of faults. Every decision draws from one generator, so a seed replays the
+/// same sequence of decisions (the interleaving with the network may still differ).
+public final class FaultPlan: Sendable {
+    /// How likely each fault is, per opportunity.
+    public struct Odds: Sendable {
+        public var dropEvent = 0.08
+        public var duplicateEvent = 0.08
+        public var delayEvent = 0.08
+        public var cutConnection = 0.03
+        public var failOpen = 0.15
+        public var failBeforeSend = 0.1
+        public var failAfterSend = 0.1
+        public var failHTTP = 0.1
+
+        public init() {}
+    }
+
+    public let seed: UInt64
+    public let odds: Odds
+    private let state: Mutex<(rng: UInt64, calm: Bool, faults: Int)>
+
+    public init(seed: UInt64, odds: Odds = Odds()) {
+        self.seed = seed
+        self.odds = odds
+        state = Mutex((seed &+ 0x9E37_79B9_7F4A_7C15, false, 0))
+    }
+
+    /// Stops injecting faults (the end of a run: let everything settle).
+    public func calm() { state.withLock { $0.calm = true } }
+
+    /// How many faults were injected.
+    public var injected: Int { state.withLock { $0.faults } }
+
+    /// Whether a fault with probability `p` happens now.
+    public func roll(_ p: Double) -> Bool {
+        state.withLock { state in
+            guard !state.calm else { return false }
+            // SplitMix64.
+            state.rng &+= 0x9E37_79B9_7F4A_7C15
+            var z = state.rng
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            z ^= z >> 31
+            let hit = Double(z >> 11) / Double(1 << 53) < p
+            if hit { state.faults += 1 }
+            return hit
+        }
+    }
+
+    static let cut = ClientError(kind: .transport, message: "injected fault")
+}
+
+/// The live transport with faults injected on both paths.
+public struct FaultyTransport: ChatTransport {
+    let base: LiveTransport
+    let plan: FaultPlan
+
+    public init(serverURL: URL, token: String, plan: FaultPlan) {
+        base = LiveTransport(serverURL: serverURL, token: token)
+        self.plan = plan
+    }
+
+    private func http() throws { if plan.roll(plan.odds.failHTTP) { throw FaultPlan.cut } }
+
+    public func conversations() async throws -> [Conversation] { try http(); return try await base.conversations() }
+    public func conversation(_ id: EntityID) async throws -> Conversation { try http(); return try await base.conversation(id) }
+    public func messages(_ id: EntityID, before: Int64?, limit: Int) async throws -> MessagesPage {
+        try http()
+        return try await base.messages(id, before: before, limit: limit)
+    }
+    public func changes(_ id: EntityID, since: Int64, limit: Int) async throws -> ChangesPage {
+        try http()
+        return try await base.changes(id, since: since, limit: limit)
+    }
+    public func send(_ request: SendMessageRequest, to conversationId: EntityID) async throws -> Message {
+        if plan.roll(plan.odds.failBeforeSend) { throw FaultPlan.cut }
+        let stored = try await base.send(request, to: conversationId)
+        // Stored, but the answer is lost: the client cannot know, and must retry safely.
+        if plan.roll(plan.odds.failAfterSend) { throw FaultPlan.cut }
+        return stored
+    }
+    public func openRealtime() async throws -> any RealtimeChannel {
+        if plan.roll(plan.odds.failOpen) { throw FaultPlan.cut }
+        return FaultyChannel(inner: try await base.openRealtime(), plan: plan)
+    }
+}
+
+/// A WebSocket that drops, duplicates, delays (reorders) events and cuts itself.
+final class FaultyChannel: RealtimeChannel {
+    let inner: any RealtimeChannel
+    let plan: FaultPlan
+    let events: AsyncStream<ServerEvent>
+    private let pump: Task<Void, Never>
+
+    init(inner: any RealtimeChannel, plan: FaultPlan) {
+        self.inner = inner
+        self.plan = plan
+        let (stream, sink) = AsyncStream.makeStream(of: ServerEvent.self)
+        events = stream
+        pump = Task {
+            var held: ServerEvent?
+            for await event in inner.events {
+                if plan.roll(plan.odds.cutConnection) {
+                    await inner.close()
+                    break
+                }
+                if plan.roll(plan.odds.dropEvent) { continue }
+                if held == nil, plan.roll(plan.odds.delayEvent) {
+                    held = event
+                    continue
+                }
+                sink.yield(event)
+                if plan.roll(plan.odds.duplicateEvent) { sink.yield(event) }
+                if let late = held {
+                    sink.yield(late)
+                    held = nil
+                }
+            }
+            sink.finish()
+        }
+    }
+
+    func sendMessage(_ request: SendMessageRequest) async throws -> Message {
+        if plan.roll(plan.odds.failBeforeSend) { throw FaultPlan.cut }
+        let stored = try await inner.sendMessage(request)
+        if plan.roll(plan.odds.failAfterSend) { throw FaultPlan.cut }
+        return stored
+    }
+
+    func ping() async throws { try await inner.ping() }
+
+    func close() async {
+        await inner.close()
+        pump.cancel()
+    }
+}
