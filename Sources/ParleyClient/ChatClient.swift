@@ -40,6 +40,7 @@ public actor ChatClient {
     private var outboxTimer: Task<Void, Never>?
     private var isFlushing = false
     private var flushAgain = false
+    private var flushWaiters: [CheckedContinuation<Void, Never>] = []
     private var catchingUp: Set<EntityID> = []
     private var catchUpAgain: Set<EntityID> = []
     /// Seed 004's read counter.
@@ -362,13 +363,19 @@ public actor ChatClient {
     }
 
     /// Sends every due outbox head, oldest first, over the WebSocket when connected, else HTTP.
+    /// Returns when the outbox has nothing due (a call during a flush waits for that flush).
     public func flushOutbox() async {
         guard !isFlushing else {
             flushAgain = true
+            await withCheckedContinuation { flushWaiters.append($0) }
             return
         }
         isFlushing = true
-        defer { isFlushing = false }
+        defer {
+            isFlushing = false
+            for waiter in flushWaiters { waiter.resume() }
+            flushWaiters.removeAll()
+        }
         repeat {
             flushAgain = false
             do {

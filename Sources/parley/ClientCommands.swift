@@ -101,42 +101,78 @@ struct OpenGroup: AsyncParsableCommand {
 }
 
 struct Send: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Send a text message; safe to rerun with the same --client-id.")
+    static let configuration = CommandConfiguration(
+        abstract: "Send a text message; with the server unreachable it is queued for `parley sync`.")
     @OptionGroup var options: ClientOptions
     @Argument var conversationId: String
     @Argument var text: String
-    @Option(help: "The clientMessageId (default: a new UUID).") var clientId: String?
 
     func run() async throws {
-        let (_, api) = try options.session()
+        let session = try await SDKSession.open(options)
         let id = try conversation(conversationId)
-        let message = try await clientCall {
-            try await api.send(.init(clientMessageId: clientId ?? UUID().uuidString.lowercased(), text: text), to: id)
+        let pending = try await clientCall { try await session.client.send(text: text, in: id) }
+        await session.client.flushOutbox()
+        let message = try await session.client.database.message(
+            senderId: session.profile.user.id, clientMessageId: pending.clientMessageId, viewer: session.profile.user.id)
+        switch message?.delivery {
+        case .failed(let reason)?:
+            throw fail("refused: \(reason) (kept as failed; it will not be sent)")
+        case .sending?, nil:
+            print("queued (server unreachable); `parley sync` delivers it")
+        default:
+            print("sent #\(message?.seq ?? 0) \(message?.serverId?.description ?? "")")
         }
-        print("sent #\(message.seq) \(message.id)")
+    }
+}
+
+struct Sync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Deliver queued messages and catch up on every kept conversation.")
+    @OptionGroup var options: ClientOptions
+
+    func run() async throws {
+        let session = try await SDKSession.open(options)
+        let before = try await session.client.database.outboxCount()
+        try? await session.refreshDirectory()
+        await session.client.synchronize()
+        let after = try await session.client.database.outboxCount()
+        print("delivered \(before - after) queued message\(before - after == 1 ? "" : "s"); \(after) still queued")
+        if after > 0 { throw fail("server unreachable; \(after) message(s) still queued", code: 2) }
     }
 }
 
 struct History: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Print a conversation's latest messages.")
+    static let configuration = CommandConfiguration(abstract: "Print a conversation's latest messages (cache first).")
     @OptionGroup var options: ClientOptions
     @Argument var conversationId: String
     @Option(help: "How many (1–200).") var limit: Int = 50
-    @Option(help: "Only messages before this seq.") var before: Int64?
+    @Flag(help: "Print from the local cache without touching the network.") var offline = false
 
     func run() async throws {
-        let (_, api) = try options.session()
+        let session = try await SDKSession.open(options)
         let id = try conversation(conversationId)
-        let (page, people) = try await clientCall { (try await api.messages(id, before: before, limit: limit), try await api.users()) }
-        let names = Dictionary(uniqueKeysWithValues: people.map { ($0.id, $0.displayName) })
-        for message in page.messages { print(MessageLine.render(message, names: names)) }
-        if page.hasMore, let first = page.messages.first { print("… older messages: --before \(first.seq)") }
+        let me = session.profile.user.id
+        let messages: [LocalMessage]
+        if offline {
+            messages = try await session.client.database.messages(in: id, viewer: me, limit: limit)
+            if messages.isEmpty { print("(nothing cached for this conversation)") }
+        } else {
+            try? await session.refreshDirectory()
+            messages = try await clientCall { try await session.client.openConversation(id, limit: limit) }
+            await session.client.synchronize()
+        }
+        let fresh = offline ? messages : try await session.client.database.messages(in: id, viewer: me, limit: limit)
+        let names = Dictionary(uniqueKeysWithValues: try await session.client.database.users().map { ($0.id, $0.displayName) })
+        for message in fresh { print(MessageLine.render(message, names: names)) }
     }
 }
 
 /// One readable line for a message.
 enum MessageLine {
     static func render(_ message: Message, names: [EntityID: String]) -> String {
+        render(LocalMessage(message, delivery: .received), names: names)
+    }
+
+    static func render(_ message: LocalMessage, names: [EntityID: String]) -> String {
         let who = names[message.senderId] ?? String(message.senderId.description.prefix(8))
         let body: String = switch message.type {
         case .system: "* \(who) \(message.text)"
@@ -145,7 +181,16 @@ enum MessageLine {
         }
         let edited = message.editedAt != nil ? " (edited)" : ""
         let deleted = message.deletedAt != nil ? " (deleted)" : ""
-        return "#\(message.seq) \(Terminal.clock(message.createdAt)) \(body)\(edited)\(deleted)"
+        let status: String = switch message.delivery {
+        case .sending: " (sending)"
+        case .failed(let reason): " (failed: \(reason))"
+        case .sent: " ✓"
+        case .delivered: " ✓✓"
+        case .read: " ✓✓ read"
+        case .received: ""
+        }
+        let number = message.seq.map { "#\($0)" } ?? "#-"
+        return "\(number) \(Terminal.clock(message.createdAt)) \(body)\(edited)\(deleted)\(status)"
     }
 }
 

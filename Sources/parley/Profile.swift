@@ -63,6 +63,40 @@ struct ClientOptions: ParsableArguments {
     }
 }
 
+/// The SDK over the profile's local database.
+struct SDKSession {
+    let profile: Profile
+    let api: ParleyAPI
+    let client: ChatClient
+
+    /// Caches the directory so offline screens can show names.
+    func refreshDirectory() async throws {
+        try await client.database.store(users: try await api.users())
+    }
+}
+
+extension ClientOptions {
+    /// The session with an SDK client whose database lives in the profile folder.
+    func sdkSession() throws -> SDKSession {
+        let (profile, api) = try session()
+        let path = (profileDirectory as NSString).appendingPathComponent("cache.sqlite")
+        let client = try ChatClient(
+            transport: LiveTransport(serverURL: api.baseURL, token: profile.token),
+            database: LocalDatabase.open(path: path), userId: profile.user.id)
+        let session = SDKSession(profile: profile, api: api, client: client)
+        return session
+    }
+}
+
+extension SDKSession {
+    /// Opens the session and remembers the signed-in user's own name for offline screens.
+    static func open(_ options: ClientOptions) async throws -> SDKSession {
+        let session = try options.sdkSession()
+        try await session.client.database.store(users: [session.profile.user])
+        return session
+    }
+}
+
 /// Runs a client call, turning SDK errors into one line on stderr and a non-zero exit.
 func clientCall<T>(_ body: () async throws -> T) async throws -> T {
     do {

@@ -145,6 +145,35 @@ extension LocalDatabase {
         }
     }
 
+    /// Stores the directory (names for offline screens).
+    public func store(users: [User]) async throws {
+        try await writer.write { db in
+            for user in users {
+                try db.execute(
+                    sql: """
+                        INSERT OR REPLACE INTO users (id, organization_id, email, display_name, is_online, last_seen_at)
+                        VALUES (?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        user.id.description, user.organizationId.description, user.email, user.displayName, user.isOnline,
+                        user.lastSeenAt?.millisecondsSince1970,
+                    ])
+            }
+        }
+    }
+
+    /// The cached directory.
+    public func users() async throws -> [User] {
+        try await writer.read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM users ORDER BY display_name").map {
+                User(
+                    id: try Self.id($0["id"]), organizationId: try Self.id($0["organization_id"]), email: $0["email"],
+                    displayName: $0["display_name"], isOnline: $0["is_online"],
+                    lastSeenAt: ($0["last_seen_at"] as Int64?).map(Date.init(millisecondsSince1970:)))
+            }
+        }
+    }
+
     /// Applies a receipt to the stored members (watermarks only move up).
     public func apply(receipt: ReceiptEvent) async throws {
         try await writer.write { db in
