@@ -67,6 +67,7 @@ let package = Package(
                 "ParleyServer",
                 "ParleyClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict

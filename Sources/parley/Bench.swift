@@ -8,7 +8,7 @@ import ParleyServer
 /// `parley bench`: measurements of a real server over the real protocol.
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Measure a Parley server over the real protocol.", subcommands: [Latency.self])
+        abstract: "Measure Parley: the server over the real protocol, and the SDK's local paths.", subcommands: [Latency.self, ClientBench.self])
 }
 
 /// Send→receive latency over WebSocket, one message at a time, against a ping floor.

@@ -32,6 +32,11 @@ public struct LocalDatabase: Sendable {
     public static func open(path: String, retention: Retention = Retention()) throws -> LocalDatabase {
         var configuration = Configuration()
         configuration.busyMode = .timeout(5)
+        configuration.prepareDatabase { db in
+            // WAL + NORMAL: a commit survives the app being killed (the outbox's promise); only
+            // a power loss can take the last commits, and the server still has what was sent.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
         let pool = try DatabasePool(path: path, configuration: configuration)
         return try LocalDatabase(writer: pool, retention: retention)
     }
