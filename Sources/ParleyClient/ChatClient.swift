@@ -10,6 +10,10 @@ public enum ChatChange: Sendable, Equatable {
     case messages(EntityID)
     /// The connection banner.
     case connection(ConnectionState)
+    /// Who is typing in a conversation.
+    case typing(EntityID)
+    /// Presence in the directory.
+    case directory
 }
 
 /// The offline-first chat client: one per signed-in user.
@@ -31,8 +35,8 @@ public actor ChatClient {
     /// How often to poll over HTTP while the WebSocket is down.
     let pollInterval: Duration
 
-    private var machine: ConnectionStateMachine
-    private var channel: (any RealtimeChannel)?
+    var machine: ConnectionStateMachine
+    var channel: (any RealtimeChannel)?
     private var channelGeneration = 0
     private var waitTask: Task<Void, Never>?
     private var heartbeatTask: Task<Void, Never>?
@@ -44,7 +48,13 @@ public actor ChatClient {
     private var catchingUp: Set<EntityID> = []
     private var catchUpAgain: Set<EntityID> = []
     /// Seed 004's read counter.
-    public private(set) var readCounts = ReadCounts()
+    public internal(set) var readCounts = ReadCounts()
+    var receipts = ReceiptQueue()
+    var receiptTask: Task<Void, Never>?
+    var typingOut: [EntityID: TypingDebouncer] = [:]
+    var typingIn = TypingIndicators()
+    /// How long "this message is visible" marks are collected into one read receipt.
+    let receiptDelay: Duration = .milliseconds(500)
 
     /// The connection banner state.
     public var connectionState: ConnectionState { machine.state }
@@ -82,7 +92,7 @@ public actor ChatClient {
 
     private func removeObserver(_ id: UUID) { observers[id] = nil }
 
-    private func notify(_ change: ChatChange) {
+    func notify(_ change: ChatChange) {
         for observer in observers.values { observer.yield(change) }
     }
 
@@ -230,7 +240,12 @@ public actor ChatClient {
                 try await database.apply(receipt: receipt)
                 notify(.messages(receipt.conversationId))
                 notify(.conversations)
-            case .hello, .typing, .presence:
+            case .typing(let typing):
+                receivedTyping(typing)
+            case .presence(let presence):
+                try await database.apply(presence: presence)
+                notify(.directory)
+            case .hello:
                 break
             }
         } catch {
@@ -242,6 +257,11 @@ public actor ChatClient {
         switch try await database.applyLive(message, changeSeq: changeSeq) {
         case .applied:
             notify(.messages(message.conversationId))
+            if message.senderId != userId {
+                typingIn.clear(conversation: message.conversationId, user: message.senderId)
+                notify(.typing(message.conversationId))
+            }
+            await markDeliveredUpToSynced(message.conversationId)
         case .gap:
             await catchUp(message.conversationId)
         case .untracked:
@@ -268,6 +288,7 @@ public actor ChatClient {
             logger.debug("Sync failed; will retry", metadata: ["error": "\(error)"])
         }
         await flushOutbox()
+        await flushReceipts()
     }
 
     /// Fetches `/changes` from the synced seq until current, one transaction per page.
@@ -289,6 +310,7 @@ public actor ChatClient {
                     notify(.messages(conversationId))
                     if !page.hasMore { break }
                 }
+                await markDeliveredUpToSynced(conversationId)
             } catch {
                 logger.debug("Catch-up failed; will retry", metadata: ["error": "\(error)"])
                 return

@@ -85,6 +85,9 @@ struct ClientBench: AsyncParsableCommand {
         }
         let plainInsert = clock.now - start
 
+        // 4. Cache hit rate over a replayed session against a real in-process server.
+        let hitRate = try await Self.replaySession(directory: directory)
+
         print("parley bench client: \(repetitions) repetitions, SQLite files in a temporary folder")
         print("operation                                   p50 ms   p99 ms   floor p50 ms (what)")
         func row(_ name: String, _ samples: [Duration], _ floor: [Duration], _ what: String) {
@@ -97,12 +100,50 @@ struct ClientBench: AsyncParsableCommand {
         let catchUpMs = Double(catchUp.components.attoseconds) / 1e15 + Double(catchUp.components.seconds) * 1000
         let plainMs = Double(plainInsert.components.attoseconds) / 1e15 + Double(plainInsert.components.seconds) * 1000
         print(String(format: "apply a 10,000-message catch-up (20 pages)   total %.1f ms; plain INSERT of the same rows %.1f ms (%.2fx)", catchUpMs, plainMs, catchUpMs / plainMs))
+        print(String(format: "cache hit rate over a replayed session: %.1f%% (%d hits, %d misses, %d network reads)",
+                     hitRate.hitRate * 100, hitRate.cacheHits, hitRate.cacheMisses, hitRate.networkReads))
         let json: [String: Any] = [
+            "cache_hit_rate": hitRate.hitRate,
             "scenario": "client", "open500_p50_ms": Percentiles(open).p50, "open500_floor_p50_ms": Percentiles(rawOpen).p50,
             "send_visible_p50_ms": Percentiles(send).p50, "catchup10k_ms": catchUpMs, "catchup10k_floor_ms": plainMs,
         ]
         print(String(decoding: try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]), as: UTF8.self))
         await client.stop()
+    }
+}
+
+extension ClientBench {
+    /// A day of use: 5 conversations opened for the first time, then 100 switches between them
+    /// (scrolling back a page now and then), as an app replays it.
+    static func replaySession(directory: String) async throws -> ReadCounts {
+        let server = try await Latency.startServer()
+        let api = ParleyAPI(baseURL: server.url)
+        let organization = "replay-\(UUID().uuidString.prefix(8))"
+        let me = try await api.register(.init(organization: organization, email: "me@replay.io", password: "replay-password", displayName: "Me"))
+        var conversations: [EntityID] = []
+        for index in 0..<5 {
+            let friend = try await api.register(.init(
+                organization: organization, email: "f\(index)@replay.io", password: "replay-password", displayName: "F\(index)"))
+            let friendAPI = ParleyAPI(baseURL: server.url, token: friend.token)
+            let direct = try await friendAPI.createConversation(.init(type: .direct, participantIds: [me.user.id]))
+            for n in 0..<120 { _ = try await friendAPI.send(.init(clientMessageId: "m\(n)", text: "message \(n)"), to: direct.id) }
+            conversations.append(direct.id)
+        }
+        let client = try ChatClient(
+            serverURL: server.url, token: me.token, userId: me.user.id, databasePath: directory + "/replay.sqlite")
+        var generator = SystemRandomNumberGenerator()
+        for id in conversations { _ = try await client.openConversation(id) }
+        for step in 0..<100 {
+            let id = conversations.randomElement(using: &generator)!
+            let shown = try await client.openConversation(id)
+            if step % 10 == 0, let oldest = shown.first?.seq {
+                _ = try await client.loadOlder(id, before: oldest)
+            }
+        }
+        let counts = await client.readCounts
+        await client.stop()
+        await server.stop()
+        return counts
     }
 }
 
@@ -115,4 +156,7 @@ private struct Unreachable: ChatTransport {
     func changes(_ id: EntityID, since: Int64, limit: Int) async throws -> ChangesPage { throw Self.error }
     func send(_ request: SendMessageRequest, to conversationId: EntityID) async throws -> Message { throw Self.error }
     func openRealtime() async throws -> any RealtimeChannel { throw Self.error }
+    func markRead(_ conversationId: EntityID, upToSeq: Int64) async throws -> ReadResponse { throw Self.error }
+    func markDelivered(_ conversationId: EntityID, upToSeq: Int64) async throws { throw Self.error }
+    func users() async throws -> [User] { throw Self.error }
 }

@@ -162,7 +162,12 @@ import Testing
         try await database.store(conversation: conversation(lastSeq: 5, unread: 3))
         try await database.store(conversation: conversation(lastSeq: 4, unread: 2))
         #expect(try await database.conversation(conversationId)?.unreadCount == 3)
-        try await database.store(conversation: conversation(lastSeq: 5, unread: 0))
+        var read = conversation(lastSeq: 5, unread: 0)
+        read.readSeq = 5
+        try await database.store(conversation: read)
+        #expect(try await database.conversation(conversationId)?.unreadCount == 0)
+        // A view from before that read, arriving late, does not bring the badge back.
+        try await database.store(conversation: conversation(lastSeq: 5, unread: 3))
         #expect(try await database.conversation(conversationId)?.unreadCount == 0)
     }
 }

@@ -84,6 +84,15 @@ public struct FaultyTransport: ChatTransport {
         if plan.roll(plan.odds.failAfterSend) { throw FaultPlan.cut }
         return stored
     }
+    public func markRead(_ conversationId: EntityID, upToSeq: Int64) async throws -> ReadResponse {
+        try http()
+        return try await base.markRead(conversationId, upToSeq: upToSeq)
+    }
+    public func markDelivered(_ conversationId: EntityID, upToSeq: Int64) async throws {
+        try http()
+        try await base.markDelivered(conversationId, upToSeq: upToSeq)
+    }
+    public func users() async throws -> [User] { try http(); return try await base.users() }
     public func openRealtime() async throws -> any RealtimeChannel {
         if plan.roll(plan.odds.failOpen) { throw FaultPlan.cut }
         return FaultyChannel(inner: try await base.openRealtime(), plan: plan)
@@ -133,6 +142,16 @@ final class FaultyChannel: RealtimeChannel {
     }
 
     func ping() async throws { try await inner.ping() }
+
+    func read(_ request: ReadRequest) async throws -> ReadResponse {
+        if plan.roll(plan.odds.failBeforeSend) { throw FaultPlan.cut }
+        return try await inner.read(request)
+    }
+
+    func perform(_ command: ClientCommand) async throws {
+        if plan.roll(plan.odds.failBeforeSend) { throw FaultPlan.cut }
+        try await inner.perform(command)
+    }
 
     func close() async {
         await inner.close()

@@ -18,18 +18,22 @@ extension LocalDatabase {
         }
     }
 
-    /// Stores one conversation view unless a newer one (higher `lastSeq`) is already stored.
+    /// Stores one conversation view unless a newer one is already stored: views are ordered by
+    /// `lastSeq`, then by the viewer's `readSeq` (a read changes the badge without a new seq, and
+    /// an older view may arrive after it).
     static func upsert(_ db: Database, _ conversation: Conversation) throws {
         let body = String(decoding: try WireCoding.makeEncoder().encode(conversation), as: UTF8.self)
         try db.execute(
             sql: """
-                INSERT INTO conversations (id, body, last_activity_at, last_seq) VALUES (?, ?, ?, ?)
+                INSERT INTO conversations (id, body, last_activity_at, last_seq, read_seq) VALUES (?, ?, ?, ?, ?)
                 ON CONFLICT (id) DO UPDATE SET body = excluded.body, last_activity_at = excluded.last_activity_at,
-                    last_seq = excluded.last_seq
-                WHERE excluded.last_seq >= conversations.last_seq
+                    last_seq = excluded.last_seq, read_seq = excluded.read_seq
+                WHERE excluded.last_seq > conversations.last_seq
+                   OR (excluded.last_seq = conversations.last_seq AND excluded.read_seq >= conversations.read_seq)
                 """,
             arguments: [
                 conversation.id.description, body, conversation.lastActivityAt.millisecondsSince1970, conversation.lastSeq,
+                conversation.readSeq,
             ])
     }
 
@@ -171,6 +175,33 @@ extension LocalDatabase {
                     displayName: $0["display_name"], isOnline: $0["is_online"],
                     lastSeenAt: ($0["last_seen_at"] as Int64?).map(Date.init(millisecondsSince1970:)))
             }
+        }
+    }
+
+    /// Applies a presence event to the cached directory.
+    public func apply(presence: PresenceEvent) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "UPDATE users SET is_online = ?, last_seen_at = COALESCE(?, last_seen_at) WHERE id = ?",
+                arguments: [presence.isOnline, presence.lastSeenAt?.millisecondsSince1970, presence.userId.description])
+        }
+    }
+
+    /// Applies the answer to our own read: the badge and our watermark, at once.
+    public func apply(ownRead answer: ReadResponse, in conversationId: EntityID, userId: EntityID) async throws {
+        try await writer.write { db in
+            guard var conversation = try Self.storedConversation(db, conversationId) else { return }
+            guard answer.readSeq >= conversation.readSeq else { return }
+            conversation.readSeq = answer.readSeq
+            conversation.unreadCount = answer.unreadCount
+            if let index = conversation.members.firstIndex(where: { $0.userId == userId }) {
+                conversation.members[index].readSeq = max(conversation.members[index].readSeq, answer.readSeq)
+                conversation.members[index].deliveredSeq = max(conversation.members[index].deliveredSeq, answer.readSeq)
+            }
+            let body = String(decoding: try WireCoding.makeEncoder().encode(conversation), as: UTF8.self)
+            try db.execute(
+                sql: "UPDATE conversations SET body = ?, read_seq = ? WHERE id = ?",
+                arguments: [body, answer.readSeq, conversationId.description])
         }
     }
 

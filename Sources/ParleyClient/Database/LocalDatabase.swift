@@ -11,7 +11,7 @@ import ParleyProtocol
 /// outbox), so an app update never crashes on an old cache and never loses an unsent message.
 public struct LocalDatabase: Sendable {
     /// Bump when the cache tables change shape: old caches are rebuilt, not migrated.
-    public static let cacheVersion = 1
+    public static let cacheVersion = 2
 
     /// How much history the cache keeps (seed 004: the newest 500, at most 7 days).
     public struct Retention: Sendable, Equatable {
@@ -98,6 +98,7 @@ public struct LocalDatabase: Sendable {
                 body TEXT NOT NULL,
                 last_activity_at INTEGER NOT NULL,
                 last_seq INTEGER NOT NULL,
+                read_seq INTEGER NOT NULL DEFAULT 0,
                 synced_seq INTEGER,
                 has_older INTEGER NOT NULL DEFAULT 1
             );

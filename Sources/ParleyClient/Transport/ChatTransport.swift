@@ -16,6 +16,12 @@ public protocol ChatTransport: Sendable {
     func send(_ request: SendMessageRequest, to conversationId: EntityID) async throws -> Message
     /// Opens a WebSocket and waits for `hello`.
     func openRealtime() async throws -> any RealtimeChannel
+    /// A read receipt over HTTP.
+    func markRead(_ conversationId: EntityID, upToSeq: Int64) async throws -> ReadResponse
+    /// A delivery receipt over HTTP.
+    func markDelivered(_ conversationId: EntityID, upToSeq: Int64) async throws
+    /// The organization's directory.
+    func users() async throws -> [User]
 }
 
 /// One open WebSocket, as the SDK uses it.
@@ -26,6 +32,10 @@ public protocol RealtimeChannel: Sendable {
     func sendMessage(_ request: SendMessageRequest) async throws -> Message
     /// A round trip.
     func ping() async throws
+    /// A read receipt.
+    func read(_ request: ReadRequest) async throws -> ReadResponse
+    /// A command whose reply carries nothing (`typing`, `delivered`, `focus`).
+    func perform(_ command: ClientCommand) async throws
     /// Closes the connection.
     func close() async
 }
@@ -52,6 +62,13 @@ public struct LiveTransport: ChatTransport {
     public func send(_ request: SendMessageRequest, to conversationId: EntityID) async throws -> Message {
         try await api.send(request, to: conversationId)
     }
+    public func markRead(_ conversationId: EntityID, upToSeq: Int64) async throws -> ReadResponse {
+        try await api.markRead(conversationId, upToSeq: upToSeq)
+    }
+    public func markDelivered(_ conversationId: EntityID, upToSeq: Int64) async throws {
+        _ = try await api.markDelivered(conversationId, upToSeq: upToSeq)
+    }
+    public func users() async throws -> [User] { try await api.users() }
     public func openRealtime() async throws -> any RealtimeChannel {
         let connection = RealtimeConnection(serverURL: api.baseURL, token: api.token ?? "")
         _ = try await connection.connect()

@@ -96,6 +96,23 @@ public struct ParleyAPI: Sendable {
             query: ["since": String(since), "limit": limit.map(String.init)])
     }
 
+    // MARK: Receipts
+
+    /// Marks everything up to `upToSeq` read.
+    public func markRead(_ conversationId: EntityID, upToSeq: Int64) async throws -> ReadResponse {
+        try await request("POST", "conversations/\(conversationId)/read", body: ReadRequest(upToSeq: upToSeq))
+    }
+
+    /// Marks a batch of messages read (the highest seq among them counts).
+    public func markRead(_ conversationId: EntityID, messageIds: [EntityID]) async throws -> ReadResponse {
+        try await request("POST", "conversations/\(conversationId)/read", body: ReadRequest(messageIds: messageIds))
+    }
+
+    /// Marks everything up to `upToSeq` received; returns the caller's watermarks.
+    public func markDelivered(_ conversationId: EntityID, upToSeq: Int64) async throws -> Member {
+        try await request("POST", "conversations/\(conversationId)/delivered", body: ["upToSeq": upToSeq])
+    }
+
     // MARK: Transport
 
     private func request<Answer: Decodable>(

@@ -117,6 +117,16 @@ public actor RealtimeConnection {
         let _: EmptyPayload = try await send(.ping)
     }
 
+    /// A read receipt; returns the watermark and unread count after it.
+    public func read(_ request: ReadRequest) async throws -> ReadResponse {
+        try await send(.read(request))
+    }
+
+    /// A command whose reply carries nothing (`typing`, `delivered`, `focus`).
+    public func perform(_ command: ClientCommand) async throws {
+        let _: EmptyPayload = try await send(command)
+    }
+
     /// Sends raw text as one frame and returns the next reply whose `replyTo` is null or not one
     /// of this connection's own ids: for probing how the server answers malformed input.
     public func sendRawAwaitingReply(_ text: String, timeout: Duration = .seconds(10)) async throws -> Data {

@@ -15,16 +15,20 @@ public final class ChatModel {
     public private(set) var canLoadOlder = true
     /// The last error to show, if any.
     public private(set) var lastError: String?
+    /// "Alice is typing…", or nil.
+    public private(set) var typingLine: String?
 
     private let client: ChatClient
+    private let names: @Sendable (EntityID) -> String?
     @ObservationIgnored private var observation: Task<Void, Never>?
     /// The oldest seq in the window: reloads keep everything from here to the newest.
     @ObservationIgnored private var windowStart: Int64?
 
-    /// A model for one conversation.
-    public init(client: ChatClient, conversationId: EntityID) {
+    /// A model for one conversation; `names` resolves user ids to display names.
+    public init(client: ChatClient, conversationId: EntityID, names: @escaping @Sendable (EntityID) -> String? = { _ in nil }) {
         self.client = client
         self.conversationId = conversationId
+        self.names = names
     }
 
     /// Shows the cache at once (or the first page from the server), then follows changes.
@@ -41,6 +45,7 @@ public final class ChatModel {
                 guard let self else { return }
                 switch change {
                 case .messages(let id) where id == self.conversationId: await self.reload()
+                case .typing(let id) where id == self.conversationId: await self.refreshTyping()
                 case .connection(let state): self.connection = state
                 default: break
                 }
@@ -54,9 +59,26 @@ public final class ChatModel {
         observation = nil
     }
 
+    /// Call on every keystroke in the input field.
+    public func userIsTyping() async {
+        await client.userIsTyping(in: conversationId)
+    }
+
+    /// Call with the messages on screen: the highest one is marked read (batched, 0.5 s).
+    public func messagesBecameVisible(_ visible: [LocalMessage]) async {
+        guard let highest = visible.compactMap(\.seq).max() else { return }
+        await client.markRead(conversationId, upTo: highest)
+    }
+
+    private func refreshTyping() async {
+        let users = await client.typingUsers(in: conversationId)
+        typingLine = TypingIndicators.line(for: users.map { names($0) ?? "Someone" })
+    }
+
     /// Sends a text; it appears at once with `.sending`.
     public func send(_ text: String) async {
         do {
+            await client.userSent(in: conversationId)
             try await client.send(text: text, in: conversationId)
             lastError = nil
             await reload()

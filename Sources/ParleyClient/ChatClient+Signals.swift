@@ -1,0 +1,140 @@
+import Foundation
+import ParleyProtocol
+
+extension ChatClient {
+    // MARK: Typing
+
+    /// Call on every keystroke in a conversation's input: the server hears `true` at once and
+    /// then at most every 2 s, and `false` after 2 s without input.
+    public func userIsTyping(in conversationId: EntityID) {
+        var debouncer = typingOut[conversationId] ?? TypingDebouncer()
+        let actions = debouncer.input(at: environment.uptime())
+        typingOut[conversationId] = debouncer
+        perform(actions, in: conversationId)
+    }
+
+    /// Call when the user sends: their typing indicator ends at once.
+    public func userSent(in conversationId: EntityID) {
+        guard var debouncer = typingOut[conversationId] else { return }
+        let actions = debouncer.sent()
+        typingOut[conversationId] = debouncer
+        perform(actions, in: conversationId)
+    }
+
+    private func typingIdleCheck(_ conversationId: EntityID) {
+        guard var debouncer = typingOut[conversationId] else { return }
+        let actions = debouncer.idle(at: environment.uptime())
+        typingOut[conversationId] = debouncer
+        perform(actions, in: conversationId)
+    }
+
+    private func perform(_ actions: [TypingDebouncer.Action], in conversationId: EntityID) {
+        for action in actions {
+            switch action {
+            case .send(let isTyping):
+                // Typing is live-only: with no WebSocket it is dropped, never queued.
+                guard let channel, machine.state == .connected else { continue }
+                Task { try? await channel.perform(.typing(TypingCommand(conversationId: conversationId, isTyping: isTyping))) }
+            case .checkIdle(let at):
+                let delay = at - environment.uptime()
+                Task { [environment] in
+                    try? await environment.sleep(max(delay, .zero))
+                    self.typingIdleCheck(conversationId)
+                }
+            }
+        }
+    }
+
+    func receivedTyping(_ event: TypingEvent) {
+        guard event.userId != userId else { return }
+        typingIn.apply(conversation: event.conversationId, user: event.userId, isTyping: event.isTyping, at: environment.uptime())
+        notify(.typing(event.conversationId))
+        if event.isTyping {
+            // Re-announce when it lapses locally, so screens drop a stuck indicator.
+            let lifetime = typingIn.lifetime
+            Task { [environment] in
+                try? await environment.sleep(lifetime)
+                self.notify(.typing(event.conversationId))
+            }
+        }
+    }
+
+    /// Who is typing in a conversation now (indicators lapse 5 s after their last `true`).
+    public func typingUsers(in conversationId: EntityID) -> [EntityID] {
+        typingIn.typing(in: conversationId, at: environment.uptime())
+    }
+
+    // MARK: Receipts
+
+    /// Call as messages become visible: marks are collected for 0.5 s and sent as one read of
+    /// the highest seq (queued while offline, sent on reconnect).
+    public func markRead(_ conversationId: EntityID, upTo seq: Int64) {
+        receipts.markRead(conversationId, upTo: seq)
+        scheduleReceipts()
+    }
+
+    func markDeliveredUpToSynced(_ conversationId: EntityID) async {
+        guard let synced = try? await database.syncedSeq(conversationId), synced > 0 else { return }
+        receipts.markDelivered(conversationId, upTo: synced)
+        scheduleReceipts()
+    }
+
+    private func scheduleReceipts() {
+        guard receiptTask == nil else { return }
+        let delay = receiptDelay
+        receiptTask = Task { [environment] in
+            try? await environment.sleep(delay)
+            self.receiptTask = nil
+            await self.flushReceipts()
+        }
+    }
+
+    /// Sends what the receipt queue holds; on failure it stays queued (collapsed) for later.
+    public func flushReceipts() async {
+        guard !receipts.isEmpty else { return }
+        let (reads, delivered) = receipts.drain()
+        var doneReads: [EntityID: Int64] = [:], doneDelivered: [EntityID: Int64] = [:]
+        var failedReads: [EntityID: Int64] = [:], failedDelivered: [EntityID: Int64] = [:]
+        for (id, seq) in reads {
+            do {
+                let answer: ReadResponse
+                if let channel, machine.state == .connected {
+                    answer = try await channel.read(ReadRequest(conversationId: id, upToSeq: seq))
+                } else {
+                    answer = try await transport.markRead(id, upToSeq: seq)
+                }
+                doneReads[id] = seq
+                try? await database.apply(ownRead: answer, in: id, userId: userId)
+                notify(.conversations)
+            } catch let error as ClientError where !error.isTransient {
+                doneReads[id] = seq  // refused (e.g. no longer a participant): drop it
+            } catch {
+                failedReads[id] = seq
+            }
+        }
+        for (id, seq) in delivered {
+            do {
+                if let channel, machine.state == .connected {
+                    try await channel.perform(.delivered(DeliveredCommand(conversationId: id, upToSeq: seq)))
+                } else {
+                    try await transport.markDelivered(id, upToSeq: seq)
+                }
+                doneDelivered[id] = seq
+            } catch let error as ClientError where !error.isTransient {
+                doneDelivered[id] = seq
+            } catch {
+                failedDelivered[id] = seq
+            }
+        }
+        receipts.acknowledged(read: doneReads, delivered: doneDelivered)
+        receipts.requeue(read: failedReads, delivered: failedDelivered)
+    }
+
+    // MARK: Directory
+
+    /// Refreshes the cached directory (names and presence).
+    public func refreshDirectory() async throws {
+        try await database.store(users: try await transport.users())
+        notify(.directory)
+    }
+}
