@@ -323,14 +323,19 @@ public actor ChatClient {
     /// The conversation's latest messages: from the cache at once when it has them, otherwise
     /// (first open) from the server; then it catches up in the background.
     public func openConversation(_ id: EntityID, limit: Int = 50) async throws -> [LocalMessage] {
-        if try await database.syncedSeq(id) != nil {
+        if let synced = try await database.syncedSeq(id) {
             readCounts.cacheHits += 1
-            Task { await self.catchUp(id) }
+            // Connected and current: live events keep it so. Otherwise catch up behind the screen.
+            let known = try await database.conversation(id)?.lastSeq ?? .max
+            if machine.state != .connected || known > synced {
+                Task { await self.catchUp(id) }
+            }
             return try await database.messages(in: id, viewer: userId, limit: limit)
         }
         readCounts.cacheMisses += 1
         let conversation = try await transport.conversation(id)
-        let page = try await transport.messages(id, before: nil, limit: limit)
+        // Two screens' worth, so the first scroll back is already cached.
+        let page = try await transport.messages(id, before: nil, limit: min(limit * 2, Limits.messagesPageMax))
         readCounts.networkReads += 2
         try await database.applyInitialPage(page, conversation: conversation)
         await catchUp(id)

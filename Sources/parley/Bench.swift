@@ -45,9 +45,16 @@ struct Latency: AsyncParsableCommand {
         let clock = ContinuousClock()
 
         // Warm up connections, caches and the database file.
+        /// The next `message.created` on the receiver (presence and list updates are skipped).
+        func nextMessage() async throws -> Message {
+            while let event = await events.next() {
+                if case .messageCreated(let payload) = event { return payload.message }
+            }
+            throw fail("receiver lost its connection")
+        }
         for index in 0..<min(50, count) {
             _ = try await sendSocket.sendMessage(.init(conversationId: conversation.id, clientMessageId: "warm-\(index)", text: "warm"))
-            _ = await events.next()
+            _ = try await nextMessage()
         }
         var pings: [Duration] = []
         for _ in 0..<count {
@@ -64,7 +71,8 @@ struct Latency: AsyncParsableCommand {
                 _ = try await sendSocket.sendMessage(.init(conversationId: conversation.id, clientMessageId: "m-\(index)", text: "message \(index)"))
                 return clock.now - start
             }()
-            guard case .messageCreated = await events.next() else { throw fail("receiver lost its connection") }
+            let received = try await nextMessage()
+            guard received.clientMessageId == "m-\(index)" else { throw fail("out of order: \(received.clientMessageId)") }
             delivered.append(clock.now - start)
             acknowledged.append(try await ack)
         }

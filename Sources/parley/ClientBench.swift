@@ -48,15 +48,16 @@ struct ClientBench: AsyncParsableCommand {
             precondition(rows.count == 500)
         }
 
-        // 2. Optimistic send until the message is in what the screen reads.
+        // 2. Optimistic send until the chat model shows it.
         let client = ChatClient(transport: Unreachable(), database: database, userId: me)
+        let chat = await ChatModel(client: client, conversationId: conversationId)
         var send: [Duration] = [], enqueueOnly: [Duration] = []
         for index in 0..<repetitions {
             let start = clock.now
-            let pending = try await client.send(text: "optimistic \(index)", in: conversationId)
-            let visible = try await database.messages(in: conversationId, viewer: me, limit: 50)
+            await chat.send("optimistic \(index)")
             send.append(clock.now - start)
-            precondition(visible.last?.id == pending.id)
+            let shown = await chat.messages.last?.text
+            precondition(shown == "optimistic \(index)")
             let floorStart = clock.now
             _ = try await database.enqueue(.init(clientMessageId: "floor-\(index)", text: "x"), in: conversationId, senderId: me, now: now)
             enqueueOnly.append(clock.now - floorStart)

@@ -176,3 +176,18 @@ import Testing
         }
     }
 }
+
+@Suite struct EntityIDTests {
+    @Test func parsesWhatUUIDParsesAndNothingElse() {
+        for _ in 0..<200 {
+            let uuid = UUID()
+            #expect(EntityID(uuid.uuidString)?.uuid == uuid)
+            #expect(EntityID(uuid.uuidString.lowercased())?.uuid == uuid)
+        }
+        for bad in ["", "nope", "6f1c1c7e-0d2a-4c39-9f43-2d7b7c1e9a0", "6f1c1c7e-0d2a-4c39-9f43-2d7b7c1e9a011",
+                    "6f1c1c7e0d2a-4c39-9f43-2d7b7c1e9a01-", "6f1c1c7e-0d2a-4c39-9f43-2d7b7c1e9a0g", "6f1c1c7e-0d2a-4c39-9f43_2d7b7c1e9a01"] {
+            #expect(EntityID(bad) == nil, "\(bad)")
+            #expect(UUID(uuidString: bad) == nil, "\(bad)")
+        }
+    }
+}

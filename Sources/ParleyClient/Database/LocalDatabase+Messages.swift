@@ -67,7 +67,7 @@ extension LocalDatabase {
         let extras = MessageExtras(
             attachment: message.attachment, metadata: message.metadata,
             reactions: message.reactions.isEmpty ? nil : message.reactions)
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO messages (sender_id, client_message_id, conversation_id, id, seq, updated_seq, type, text,
                                       reply_to_id, extras, created_at, edited_at, deleted_at, state)
@@ -78,16 +78,20 @@ extension LocalDatabase {
                     reply_to_id = excluded.reply_to_id, extras = excluded.extras, created_at = excluded.created_at,
                     edited_at = excluded.edited_at, deleted_at = excluded.deleted_at, state = 'confirmed', failure = NULL
                 WHERE messages.updated_seq IS NULL OR messages.updated_seq < excluded.updated_seq
-                """,
+                """
+        ).execute(
             arguments: [
                 message.senderId.description, message.clientMessageId, message.conversationId.description,
                 message.id.description, message.seq, message.updatedSeq, message.type.rawValue, message.text,
                 message.replyToId?.description, try extrasJSON(extras), message.createdAt.millisecondsSince1970,
                 message.editedAt?.millisecondsSince1970, message.deletedAt?.millisecondsSince1970,
             ])
-        try db.execute(
-            sql: "DELETE FROM outbox WHERE client_message_id = ? AND sender_id = ?",
-            arguments: [message.clientMessageId, message.senderId.description])
+        // The outbox entry goes in the same transaction that stores the copy (a no-op upsert
+        // means the copy was already stored, and its entry with it).
+        if db.changesCount > 0 {
+            try db.cachedStatement(sql: "DELETE FROM outbox WHERE client_message_id = ? AND sender_id = ?")
+                .execute(arguments: [message.clientMessageId, message.senderId.description])
+        }
     }
 
     static func extrasJSON(_ extras: MessageExtras) throws -> String? {
@@ -114,7 +118,8 @@ extension LocalDatabase {
                     db, sql: "SELECT * FROM messages WHERE conversation_id = ? AND state != 'confirmed' ORDER BY local_order",
                     arguments: [conversationId.description])
             }
-            return try rows.map { try Self.localMessage($0, viewer: viewer, members: members) }
+            var reader = RowReader(conversationId: conversationId, viewer: viewer, members: members)
+            return try rows.map { try reader.message($0) }
         }
     }
 
@@ -127,7 +132,8 @@ extension LocalDatabase {
             else { return nil }
             let conversationId = try Self.id(row["conversation_id"])
             let members = try Self.storedConversation(db, conversationId)?.members ?? []
-            return try Self.localMessage(row, viewer: viewer, members: members)
+            var reader = RowReader(conversationId: conversationId, viewer: viewer, members: members)
+            return try reader.message(row)
         }
     }
 
@@ -140,33 +146,43 @@ extension LocalDatabase {
         }
     }
 
-    static func localMessage(_ row: Row, viewer: EntityID, members: [Member]) throws -> LocalMessage {
-        let extras = try (row["extras"] as String?).map { try JSONDecoder().decode(MessageExtras.self, from: Data($0.utf8)) }
-        let senderId = try id(row["sender_id"])
-        let state: String = row["state"]
-        let seq: Int64? = row["seq"]
-        let delivery: Delivery = switch state {
-        case "sending": .sending
-        case "failed": .failed(reason: row["failure"] ?? "refused by the server")
-        default: .of(seq: seq ?? 0, senderId: senderId, viewer: viewer, members: members)
+    /// Maps rows of one conversation, reusing what is the same for every row.
+    struct RowReader {
+        let conversationId: EntityID
+        let watermarks: Watermarks
+        var senders: [String: EntityID] = [:]
+
+        init(conversationId: EntityID, viewer: EntityID, members: [Member]) {
+            self.conversationId = conversationId
+            watermarks = Watermarks(viewer: viewer, members: members)
         }
-        var message = LocalMessage(
-            pending: SendMessageRequest(clientMessageId: row["client_message_id"], text: row["text"]),
-            conversationId: try id(row["conversation_id"]), senderId: senderId,
-            createdAt: Date(millisecondsSince1970: row["created_at"]))
-        message.text = row["text"]
-        message.type = MessageType(rawValue: row["type"]) ?? .text
-        message.serverId = (row["id"] as String?).flatMap(EntityID.init)
-        message.seq = seq
-        message.updatedSeq = row["updated_seq"]
-        message.replyToId = (row["reply_to_id"] as String?).flatMap(EntityID.init)
-        message.attachment = extras?.attachment
-        message.metadata = extras?.metadata
-        message.reactions = extras?.reactions ?? [:]
-        message.editedAt = (row["edited_at"] as Int64?).map(Date.init(millisecondsSince1970:))
-        message.deletedAt = (row["deleted_at"] as Int64?).map(Date.init(millisecondsSince1970:))
-        message.delivery = delivery
-        return message
+
+        mutating func message(_ row: Row) throws -> LocalMessage {
+            let senderText: String = row["sender_id"]
+            let senderId: EntityID
+            if let known = senders[senderText] {
+                senderId = known
+            } else {
+                senderId = try LocalDatabase.id(senderText)
+                senders[senderText] = senderId
+            }
+            let seq: Int64? = row["seq"]
+            let state: String = row["state"]
+            let delivery: Delivery = switch state {
+            case "sending": .sending
+            case "failed": .failed(reason: row["failure"] ?? "refused by the server")
+            default: watermarks.delivery(seq: seq ?? 0, senderId: senderId)
+            }
+            let extras = try (row["extras"] as String?).map { try JSONDecoder().decode(MessageExtras.self, from: Data($0.utf8)) }
+            return LocalMessage(
+                senderId: senderId, clientMessageId: row["client_message_id"], conversationId: conversationId,
+                serverId: (row["id"] as String?).flatMap(EntityID.init), seq: seq, updatedSeq: row["updated_seq"],
+                type: MessageType(rawValue: row["type"]) ?? .text, text: row["text"],
+                replyToId: (row["reply_to_id"] as String?).flatMap(EntityID.init), extras: extras,
+                createdAt: Date(millisecondsSince1970: row["created_at"]),
+                editedAt: (row["edited_at"] as Int64?).map(Date.init(millisecondsSince1970:)),
+                deletedAt: (row["deleted_at"] as Int64?).map(Date.init(millisecondsSince1970:)), delivery: delivery)
+        }
     }
 
     static func id(_ text: String?) throws -> EntityID {

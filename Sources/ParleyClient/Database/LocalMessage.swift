@@ -67,6 +67,30 @@ public struct LocalMessage: Sendable, Equatable, Identifiable {
         self.delivery = delivery
     }
 
+    /// Every field, for the database's row reader.
+    init(
+        senderId: EntityID, clientMessageId: String, conversationId: EntityID, serverId: EntityID?, seq: Int64?,
+        updatedSeq: Int64?, type: MessageType, text: String, replyToId: EntityID?, extras: MessageExtras?,
+        createdAt: Date, editedAt: Date?, deletedAt: Date?, delivery: Delivery
+    ) {
+        self.senderId = senderId
+        self.clientMessageId = clientMessageId
+        self.conversationId = conversationId
+        self.serverId = serverId
+        self.seq = seq
+        self.updatedSeq = updatedSeq
+        self.type = type
+        self.text = text
+        self.replyToId = replyToId
+        attachment = extras?.attachment
+        metadata = extras?.metadata
+        reactions = extras?.reactions ?? [:]
+        self.createdAt = createdAt
+        self.editedAt = editedAt
+        self.deletedAt = deletedAt
+        self.delivery = delivery
+    }
+
     /// A temporary message from a send request.
     init(pending request: SendMessageRequest, conversationId: EntityID, senderId: EntityID, createdAt: Date) {
         self.senderId = senderId
@@ -91,14 +115,26 @@ struct MessageExtras: Codable, Equatable {
     var isEmpty: Bool { attachment == nil && metadata == nil && (reactions?.isEmpty ?? true) }
 }
 
-extension Delivery {
-    /// The status of a stored message for `viewer`, from the other members' watermarks.
-    static func of(seq: Int64, senderId: EntityID, viewer: EntityID, members: [Member]) -> Delivery {
-        guard senderId == viewer else { return .received }
+/// The other members' lowest watermarks: a message of the viewer's is read when every other
+/// member read it, i.e. when the lowest `readSeq` reaches it (and so for delivered).
+struct Watermarks {
+    let viewer: EntityID
+    let read: Int64?
+    let delivered: Int64?
+
+    init(viewer: EntityID, members: [Member]) {
+        self.viewer = viewer
         let others = members.filter { $0.userId != viewer }
-        guard !others.isEmpty else { return .sent }
-        if others.allSatisfy({ $0.readSeq >= seq }) { return .read }
-        if others.allSatisfy({ $0.deliveredSeq >= seq }) { return .delivered }
+        read = others.map(\.readSeq).min()
+        delivered = others.map(\.deliveredSeq).min()
+    }
+
+    /// The status of a stored message.
+    func delivery(seq: Int64, senderId: EntityID) -> Delivery {
+        guard senderId == viewer else { return .received }
+        guard let read, let delivered else { return .sent }
+        if read >= seq { return .read }
+        if delivered >= seq { return .delivered }
         return .sent
     }
 }

@@ -79,9 +79,11 @@ public final class ChatModel {
     public func send(_ text: String) async {
         do {
             await client.userSent(in: conversationId)
-            try await client.send(text: text, in: conversationId)
+            let pending = try await client.send(text: text, in: conversationId)
             lastError = nil
-            await reload()
+            // On screen now; the next reload (when the outbox or an event changes it) keeps the
+            // same identity, so the row updates in place.
+            if !messages.contains(where: { $0.id == pending.id }) { messages.append(pending) }
         } catch {
             lastError = "\(error)"
         }
