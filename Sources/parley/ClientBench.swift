@@ -132,6 +132,8 @@ extension ClientBench {
         }
         let client = try ChatClient(
             serverURL: server.url, token: me.token, userId: me.user.id, databasePath: directory + "/replay.sqlite")
+        await client.start()
+        while await client.connectionState != .connected { try await Task.sleep(for: .milliseconds(5)) }
         var generator = SystemRandomNumberGenerator()
         for id in conversations { _ = try await client.openConversation(id) }
         for step in 0..<100 {

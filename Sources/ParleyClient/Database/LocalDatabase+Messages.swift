@@ -106,7 +106,7 @@ extension LocalDatabase {
     ) async throws -> [LocalMessage] {
         try await writer.read { db in
             let members = try Self.storedConversation(db, conversationId)?.members ?? []
-            var sql = "SELECT * FROM messages WHERE conversation_id = ? AND state = 'confirmed'"
+            var sql = "SELECT \(RowReader.columns) FROM messages WHERE conversation_id = ? AND state = 'confirmed'"
             var arguments: StatementArguments = [conversationId.description]
             if let before { sql += " AND seq < ?"; arguments += [before] }
             if let from { sql += " AND seq >= ?"; arguments += [from] }
@@ -115,7 +115,7 @@ extension LocalDatabase {
             var rows = try Row.fetchAll(db, sql: sql, arguments: arguments).reversed() as [Row]
             if before == nil {
                 rows += try Row.fetchAll(
-                    db, sql: "SELECT * FROM messages WHERE conversation_id = ? AND state != 'confirmed' ORDER BY local_order",
+                    db, sql: "SELECT \(RowReader.columns) FROM messages WHERE conversation_id = ? AND state != 'confirmed' ORDER BY local_order",
                     arguments: [conversationId.description])
             }
             var reader = RowReader(conversationId: conversationId, viewer: viewer, members: members)
@@ -127,7 +127,7 @@ extension LocalDatabase {
     public func message(senderId: EntityID, clientMessageId: String, viewer: EntityID) async throws -> LocalMessage? {
         try await writer.read { db in
             guard let row = try Row.fetchOne(
-                db, sql: "SELECT * FROM messages WHERE sender_id = ? AND client_message_id = ?",
+                db, sql: "SELECT \(RowReader.columns) FROM messages WHERE sender_id = ? AND client_message_id = ?",
                 arguments: [senderId.description, clientMessageId])
             else { return nil }
             let conversationId = try Self.id(row["conversation_id"])
@@ -148,6 +148,9 @@ extension LocalDatabase {
 
     /// Maps rows of one conversation, reusing what is the same for every row.
     struct RowReader {
+        /// The columns every message query selects, in the order `message(_:)` reads them by
+        /// index (reading by name costs a lookup per column per row).
+        static let columns = "sender_id, client_message_id, conversation_id, id, seq, updated_seq, type, text, reply_to_id, extras, created_at, edited_at, deleted_at, state, failure"
         let conversationId: EntityID
         let watermarks: Watermarks
         var senders: [String: EntityID] = [:]
@@ -158,7 +161,7 @@ extension LocalDatabase {
         }
 
         mutating func message(_ row: Row) throws -> LocalMessage {
-            let senderText: String = row["sender_id"]
+            let senderText: String = row[0]
             let senderId: EntityID
             if let known = senders[senderText] {
                 senderId = known
@@ -166,22 +169,22 @@ extension LocalDatabase {
                 senderId = try LocalDatabase.id(senderText)
                 senders[senderText] = senderId
             }
-            let seq: Int64? = row["seq"]
-            let state: String = row["state"]
+            let seq: Int64? = row[4]
+            let state: String = row[13]
             let delivery: Delivery = switch state {
             case "sending": .sending
-            case "failed": .failed(reason: row["failure"] ?? "refused by the server")
+            case "failed": .failed(reason: row[14] ?? "refused by the server")
             default: watermarks.delivery(seq: seq ?? 0, senderId: senderId)
             }
-            let extras = try (row["extras"] as String?).map { try JSONDecoder().decode(MessageExtras.self, from: Data($0.utf8)) }
+            let extras = try (row[9] as String?).map { try JSONDecoder().decode(MessageExtras.self, from: Data($0.utf8)) }
             return LocalMessage(
-                senderId: senderId, clientMessageId: row["client_message_id"], conversationId: conversationId,
-                serverId: (row["id"] as String?).flatMap(EntityID.init), seq: seq, updatedSeq: row["updated_seq"],
-                type: MessageType(rawValue: row["type"]) ?? .text, text: row["text"],
-                replyToId: (row["reply_to_id"] as String?).flatMap(EntityID.init), extras: extras,
-                createdAt: Date(millisecondsSince1970: row["created_at"]),
-                editedAt: (row["edited_at"] as Int64?).map(Date.init(millisecondsSince1970:)),
-                deletedAt: (row["deleted_at"] as Int64?).map(Date.init(millisecondsSince1970:)), delivery: delivery)
+                senderId: senderId, clientMessageId: row[1], conversationId: conversationId,
+                serverId: (row[3] as String?).flatMap(EntityID.init), seq: seq, updatedSeq: row[5],
+                type: MessageType(rawValue: row[6]) ?? .text, text: row[7],
+                replyToId: (row[8] as String?).flatMap(EntityID.init), extras: extras,
+                createdAt: Date(millisecondsSince1970: row[10]),
+                editedAt: (row[11] as Int64?).map(Date.init(millisecondsSince1970:)),
+                deletedAt: (row[12] as Int64?).map(Date.init(millisecondsSince1970:)), delivery: delivery)
         }
     }
 
