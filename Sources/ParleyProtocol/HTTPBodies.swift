@@ -119,11 +119,13 @@ public struct SendMessageRequest: Codable, Sendable, Equatable {
     public var replyToId: EntityID?
     public var attachmentId: EntityID?
     public var metadata: [String: String]?
+    /// Forward: copy this message (which the sender can read) instead of giving content.
+    public var forwardOf: EntityID?
 
     public init(
         conversationId: EntityID? = nil, clientMessageId: String, text: String,
         type: MessageType? = nil, replyToId: EntityID? = nil, attachmentId: EntityID? = nil,
-        metadata: [String: String]? = nil
+        metadata: [String: String]? = nil, forwardOf: EntityID? = nil
     ) {
         self.conversationId = conversationId
         self.clientMessageId = clientMessageId
@@ -132,10 +134,11 @@ public struct SendMessageRequest: Codable, Sendable, Equatable {
         self.replyToId = replyToId
         self.attachmentId = attachmentId
         self.metadata = metadata
+        self.forwardOf = forwardOf
     }
 
     private enum CodingKeys: String, CodingKey {
-        case conversationId, clientMessageId, text, type, replyToId, attachmentId, metadata
+        case conversationId, clientMessageId, text, type, replyToId, attachmentId, metadata, forwardOf
     }
 
     /// Decodes leniently: a missing `text` is "" (valid for non-text types).
@@ -148,6 +151,7 @@ public struct SendMessageRequest: Codable, Sendable, Equatable {
         replyToId = try c.decodeIfPresent(EntityID.self, forKey: .replyToId)
         attachmentId = try c.decodeIfPresent(EntityID.self, forKey: .attachmentId)
         metadata = try c.decodeIfPresent([String: String].self, forKey: .metadata)
+        forwardOf = try c.decodeIfPresent(EntityID.self, forKey: .forwardOf)
     }
 }
 
@@ -206,5 +210,33 @@ public struct RegisterDeviceRequest: Codable, Sendable, Equatable {
         self.platform = platform
         self.token = token
         self.environment = environment
+    }
+}
+
+/// One hit of `GET /search`.
+public struct SearchResult: Codable, Sendable, Equatable {
+    public var conversationId: EntityID
+    public var seq: Int64
+    public var message: Message
+    /// The matching text with the hits between `[` and `]`, shortened around them.
+    public var snippet: String
+
+    public init(conversationId: EntityID, seq: Int64, message: Message, snippet: String) {
+        self.conversationId = conversationId
+        self.seq = seq
+        self.message = message
+        self.snippet = snippet
+    }
+}
+
+/// `GET /search?q=&conversationId=&limit=&offset=`: newest first.
+public struct SearchResponse: Codable, Sendable, Equatable {
+    public var results: [SearchResult]
+    /// The `offset` of the next page, absent on the last one.
+    public var nextOffset: Int?
+
+    public init(results: [SearchResult], nextOffset: Int? = nil) {
+        self.results = results
+        self.nextOffset = nextOffset
     }
 }

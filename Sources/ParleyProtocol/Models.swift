@@ -147,6 +147,8 @@ public struct Message: Codable, Sendable, Equatable, Identifiable {
     public var createdAt: Date
     public var editedAt: Date?
     public var deletedAt: Date?
+    /// The message this one is a forwarded copy of (an extension of the contract).
+    public var forwardedFromId: EntityID?
 
     /// A message as the wire carries it.
     public init(
@@ -154,7 +156,7 @@ public struct Message: Codable, Sendable, Equatable, Identifiable {
         clientMessageId: String, type: MessageType, text: String, replyToId: EntityID? = nil,
         attachment: Attachment? = nil, metadata: [String: String]? = nil,
         reactions: [String: [EntityID]] = [:], createdAt: Date, editedAt: Date? = nil,
-        deletedAt: Date? = nil
+        deletedAt: Date? = nil, forwardedFromId: EntityID? = nil
     ) {
         self.id = id
         self.conversationId = conversationId
@@ -171,11 +173,12 @@ public struct Message: Codable, Sendable, Equatable, Identifiable {
         self.createdAt = createdAt
         self.editedAt = editedAt
         self.deletedAt = deletedAt
+        self.forwardedFromId = forwardedFromId
     }
 
     private enum CodingKeys: String, CodingKey {
         case id, conversationId, seq, updatedSeq, senderId, clientMessageId, type, text
-        case replyToId, attachment, metadata, reactions, createdAt, editedAt, deletedAt
+        case replyToId, attachment, metadata, reactions, createdAt, editedAt, deletedAt, forwardedFromId
     }
 
     /// Decodes leniently: a missing `reactions` is empty and a missing `text` is "".
@@ -196,5 +199,6 @@ public struct Message: Codable, Sendable, Equatable, Identifiable {
         createdAt = try c.decode(Date.self, forKey: .createdAt)
         editedAt = try c.decodeIfPresent(Date.self, forKey: .editedAt)
         deletedAt = try c.decodeIfPresent(Date.self, forKey: .deletedAt)
+        forwardedFromId = try c.decodeIfPresent(EntityID.self, forKey: .forwardedFromId)
     }
 }

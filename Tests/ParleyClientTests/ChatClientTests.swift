@@ -142,6 +142,31 @@ import Testing
         #expect(counts.cacheHits == 3 && counts.cacheMisses == 2, "\(counts)")
     }
 
+    @Test func editsDeletesAndReactionsReachTheCache() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let alice = try await server.register("alice@x.io")
+        let bob = try await server.register("bob@x.io")
+        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let bobClient = try Self.client(bob)
+        await bobClient.start()
+        _ = try await bobClient.openConversation(direct.id)
+        try await Self.eventually("connected") { await bobClient.connectionState == .connected }
+        let one = try await alice.api.send(.init(clientMessageId: "1", text: "typo"), to: direct.id)
+        let two = try await alice.api.send(.init(clientMessageId: "2", text: "regret"), to: direct.id)
+        let path = "conversations/\(direct.id)/messages"
+        _ = try await server.raw("PATCH", "\(path)/\(one.id)", token: alice.token, json: #"{"text":"fixed"}"#)
+        _ = try await server.raw("DELETE", "\(path)/\(two.id)", token: alice.token)
+        _ = try await server.raw("POST", "\(path)/\(one.id)/reactions", token: alice.token, json: #"{"emoji":"👍"}"#)
+        try await Self.eventually("bob's cache follows") {
+            let shown = try await bobClient.database.messages(in: direct.id, viewer: bob.id)
+            return shown.map(\.text) == ["fixed", ""] && shown[0].editedAt != nil && shown[1].deletedAt != nil
+                && shown[0].reactions == ["👍": [alice.id]]
+        }
+        #expect(try await bobClient.database.syncedSeq(direct.id) == 5)
+        await bobClient.stop()
+    }
+
     @Test func listAndChatModelsFollowTheDatabase() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

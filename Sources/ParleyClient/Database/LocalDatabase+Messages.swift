@@ -66,7 +66,7 @@ extension LocalDatabase {
     static func upsert(_ db: Database, _ message: Message) throws {
         let extras = MessageExtras(
             attachment: message.attachment, metadata: message.metadata,
-            reactions: message.reactions.isEmpty ? nil : message.reactions)
+            reactions: message.reactions.isEmpty ? nil : message.reactions, forwardedFromId: message.forwardedFromId)
         try db.cachedStatement(
             sql: """
                 INSERT INTO messages (sender_id, client_message_id, conversation_id, id, seq, updated_seq, type, text,

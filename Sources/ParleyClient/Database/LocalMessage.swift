@@ -39,6 +39,8 @@ public struct LocalMessage: Sendable, Equatable, Identifiable {
     public var createdAt: Date
     public var editedAt: Date?
     public var deletedAt: Date?
+    /// The message this one forwards, if it is a forward.
+    public var forwardedFromId: EntityID?
     public var delivery: Delivery
 
     /// Stable across the temporary → stored swap.
@@ -64,6 +66,7 @@ public struct LocalMessage: Sendable, Equatable, Identifiable {
         createdAt = message.createdAt
         editedAt = message.editedAt
         deletedAt = message.deletedAt
+        forwardedFromId = message.forwardedFromId
         self.delivery = delivery
     }
 
@@ -85,6 +88,7 @@ public struct LocalMessage: Sendable, Equatable, Identifiable {
         attachment = extras?.attachment
         metadata = extras?.metadata
         reactions = extras?.reactions ?? [:]
+        forwardedFromId = extras?.forwardedFromId
         self.createdAt = createdAt
         self.editedAt = editedAt
         self.deletedAt = deletedAt
@@ -111,8 +115,9 @@ struct MessageExtras: Codable, Equatable {
     var attachment: Attachment?
     var metadata: [String: String]?
     var reactions: [String: [EntityID]]?
+    var forwardedFromId: EntityID?
 
-    var isEmpty: Bool { attachment == nil && metadata == nil && (reactions?.isEmpty ?? true) }
+    var isEmpty: Bool { attachment == nil && metadata == nil && (reactions?.isEmpty ?? true) && forwardedFromId == nil }
 }
 
 /// The other members' lowest watermarks: a message of the viewer's is read when every other

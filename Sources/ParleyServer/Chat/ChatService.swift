@@ -29,6 +29,20 @@ public struct ChatService: Sendable {
         return result
     }
 
+    /// Edits, deletes or reacts to a message; a change goes to every participant as `message.updated`.
+    public func change(_ edit: MessageEdit, messageId: EntityID, in conversationId: EntityID, by identity: Identity) async throws -> Message {
+        let checked: MessageEdit = switch edit {
+        case .text(let text): .text(try MessageValidation.editedText(text))
+        case .delete: .delete
+        case .reaction(let emoji, let add): .reaction(try MessageValidation.emoji(emoji), add: add)
+        }
+        let result = try await store.change(checked, messageId: messageId, in: conversationId, by: identity.userId, now: now())
+        if result.changed {
+            fanOut.deliver(.messageUpdated(MessageEvent(message: result.message)), to: result.participantIds)
+        }
+        return result.message
+    }
+
     /// Creates a group, or opens (creating at most once) the direct conversation with one user.
     public func createConversation(_ request: CreateConversationRequest, by identity: Identity) async throws -> ConversationChange {
         var name: String?

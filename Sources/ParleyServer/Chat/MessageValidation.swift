@@ -14,6 +14,15 @@ enum MessageValidation {
             throw APIError.invalid(
                 "clientMessageId must be 1–\(Limits.maxClientMessageIdLength) characters without control characters")
         }
+        if let source = request.forwardOf {
+            // A forward copies its content from the source message; it may only add a reply.
+            guard request.type == nil, Limits.trimmed(request.text).isEmpty, request.attachmentId == nil, request.metadata == nil else {
+                throw APIError.invalid("A forward carries no content of its own: give forwardOf and clientMessageId only")
+            }
+            return MessageDraft(
+                conversationId: conversationId, senderId: senderId, clientMessageId: clientMessageId, type: .text, text: "",
+                replyToId: request.replyToId, forwardedFromId: source, now: now)
+        }
         let type = request.type ?? .text
         guard type != .system else { throw APIError.invalid("system messages are written by the server only") }
         let text = Limits.trimmed(request.text)
@@ -54,6 +63,23 @@ enum MessageValidation {
         else {
             throw APIError.invalid("a location message needs metadata latitude (-90…90) and longitude (-180…180)")
         }
+    }
+
+    /// Edited text: trimmed, 1–5000 characters.
+    static func editedText(_ text: String) throws -> String {
+        let trimmed = Limits.trimmed(text)
+        guard !trimmed.isEmpty, trimmed.count <= Limits.maxTextCharacters, !Limits.containsNul(trimmed) else {
+            throw APIError.invalid("text must be 1–\(Limits.maxTextCharacters) characters")
+        }
+        return trimmed
+    }
+
+    /// A reaction: one emoji or a short token, no whitespace or control characters.
+    static func emoji(_ text: String) throws -> String {
+        guard (1...8).contains(text.count), text.utf8.count <= 64,
+            !text.unicodeScalars.contains(where: { CharacterSet.whitespacesAndNewlines.contains($0) || CharacterSet.controlCharacters.contains($0) })
+        else { throw APIError.invalid("emoji must be 1–8 characters without spaces") }
+        return text
     }
 
     /// A conversation name trimmed, 1–200 characters.

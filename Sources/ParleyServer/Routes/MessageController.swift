@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import ParleyProtocol
 
@@ -10,6 +11,60 @@ struct MessageController: Sendable {
         group.post("conversations/:id/messages", use: send)
         group.get("conversations/:id/messages", use: history)
         group.get("conversations/:id/changes", use: changes)
+        group.patch("conversations/:id/messages/:messageId", use: edit)
+        group.delete("conversations/:id/messages/:messageId", use: delete)
+        group.post("conversations/:id/messages/:messageId/reactions", use: react)
+        group.delete("conversations/:id/messages/:messageId/reactions/:emoji", use: unreact)
+        group.get("search", use: search)
+    }
+
+    @Sendable func edit(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        var request = request
+        let body = try await request.decodeJSON(EditMessageRequest.self)
+        return try await change(.text(body.text), context)
+    }
+
+    @Sendable func delete(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        try await change(.delete, context)
+    }
+
+    @Sendable func react(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        var request = request
+        let body = try await request.decodeJSON(ReactionRequest.self)
+        return try await change(.reaction(body.emoji, add: true), context)
+    }
+
+    @Sendable func unreact(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        guard let raw = context.parameters.get("emoji"), let emoji = raw.removingPercentEncoding else {
+            throw APIError.invalid("emoji is not valid percent-encoding")
+        }
+        return try await change(.reaction(emoji, add: false), context)
+    }
+
+    private func change(_ edit: MessageEdit, _ context: ParleyRequestContext) async throws -> Response {
+        let identity = try context.requireIdentity()
+        let id = try context.parameters.entityID("id", what: "Conversation")
+        let messageId = try context.parameters.entityID("messageId", what: "Message")
+        return try JSONResponse.make(try await chat.change(edit, messageId: messageId, in: id, by: identity))
+    }
+
+    /// `GET /search?q=&conversationId=&limit=&offset=` over the caller's conversations.
+    @Sendable func search(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try context.requireIdentity()
+        let query = Limits.trimmed(request.uri.queryParameters.get("q") ?? "")
+        guard !query.isEmpty, query.count <= 200, !Limits.containsNul(query) else {
+            throw APIError.invalid("q must be 1–200 characters")
+        }
+        var conversationId: EntityID?
+        if let text = request.uri.queryParameters.get("conversationId") {
+            guard let id = EntityID(text) else { throw APIError.invalid("conversationId is not an id") }
+            conversationId = id
+        }
+        let limit = try request.pageLimit(default: 20, max: 100)
+        let offset = try request.integerQuery("offset") ?? 0
+        guard (0...10_000).contains(offset) else { throw APIError.invalid("offset must be 0–10000") }
+        return try JSONResponse.make(try await store.search(
+            query, viewer: identity.userId, conversationId: conversationId, limit: limit, offset: Int(offset)))
     }
 
     @Sendable func send(_ request: Request, context: ParleyRequestContext) async throws -> Response {

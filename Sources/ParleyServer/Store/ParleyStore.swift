@@ -11,13 +11,16 @@ public struct MessageDraft: Sendable, Equatable {
     public var replyToId: EntityID?
     public var attachmentId: EntityID?
     public var metadata: [String: String]?
+    /// Forward: the message to copy (the store checks the sender can read it).
+    public var forwardedFromId: EntityID?
     public var now: Date
 
     public init(
         conversationId: EntityID, senderId: EntityID, clientMessageId: String, type: MessageType,
         text: String, replyToId: EntityID? = nil, attachmentId: EntityID? = nil,
-        metadata: [String: String]? = nil, now: Date
+        metadata: [String: String]? = nil, forwardedFromId: EntityID? = nil, now: Date
     ) {
+        self.forwardedFromId = forwardedFromId
         self.conversationId = conversationId
         self.senderId = senderId
         self.clientMessageId = clientMessageId
@@ -61,6 +64,26 @@ public struct WatermarkChange: Sendable, Equatable {
     public var changed: Bool
     /// Everyone in the conversation, to send the receipt to.
     public var participantIds: [EntityID]
+}
+
+/// What an edit, delete or reaction did to a message.
+public struct MessageChange: Sendable, Equatable {
+    /// The message after the request.
+    public var message: Message
+    /// False when it changed nothing (no seq taken, nobody told).
+    public var changed: Bool
+    /// Everyone in the conversation.
+    public var participantIds: [EntityID]
+}
+
+/// A change to one message.
+public enum MessageEdit: Sendable, Equatable {
+    /// New text (sender only).
+    case text(String)
+    /// Delete: empties text, metadata and attachment; keeps the seq as a tombstone (sender only).
+    case delete
+    /// Add (true) or remove (false) the caller's reaction with an emoji.
+    case reaction(String, add: Bool)
 }
 
 /// A new conversation to create.
@@ -130,6 +153,11 @@ public protocol ParleyStore: Sendable {
     func markRead(conversationId: EntityID, userId: EntityID, upToSeq: Int64?, messageIds: [EntityID]?) async throws -> WatermarkChange
     /// Raises the user's delivered watermark to `upToSeq` (clamped); never lowers it.
     func markDelivered(conversationId: EntityID, userId: EntityID, upToSeq: Int64) async throws -> WatermarkChange
+
+    /// Applies an edit, delete or reaction; the change takes the next seq as `updatedSeq`.
+    func change(_ edit: MessageEdit, messageId: EntityID, in conversationId: EntityID, by userId: EntityID, now: Date) async throws -> MessageChange
+    /// Full-text search over the viewer's conversations (or one of them), newest first.
+    func search(_ query: String, viewer: EntityID, conversationId: EntityID?, limit: Int, offset: Int) async throws -> SearchResponse
 
     /// Flushes and releases the store; called once after the server has stopped.
     func close() async throws

@@ -45,6 +45,14 @@ enum SQLiteRows {
             arguments: [conversationId, readSeq, userId.description]) ?? 0
     }
 
+    /// Takes the conversation's next seq for a change to an existing message (no new activity).
+    static func nextSeq(_ db: Database, _ conversationId: String) throws -> Int64 {
+        guard let seq = try Int64.fetchOne(
+            db, sql: "UPDATE conversations SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq", arguments: [conversationId])
+        else { throw APIError.notFound("Conversation") }
+        return seq
+    }
+
     /// Takes the conversation's next seq and stores the message with it, in the caller's transaction.
     static func insertMessage(_ db: Database, _ draft: MessageDraft) throws -> Message {
         let now = draft.now.millisecondsSince1970
@@ -56,19 +64,19 @@ enum SQLiteRows {
             id: EntityID(), conversationId: draft.conversationId, seq: seq, updatedSeq: seq,
             senderId: draft.senderId, clientMessageId: draft.clientMessageId, type: draft.type,
             text: draft.text, replyToId: draft.replyToId, metadata: draft.metadata,
-            createdAt: draft.now.wholeMilliseconds)
+            createdAt: draft.now.wholeMilliseconds, forwardedFromId: draft.forwardedFromId)
         let metadataJSON = try draft.metadata.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         try db.execute(
             sql: """
                 INSERT INTO messages (id, conversation_id, seq, updated_seq, sender_id, client_message_id,
-                                      type, text, reply_to_id, attachment_id, metadata_json, created_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      type, text, reply_to_id, attachment_id, metadata_json, created_at, forwarded_from_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """,
             arguments: [
                 message.id.description, message.conversationId.description, seq, seq,
                 message.senderId.description, message.clientMessageId, message.type.rawValue,
                 message.text, message.replyToId?.description, draft.attachmentId?.description,
-                metadataJSON, now,
+                metadataJSON, now, draft.forwardedFromId?.description,
             ])
         return message
     }
@@ -98,7 +106,8 @@ enum SQLiteRows {
                 metadata: metadata, reactions: reactions[id] ?? [:],
                 createdAt: Date(millisecondsSince1970: row["created_at"]),
                 editedAt: (row["edited_at"] as Int64?).map(Date.init(millisecondsSince1970:)),
-                deletedAt: (row["deleted_at"] as Int64?).map(Date.init(millisecondsSince1970:)))
+                deletedAt: (row["deleted_at"] as Int64?).map(Date.init(millisecondsSince1970:)),
+                forwardedFromId: (row["forwarded_from_id"] as String?).flatMap(EntityID.init))
         }
     }
 

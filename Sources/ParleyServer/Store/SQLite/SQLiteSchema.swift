@@ -72,6 +72,23 @@ enum SQLiteSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v2-message-operations") { db in
+            try db.execute(sql: """
+                ALTER TABLE messages ADD COLUMN forwarded_from_id TEXT;
+                CREATE VIRTUAL TABLE messages_fts USING fts5(text, content = 'messages', content_rowid = 'rowid');
+                CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+                    INSERT INTO messages_fts (rowid, text) VALUES (new.rowid, new.text);
+                END;
+                CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+                    INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+                END;
+                CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages BEGIN
+                    INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+                    INSERT INTO messages_fts (rowid, text) VALUES (new.rowid, new.text);
+                END;
+                INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
+                """)
+        }
         return migrator
     }
 }

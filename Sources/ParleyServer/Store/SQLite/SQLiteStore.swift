@@ -139,7 +139,21 @@ public struct SQLiteStore: ParleyStore {
                     throw APIError.invalid("replyToId is not a message of this conversation")
                 }
             }
-            if draft.attachmentId != nil {
+            var draft = draft
+            if let sourceId = draft.forwardedFromId {
+                guard let source = try SQLiteRows.messages(db, where: "id = ?", arguments: [sourceId.description]).first,
+                    try SQLiteRows.isParticipant(db, source.conversationId.description, draft.senderId)
+                else { throw APIError.notFound("Message") }
+                guard source.deletedAt == nil, source.type != .system else {
+                    throw APIError.invalid("Deleted and system messages cannot be forwarded")
+                }
+                draft.type = source.type
+                draft.text = source.text
+                draft.metadata = source.metadata
+                draft.attachmentId = try String.fetchOne(
+                    db, sql: "SELECT attachment_id FROM messages WHERE id = ?", arguments: [sourceId.description]
+                ).flatMap(EntityID.init)
+            } else if draft.attachmentId != nil {
                 throw APIError.invalid("attachmentId does not name an uploaded attachment")
             }
             let message = try SQLiteRows.insertMessage(db, draft)
