@@ -73,6 +73,10 @@ public struct ParleyApp: Sendable {
         ConversationController(store: store, chat: chat).addRoutes(to: authenticated)
         MessageController(store: store, chat: chat).addRoutes(to: authenticated)
         ReceiptController(signals: signals).addRoutes(to: authenticated)
+        AttachmentController(
+            store: store, directory: (configuration.dataDirectory as NSString).appendingPathComponent("attachments"),
+            maxBytes: configuration.maxAttachmentBytes, now: chat.now
+        ).addRoutes(to: authenticated)
         return router
     }
 

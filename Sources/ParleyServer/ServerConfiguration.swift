@@ -19,6 +19,8 @@ public struct ServerConfiguration: Sendable {
     public var heartbeatSeconds: Int = 30
     /// How long after the last `isTyping=true` the server sends `false` itself.
     public var typingTimeout: Duration = .seconds(3)
+    /// Largest attachment upload, in bytes (25 MB).
+    public var maxAttachmentBytes: Int64 = 25 * 1024 * 1024
     /// Log level of the server's logger.
     public var logLevel: Logger.Level = .info
 

@@ -86,6 +86,28 @@ public enum MessageEdit: Sendable, Equatable {
     case reaction(String, add: Bool)
 }
 
+/// An uploaded file's record; the bytes live in the data directory under `sha256`.
+public struct StoredAttachment: Sendable, Equatable {
+    public var id: EntityID
+    public var uploaderId: EntityID
+    public var organizationId: EntityID
+    public var name: String
+    public var contentType: String
+    public var size: Int64
+    /// Hex SHA-256 of the content: the file's name on disk.
+    public var sha256: String
+    public var width: Int?
+    public var height: Int?
+    public var createdAt: Date
+
+    /// The wire form.
+    public var wire: Attachment {
+        Attachment(
+            id: id, name: name, contentType: contentType, size: size, url: "/api/v1/attachments/\(id)",
+            width: width, height: height)
+    }
+}
+
 /// A new conversation to create.
 public struct NewConversation: Sendable, Equatable {
     public var organizationId: EntityID
@@ -158,6 +180,12 @@ public protocol ParleyStore: Sendable {
     func change(_ edit: MessageEdit, messageId: EntityID, in conversationId: EntityID, by userId: EntityID, now: Date) async throws -> MessageChange
     /// Full-text search over the viewer's conversations (or one of them), newest first.
     func search(_ query: String, viewer: EntityID, conversationId: EntityID?, limit: Int, offset: Int) async throws -> SearchResponse
+
+    /// Records an uploaded attachment.
+    func createAttachment(_ attachment: StoredAttachment) async throws
+    /// An attachment the viewer may download: they uploaded it, or it is in a message of a
+    /// conversation they are in. Nil otherwise (as if it did not exist).
+    func attachment(id: EntityID, viewer: EntityID) async throws -> StoredAttachment?
 
     /// Flushes and releases the store; called once after the server has stopped.
     func close() async throws

@@ -63,8 +63,9 @@ enum SQLiteRows {
         let message = Message(
             id: EntityID(), conversationId: draft.conversationId, seq: seq, updatedSeq: seq,
             senderId: draft.senderId, clientMessageId: draft.clientMessageId, type: draft.type,
-            text: draft.text, replyToId: draft.replyToId, metadata: draft.metadata,
-            createdAt: draft.now.wholeMilliseconds, forwardedFromId: draft.forwardedFromId)
+            text: draft.text, replyToId: draft.replyToId,
+            attachment: try draft.attachmentId.flatMap { try attachments(db, ids: [$0.description])[$0.description]?.wire },
+            metadata: draft.metadata, createdAt: draft.now.wholeMilliseconds, forwardedFromId: draft.forwardedFromId)
         let metadataJSON = try draft.metadata.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         try db.execute(
             sql: """
@@ -92,6 +93,7 @@ enum SQLiteRows {
         let rows = try Row.fetchAll(db, sql: sql, arguments: arguments)
         guard !rows.isEmpty else { return [] }
         let reactions = try self.reactions(db, messageIds: rows.map { $0["id"] as String })
+        let attachments = try self.attachments(db, ids: rows.compactMap { $0["attachment_id"] as String? })
         return try rows.map { row in
             let id: String = row["id"]
             let metadata: [String: String]? = try (row["metadata_json"] as String?).map {
@@ -103,6 +105,7 @@ enum SQLiteRows {
                 clientMessageId: row["client_message_id"],
                 type: MessageType(rawValue: row["type"]) ?? .text, text: row["text"],
                 replyToId: try (row["reply_to_id"] as String?).map { try self.id($0) },
+                attachment: (row["attachment_id"] as String?).flatMap { attachments[$0]?.wire },
                 metadata: metadata, reactions: reactions[id] ?? [:],
                 createdAt: Date(millisecondsSince1970: row["created_at"]),
                 editedAt: (row["edited_at"] as Int64?).map(Date.init(millisecondsSince1970:)),

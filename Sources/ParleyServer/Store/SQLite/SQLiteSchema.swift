@@ -89,6 +89,23 @@ enum SQLiteSchema {
                 INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
                 """)
         }
+        migrator.registerMigration("v3-attachments") { db in
+            try db.execute(sql: """
+                CREATE TABLE attachments (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    uploader_id TEXT NOT NULL REFERENCES users(id),
+                    organization_id TEXT NOT NULL REFERENCES organizations(id),
+                    name TEXT NOT NULL,
+                    content_type TEXT NOT NULL,
+                    size INTEGER NOT NULL,
+                    sha256 TEXT NOT NULL,
+                    width INTEGER,
+                    height INTEGER,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE INDEX messages_by_attachment ON messages(attachment_id) WHERE attachment_id IS NOT NULL;
+                """)
+        }
         return migrator
     }
 }

@@ -153,8 +153,8 @@ public struct SQLiteStore: ParleyStore {
                 draft.attachmentId = try String.fetchOne(
                     db, sql: "SELECT attachment_id FROM messages WHERE id = ?", arguments: [sourceId.description]
                 ).flatMap(EntityID.init)
-            } else if draft.attachmentId != nil {
-                throw APIError.invalid("attachmentId does not name an uploaded attachment")
+            } else if let attachmentId = draft.attachmentId {
+                try SQLiteRows.requireAttachment(db, attachmentId, sender: draft.senderId, type: draft.type)
             }
             let message = try SQLiteRows.insertMessage(db, draft)
             return SendResult(message: message, created: true, participantIds: try SQLiteRows.participantIds(db, conversationId))

@@ -1,0 +1,163 @@
+import Crypto
+import Foundation
+import Hummingbird
+import NIOCore
+import ParleyProtocol
+import Synchronization
+
+/// `POST /attachments` (streamed to disk, content-addressed) and `GET /attachments/{id}`
+/// (with byte ranges), for the uploader and the participants of conversations it was sent in.
+struct AttachmentController: Sendable {
+    let store: any ParleyStore
+    let directory: String
+    let maxBytes: Int64
+    let now: @Sendable () -> Date
+    let fileIO = FileIO()
+
+    /// What may be uploaded; anything else is refused rather than served back later.
+    static let allowedTypes: Set<String> = [
+        "image/png", "image/jpeg", "image/gif", "image/webp", "image/heic",
+        "video/mp4", "video/quicktime", "audio/mpeg", "audio/mp4", "audio/aac", "audio/ogg", "audio/wav",
+        "application/pdf", "application/zip", "text/plain", "application/octet-stream",
+    ]
+
+    func addRoutes(to group: RouterGroup<ParleyRequestContext>) {
+        group.post("attachments", use: upload)
+        group.get("attachments/:id", use: download)
+    }
+
+    @Sendable func upload(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try context.requireIdentity()
+        let contentType = (request.headers[.contentType] ?? "").split(separator: ";").first
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        guard Self.allowedTypes.contains(contentType) else {
+            throw APIError.invalid("Content-Type \(contentType.isEmpty ? "(none)" : contentType) is not accepted")
+        }
+        let name = Limits.trimmed(request.uri.queryParameters.get("name") ?? "attachment")
+        guard (1...200).contains(name.count), !name.contains("/"), !Limits.containsNul(name) else {
+            throw APIError.invalid("name must be 1–200 characters without slashes")
+        }
+        if let declared = request.headers[.contentLength].flatMap(Int64.init), declared > maxBytes {
+            throw APIError(.payloadTooLarge, "Attachments are at most \(maxBytes) bytes")
+        }
+        let temporary = "\(directory)/tmp-\(EntityID())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let meter = UploadMeter(limit: maxBytes)
+        do {
+            try await fileIO.writeFile(contents: request.body.map { try meter.consume($0) }, path: temporary, context: context)
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            if meter.exceeded { throw APIError(.payloadTooLarge, "Attachments are at most \(maxBytes) bytes") }
+            throw error
+        }
+        let (digest, size, head) = meter.result
+        guard size > 0 else {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw APIError.invalid("The upload is empty")
+        }
+        let sniffed = ImageSniffer.inspect(head)
+        if contentType.hasPrefix("image/"), contentType != "image/heic", sniffed?.contentType != contentType {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw APIError.invalid("The content is not \(contentType)")
+        }
+        let final = path(for: digest)
+        try FileManager.default.createDirectory(
+            atPath: (final as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        if FileManager.default.fileExists(atPath: final) {
+            try FileManager.default.removeItem(atPath: temporary)
+        } else {
+            try FileManager.default.moveItem(atPath: temporary, toPath: final)
+        }
+        let attachment = StoredAttachment(
+            id: EntityID(), uploaderId: identity.userId, organizationId: identity.organizationId, name: name,
+            contentType: contentType, size: size, sha256: digest, width: sniffed?.width, height: sniffed?.height,
+            createdAt: now().wholeMilliseconds)
+        try await store.createAttachment(attachment)
+        return try JSONResponse.make(attachment.wire, status: .created)
+    }
+
+    @Sendable func download(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try context.requireIdentity()
+        let id = try context.parameters.entityID("id", what: "Attachment")
+        guard let attachment = try await store.attachment(id: id, viewer: identity.userId) else {
+            throw APIError.notFound("Attachment")
+        }
+        let file = path(for: attachment.sha256)
+        var headers: HTTPFields = [
+            .contentType: attachment.contentType, .acceptRanges: "bytes", .eTag: "\"\(attachment.sha256)\"",
+            .cacheControl: "private, max-age=31536000, immutable",
+            .contentDisposition: "attachment; filename=\"\(attachment.name.replacingOccurrences(of: "\"", with: "'"))\"",
+        ]
+        let size = Int(attachment.size)
+        guard let rangeHeader = request.headers[.range] else {
+            return Response(status: .ok, headers: headers, body: try await fileIO.loadFile(path: file, context: context))
+        }
+        guard let range = ByteRange.parse(rangeHeader, size: size) else {
+            headers[.contentRange] = "bytes */\(size)"
+            return Response(
+                status: .rangeNotSatisfiable, headers: headers,
+                body: .init(byteBuffer: ByteBuffer(bytes: try WireCoding.makeEncoder().encode(
+                    ErrorBody(error: ErrorInfo(code: .invalidRequest, message: "Range not satisfiable"))))))
+        }
+        headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
+        return Response(
+            status: .partialContent, headers: headers, body: try await fileIO.loadFile(path: file, range: range, context: context))
+    }
+
+    /// `<data-dir>/attachments/ab/abcdef…`: identical uploads share one file.
+    func path(for digest: String) -> String {
+        "\(directory)/\(digest.prefix(2))/\(digest)"
+    }
+}
+
+/// Counts, hashes and keeps the first bytes of an upload as it streams to disk.
+final class UploadMeter: Sendable {
+    private let state: Mutex<(hasher: SHA256, size: Int64, head: [UInt8], exceeded: Bool)>
+    private let limit: Int64
+
+    init(limit: Int64) {
+        self.limit = limit
+        state = Mutex((SHA256(), 0, [], false))
+    }
+
+    func consume(_ buffer: ByteBuffer) throws -> ByteBuffer {
+        try state.withLock { state in
+            state.size += Int64(buffer.readableBytes)
+            guard state.size <= limit else {
+                state.exceeded = true
+                throw APIError.payloadTooLarge
+            }
+            buffer.withUnsafeReadableBytes { state.hasher.update(bufferPointer: $0) }
+            if state.head.count < 65_536 {
+                state.head += buffer.getBytes(at: buffer.readerIndex, length: min(buffer.readableBytes, 65_536 - state.head.count)) ?? []
+            }
+        }
+        return buffer
+    }
+
+    var exceeded: Bool { state.withLock { $0.exceeded } }
+
+    var result: (digest: String, size: Int64, head: [UInt8]) {
+        state.withLock { state in
+            let digest = state.hasher.finalize().map { String(format: "%02x", $0) }.joined()
+            return (digest, state.size, state.head)
+        }
+    }
+}
+
+/// `Range: bytes=a-b`, `bytes=a-`, `bytes=-n` (one range).
+enum ByteRange {
+    static func parse(_ header: String, size: Int) -> ClosedRange<Int>? {
+        guard size > 0, header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let spec = header.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard spec.count == 2 else { return nil }
+        let start = Int(spec[0].trimmingCharacters(in: .whitespaces))
+        let end = Int(spec[1].trimmingCharacters(in: .whitespaces))
+        switch (start, end) {
+        case (let start?, let end?) where start <= end && start < size: return start...min(end, size - 1)
+        case (let start?, nil) where spec[1].isEmpty && start < size: return start...(size - 1)
+        case (nil, let suffix?) where spec[0].isEmpty && suffix > 0: return max(size - suffix, 0)...(size - 1)
+        default: return nil
+        }
+    }
+}
