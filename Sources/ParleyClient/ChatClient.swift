@@ -29,8 +29,10 @@ public actor ChatClient {
     /// The signed-in user.
     public nonisolated let userId: EntityID
     private var observers: [UUID: AsyncStream<ChatChange>.Continuation] = [:]
-    let transport: any ChatTransport
+    nonisolated let transport: any ChatTransport
     let environment: ClientEnvironment
+    /// Pre-send checks and preparations (seed 002).
+    let hooks: MessageHooks
     let logger: Logger
     /// How often to poll over HTTP while the WebSocket is down.
     let pollInterval: Duration
@@ -69,8 +71,10 @@ public actor ChatClient {
     public init(
         transport: any ChatTransport, database: LocalDatabase, userId: EntityID,
         environment: ClientEnvironment = .live, policy: ConnectionStateMachine.Policy = .init(),
-        pollInterval: Duration = .seconds(15), logger: Logger = Logger(label: "parley.client")
+        pollInterval: Duration = .seconds(15), hooks: MessageHooks = MessageHooks(),
+        logger: Logger = Logger(label: "parley.client")
     ) {
+        self.hooks = hooks
         self.transport = transport
         self.database = database
         self.userId = userId
@@ -369,8 +373,22 @@ public actor ChatClient {
         guard !trimmed.isEmpty, trimmed.count <= Limits.maxTextCharacters, !Limits.containsNul(trimmed) else {
             throw ClientError(kind: .server, code: .invalidRequest, message: "A message is 1–\(Limits.maxTextCharacters) characters")
         }
-        let request = SendMessageRequest(clientMessageId: environment.newID(), text: trimmed, replyToId: replyTo)
-        let message = try await database.enqueue(request, in: conversationId, senderId: userId, now: environment.now())
+        return try await send(SendMessageRequest(clientMessageId: "", text: trimmed, replyToId: replyTo), in: conversationId)
+    }
+
+    /// Sends any message optimistically: the prechecks run first (a veto throws ``SendVetoed``
+    /// and writes nothing); then the message and its outbox entry, with the preparations still to
+    /// run, are written in one transaction. An empty `clientMessageId` gets a new one.
+    @discardableResult
+    public func send(_ request: SendMessageRequest, in conversationId: EntityID, context: [String: String] = [:]) async throws -> LocalMessage {
+        var request = request
+        if request.clientMessageId.isEmpty { request.clientMessageId = environment.newID() }
+        for precheck in hooks.prechecks {
+            if case .veto(let reason) = await precheck.check(request, in: conversationId) { throw SendVetoed(reason: reason) }
+        }
+        let message = try await database.enqueue(
+            request, in: conversationId, senderId: userId, now: environment.now(),
+            preparations: hooks.preparations.map(\.name), context: context)
         notify(.messages(conversationId))
         Task { await self.flushOutbox() }
         return message
@@ -419,15 +437,18 @@ public actor ChatClient {
     private func deliver(_ entry: OutboxEntry) async {
         let clientMessageId = entry.request.clientMessageId
         do {
+            let request = try await prepare(entry)
             let stored: Message
             if let channel, machine.state == .connected {
-                stored = try await channel.sendMessage(entry.request)
+                stored = try await channel.sendMessage(request)
             } else {
-                stored = try await transport.send(entry.request, to: entry.conversationId)
+                stored = try await transport.send(request, to: entry.conversationId)
             }
             try await database.apply([stored])
         } catch let error as ClientError where !error.isTransient {
             try? await database.outboxRejected(clientMessageId: clientMessageId, reason: error.message)
+        } catch let error as PreparationFailed {
+            try? await database.outboxRejected(clientMessageId: clientMessageId, reason: error.reason)
         } catch {
             // No answer: it may or may not be stored. Retrying with the same id is safe.
             let delay = machine.backoff(min(entry.attempts, 5))
@@ -438,9 +459,40 @@ public actor ChatClient {
         notify(.conversations)
     }
 
+    /// Runs the entry's remaining preparations in order, recording each as it finishes.
+    private func prepare(_ entry: OutboxEntry) async throws -> SendMessageRequest {
+        var message = PreparedMessage(request: entry.request, context: entry.context, conversationId: entry.conversationId)
+        var remaining = entry.preparations
+        while let name = remaining.first {
+            guard let preparation = hooks.preparations.first(where: { $0.name == name }) else {
+                throw PreparationFailed("the preparation \"\(name)\" is not available in this version")
+            }
+            do {
+                message = try await preparation.prepare(message)
+            } catch let error as ClientError where error.isTransient {
+                throw error
+            } catch let error as PreparationFailed {
+                throw error
+            } catch {
+                throw PreparationFailed("\(error)")
+            }
+            message.request.clientMessageId = entry.request.clientMessageId
+            remaining.removeFirst()
+            try await database.outboxPrepared(
+                clientMessageId: entry.request.clientMessageId, request: message.request, context: message.context, remaining: remaining)
+        }
+        return message.request
+    }
+
     private func scheduleOutboxWake() async {
+        // Read before cancelling: this may run inside the timer task being replaced, and a
+        // cancelled task's database reads throw.
+        let next = try? await database.nextOutboxAttempt()
         outboxTimer?.cancel()
-        guard let next = try? await database.nextOutboxAttempt() else { return }
+        guard let next else {
+            outboxTimer = nil
+            return
+        }
         let delay = max(next.timeIntervalSince(environment.now()), 0)
         outboxTimer = Task { [environment] in
             do { try await environment.sleep(.milliseconds(Int64(delay * 1000) + 1)) } catch { return }

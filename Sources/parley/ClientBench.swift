@@ -162,4 +162,6 @@ private struct Unreachable: ChatTransport {
     func markRead(_ conversationId: EntityID, upToSeq: Int64) async throws -> ReadResponse { throw Self.error }
     func markDelivered(_ conversationId: EntityID, upToSeq: Int64) async throws { throw Self.error }
     func users() async throws -> [User] { throw Self.error }
+    func deleteMessage(_ messageId: EntityID, in conversationId: EntityID) async throws -> Message { throw Self.error }
+    func download(_ url: String) async throws -> Data { throw Self.error }
 }

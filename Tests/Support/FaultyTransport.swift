@@ -93,6 +93,11 @@ public struct FaultyTransport: ChatTransport {
         try await base.markDelivered(conversationId, upToSeq: upToSeq)
     }
     public func users() async throws -> [User] { try http(); return try await base.users() }
+    public func deleteMessage(_ messageId: EntityID, in conversationId: EntityID) async throws -> Message {
+        try http()
+        return try await base.deleteMessage(messageId, in: conversationId)
+    }
+    public func download(_ url: String) async throws -> Data { try http(); return try await base.download(url) }
     public func openRealtime() async throws -> any RealtimeChannel {
         if plan.roll(plan.odds.failOpen) { throw FaultPlan.cut }
         return FaultyChannel(inner: try await base.openRealtime(), plan: plan)

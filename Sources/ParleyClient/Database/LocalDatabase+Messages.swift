@@ -5,18 +5,30 @@ import ParleyProtocol
 extension LocalDatabase {
     /// Writes a temporary message and its outbox entry in one transaction: the screen shows it
     /// at once, and it survives a crash before it is sent.
-    public func enqueue(_ request: SendMessageRequest, in conversationId: EntityID, senderId: EntityID, now: Date) async throws -> LocalMessage {
+    ///
+    /// - Parameters:
+    ///   - preparations: names of the preparations to run, in order, before it is sent.
+    ///   - context: durable scratch for them (e.g. the local file to upload).
+    public func enqueue(
+        _ request: SendMessageRequest, in conversationId: EntityID, senderId: EntityID, now: Date,
+        preparations: [String] = [], context: [String: String] = [:]
+    ) async throws -> LocalMessage {
         var pending = request
         pending.conversationId = conversationId
         let message = LocalMessage(pending: pending, conversationId: conversationId, senderId: senderId, createdAt: now)
         let requestJSON = String(decoding: try WireCoding.makeEncoder().encode(pending), as: UTF8.self)
+        let preparationsJSON = String(decoding: try JSONEncoder().encode(preparations), as: UTF8.self)
+        let contextJSON = String(decoding: try JSONEncoder().encode(context), as: UTF8.self)
         try await writer.write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO outbox (client_message_id, conversation_id, sender_id, request, queued_at)
-                    VALUES (?, ?, ?, ?, ?)
+                    INSERT INTO outbox (client_message_id, conversation_id, sender_id, request, queued_at, preparations, context)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     """,
-                arguments: [request.clientMessageId, conversationId.description, senderId.description, requestJSON, now.millisecondsSince1970])
+                arguments: [
+                    request.clientMessageId, conversationId.description, senderId.description, requestJSON,
+                    now.millisecondsSince1970, preparationsJSON, contextJSON,
+                ])
             try Self.insertTemporary(db, message, order: db.lastInsertedRowID)
         }
         return message
@@ -106,7 +118,7 @@ extension LocalDatabase {
     ) async throws -> [LocalMessage] {
         try await writer.read { db in
             let members = try Self.storedConversation(db, conversationId)?.members ?? []
-            var sql = "SELECT \(RowReader.columns) FROM messages WHERE conversation_id = ? AND state = 'confirmed'"
+            var sql = "SELECT \(RowReader.columns) FROM messages WHERE conversation_id = ? AND state = 'confirmed' AND \(Self.notHidden)"
             var arguments: StatementArguments = [conversationId.description]
             if let before { sql += " AND seq < ?"; arguments += [before] }
             if let from { sql += " AND seq >= ?"; arguments += [from] }
@@ -122,6 +134,11 @@ extension LocalDatabase {
             return try rows.map { try reader.message($0) }
         }
     }
+
+    /// Excludes messages hidden on this device.
+    static let notHidden = """
+        NOT EXISTS (SELECT 1 FROM hidden_messages h WHERE h.sender_id = messages.sender_id AND h.client_message_id = messages.client_message_id)
+        """
 
     /// One message by the sender and temp id.
     public func message(senderId: EntityID, clientMessageId: String, viewer: EntityID) async throws -> LocalMessage? {

@@ -12,6 +12,10 @@ public struct OutboxEntry: Sendable, Equatable {
     public var attempts: Int
     /// Not before this time.
     public var nextAttemptAt: Date
+    /// Preparations still to run, by name, in order (they survive restarts).
+    public var preparations: [String]
+    /// Durable scratch for the preparations (a local file to upload, an uploaded id).
+    public var context: [String: String]
 }
 
 extension LocalDatabase {
@@ -47,7 +51,9 @@ extension LocalDatabase {
                     position: row["position"],
                     request: try decoder.decode(SendMessageRequest.self, from: Data((row["request"] as String).utf8)),
                     conversationId: try Self.id(row["conversation_id"]), attempts: row["attempts"],
-                    nextAttemptAt: Date(millisecondsSince1970: row["next_attempt_at"]))
+                    nextAttemptAt: Date(millisecondsSince1970: row["next_attempt_at"]),
+                    preparations: try JSONDecoder().decode([String].self, from: Data((row["preparations"] as String).utf8)),
+                    context: try JSONDecoder().decode([String: String].self, from: Data((row["context"] as String).utf8)))
             }
         }
     }
@@ -58,6 +64,18 @@ extension LocalDatabase {
             try db.execute(
                 sql: "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ? WHERE client_message_id = ?",
                 arguments: [retryAt.millisecondsSince1970, clientMessageId])
+        }
+    }
+
+    /// Records a finished preparation: the request as it changed, the scratch, what is left.
+    public func outboxPrepared(clientMessageId: String, request: SendMessageRequest, context: [String: String], remaining: [String]) async throws {
+        let requestJSON = String(decoding: try WireCoding.makeEncoder().encode(request), as: UTF8.self)
+        let contextJSON = String(decoding: try JSONEncoder().encode(context), as: UTF8.self)
+        let remainingJSON = String(decoding: try JSONEncoder().encode(remaining), as: UTF8.self)
+        try await writer.write { db in
+            try db.execute(
+                sql: "UPDATE outbox SET request = ?, context = ?, preparations = ? WHERE client_message_id = ?",
+                arguments: [requestJSON, contextJSON, remainingJSON, clientMessageId])
         }
     }
 
@@ -89,10 +107,13 @@ extension LocalDatabase {
             try db.execute(sql: "DELETE FROM outbox WHERE client_message_id = ?", arguments: [clientMessageId])
             try db.execute(
                 sql: """
-                    INSERT INTO outbox (client_message_id, conversation_id, sender_id, request, queued_at)
-                    VALUES (?, ?, ?, ?, ?)
+                    INSERT INTO outbox (client_message_id, conversation_id, sender_id, request, queued_at, preparations, context)
+                    VALUES (?, ?, ?, ?, ?, ?, ?)
                     """,
-                arguments: [clientMessageId, row["conversation_id"], row["sender_id"], row["request"], row["queued_at"]])
+                arguments: [
+                    clientMessageId, row["conversation_id"], row["sender_id"], row["request"], row["queued_at"],
+                    row["preparations"], row["context"],
+                ])
             try db.execute(
                 sql: "UPDATE messages SET state = 'sending', failure = NULL, local_order = ? WHERE client_message_id = ? AND state = 'failed'",
                 arguments: [db.lastInsertedRowID, clientMessageId])
@@ -108,6 +129,17 @@ extension LocalDatabase {
             try db.execute(
                 sql: "DELETE FROM messages WHERE client_message_id = ? AND state != 'confirmed'", arguments: [clientMessageId])
             return removed
+        }
+    }
+}
+
+extension LocalDatabase {
+    /// Hides a message on this device only ("delete for me"); catch-up never brings it back.
+    public func hide(senderId: EntityID, clientMessageId: String) async throws {
+        try await writer.write { db in
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO hidden_messages (sender_id, client_message_id) VALUES (?, ?)",
+                arguments: [senderId.description, clientMessageId])
         }
     }
 }

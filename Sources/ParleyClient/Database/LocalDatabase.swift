@@ -74,6 +74,17 @@ public struct LocalDatabase: Sendable {
                 CREATE TABLE cache_meta (key TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
                 """)
         }
+        migrator.registerMigration("v2-outbox-preparations") { db in
+            try db.execute(sql: """
+                ALTER TABLE outbox ADD COLUMN preparations TEXT NOT NULL DEFAULT '[]';
+                ALTER TABLE outbox ADD COLUMN context TEXT NOT NULL DEFAULT '{}';
+                CREATE TABLE hidden_messages (
+                    sender_id TEXT NOT NULL,
+                    client_message_id TEXT NOT NULL,
+                    PRIMARY KEY (sender_id, client_message_id)
+                );
+                """)
+        }
         return migrator
     }
 

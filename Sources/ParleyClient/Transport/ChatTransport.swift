@@ -22,6 +22,10 @@ public protocol ChatTransport: Sendable {
     func markDelivered(_ conversationId: EntityID, upToSeq: Int64) async throws
     /// The organization's directory.
     func users() async throws -> [User]
+    /// Deletes (revokes) one of the user's messages.
+    func deleteMessage(_ messageId: EntityID, in conversationId: EntityID) async throws -> Message
+    /// Downloads an attachment by its `url`.
+    func download(_ url: String) async throws -> Data
 }
 
 /// One open WebSocket, as the SDK uses it.
@@ -69,6 +73,10 @@ public struct LiveTransport: ChatTransport {
         _ = try await api.markDelivered(conversationId, upToSeq: upToSeq)
     }
     public func users() async throws -> [User] { try await api.users() }
+    public func deleteMessage(_ messageId: EntityID, in conversationId: EntityID) async throws -> Message {
+        try await api.deleteMessage(messageId, in: conversationId)
+    }
+    public func download(_ url: String) async throws -> Data { try await api.download(url) }
     public func openRealtime() async throws -> any RealtimeChannel {
         let connection = RealtimeConnection(serverURL: api.baseURL, token: api.token ?? "")
         _ = try await connection.connect()

@@ -96,6 +96,47 @@ public struct ParleyAPI: Sendable {
             query: ["since": String(since), "limit": limit.map(String.init)])
     }
 
+    /// Deletes one of the caller's messages (a tombstone stays).
+    public func deleteMessage(_ messageId: EntityID, in conversationId: EntityID) async throws -> Message {
+        try await request("DELETE", "conversations/\(conversationId)/messages/\(messageId)")
+    }
+
+    /// Uploads a file as an attachment (streamed from disk).
+    public func upload(file: URL, name: String, contentType: String) async throws -> Attachment {
+        var components = URLComponents(url: baseURL.appendingPathComponent("api/v1/attachments"), resolvingAgainstBaseURL: false)!
+        components.queryItems = [URLQueryItem(name: "name", value: name)]
+        var request = URLRequest(url: components.url!)
+        request.httpMethod = "POST"
+        request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        let data: Data, response: URLResponse
+        do {
+            (data, response) = try await session.upload(for: request, fromFile: file)
+        } catch {
+            throw ClientError(kind: .transport, message: "Upload failed: \(error.localizedDescription)")
+        }
+        return try decode(Attachment.self, data: data, response: response)
+    }
+
+    /// Downloads an attachment by its `url` (`/api/v1/attachments/{id}`).
+    public func download(_ url: String) async throws -> Data {
+        guard let full = URL(string: url, relativeTo: baseURL) else { throw ClientError(kind: .decoding, message: "Bad url \(url)") }
+        var request = URLRequest(url: full)
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        let data: Data, response: URLResponse
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch {
+            throw ClientError(kind: .transport, message: "Download failed: \(error.localizedDescription)")
+        }
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        guard (200..<300).contains(status) else {
+            _ = try decode(EmptyPayload.self, data: data, response: response)
+            throw ClientError(kind: .server, code: ErrorCode(httpStatus: status), httpStatus: status, message: "HTTP \(status)")
+        }
+        return data
+    }
+
     // MARK: Receipts
 
     /// Marks everything up to `upToSeq` read.
@@ -139,6 +180,10 @@ public struct ParleyAPI: Sendable {
         } catch {
             throw ClientError(kind: .transport, message: "Cannot reach \(baseURL.absoluteString): \(error.localizedDescription)")
         }
+        return try decode(Answer.self, data: data, response: response)
+    }
+
+    private func decode<Answer: Decodable>(_ type: Answer.Type, data: Data, response: URLResponse) throws -> Answer {
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         let decoder = WireCoding.makeDecoder()
         guard (200..<300).contains(status) else {

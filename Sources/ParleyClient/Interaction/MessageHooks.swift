@@ -1,0 +1,64 @@
+import Foundation
+import ParleyProtocol
+
+/// A pre-send check's answer.
+public enum PrecheckVerdict: Sendable, Equatable {
+    case allow
+    /// Refuse the send; nothing is written, and `reason` is shown to the user.
+    case veto(reason: String)
+}
+
+/// Seed 002's `MessageServicePrechecker`: may veto a message before it is written anywhere
+/// (a content filter, a muted conversation, a size policy).
+public protocol MessagePrecheck: Sendable {
+    func check(_ request: SendMessageRequest, in conversationId: EntityID) async -> PrecheckVerdict
+}
+
+/// A message on its way through the preparations.
+public struct PreparedMessage: Sendable, Equatable {
+    /// What will be sent; a preparation may change it (set `attachmentId`, add metadata).
+    public var request: SendMessageRequest
+    /// Durable scratch shared by the preparations (e.g. `file` → a local path to upload).
+    public var context: [String: String]
+    public let conversationId: EntityID
+
+    public init(request: SendMessageRequest, context: [String: String], conversationId: EntityID) {
+        self.request = request
+        self.context = context
+        self.conversationId = conversationId
+    }
+}
+
+/// Seed 002's `MessageServicePreparation`: runs in the outbox before the message is sent, in
+/// order, and again after a restart until it has finished (so it must be safe to repeat).
+/// Throwing a transient ``ClientError`` retries later; any other error marks the message failed
+/// with the error's description as the reason.
+public protocol MessagePreparation: Sendable {
+    /// A stable name: the outbox remembers which preparations are left by name.
+    var name: String { get }
+    func prepare(_ message: PreparedMessage) async throws -> PreparedMessage
+}
+
+/// The hooks an app injects into its ``ChatClient``.
+public struct MessageHooks: Sendable {
+    public var prechecks: [any MessagePrecheck]
+    public var preparations: [any MessagePreparation]
+
+    public init(prechecks: [any MessagePrecheck] = [], preparations: [any MessagePreparation] = []) {
+        self.prechecks = prechecks
+        self.preparations = preparations
+    }
+}
+
+/// A precheck refused the message.
+public struct SendVetoed: Error, Sendable, Equatable, CustomStringConvertible {
+    public var reason: String
+    public var description: String { "not sent: \(reason)" }
+}
+
+/// A preparation failed for good; the message is marked failed with this reason.
+public struct PreparationFailed: Error, Sendable, CustomStringConvertible {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { reason }
+}

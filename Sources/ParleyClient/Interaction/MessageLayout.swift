@@ -1,0 +1,137 @@
+import Foundation
+import ParleyProtocol
+import Synchronization
+
+/// A width and a height in points.
+public struct LayoutSize: Sendable, Hashable {
+    public var width: Double
+    public var height: Double
+    public init(width: Double, height: Double) {
+        self.width = width
+        self.height = height
+    }
+}
+
+/// Measures text (injected: UIKit or SwiftUI on Apple platforms, a monospace grid in a terminal,
+/// a fake in tests).
+public protocol TextMeasurer: Sendable {
+    func size(of text: String, fittingWidth: Double) -> LayoutSize
+}
+
+/// Seed 002's size strategy: how a component computes its size for a message and a width.
+public protocol SizeStrategy: Sendable {
+    func size(of message: LocalMessage, fittingWidth: Double, measurer: any TextMeasurer) -> LayoutSize
+}
+
+/// Text bubbles: the measured text plus padding.
+public struct TextBubbleStrategy: SizeStrategy {
+    public var padding: Double
+    public init(padding: Double = 12) { self.padding = padding }
+
+    public func size(of message: LocalMessage, fittingWidth: Double, measurer: any TextMeasurer) -> LayoutSize {
+        let text = message.deletedAt != nil ? "This message was deleted" : message.text
+        let inner = measurer.size(of: text, fittingWidth: max(fittingWidth - 2 * padding, 1))
+        return LayoutSize(width: inner.width + 2 * padding, height: inner.height + 2 * padding)
+    }
+}
+
+/// Media: the attachment's aspect ratio within the width (a square when unknown), plus a caption.
+public struct MediaStrategy: SizeStrategy {
+    public var maxHeight: Double
+    public init(maxHeight: Double = 320) { self.maxHeight = maxHeight }
+
+    public func size(of message: LocalMessage, fittingWidth: Double, measurer: any TextMeasurer) -> LayoutSize {
+        let ratio: Double = if let w = message.attachment?.width, let h = message.attachment?.height, w > 0 {
+            Double(h) / Double(w)
+        } else { 1 }
+        let height = min(fittingWidth * ratio, maxHeight)
+        let caption = message.text.isEmpty ? 0 : measurer.size(of: message.text, fittingWidth: fittingWidth).height
+        return LayoutSize(width: fittingWidth, height: height + caption)
+    }
+}
+
+/// Fixed-size components (system lines, file cards).
+public struct FixedStrategy: SizeStrategy {
+    public var height: Double
+    public init(height: Double) { self.height = height }
+    public func size(of message: LocalMessage, fittingWidth: Double, measurer: any TextMeasurer) -> LayoutSize {
+        LayoutSize(width: fittingWidth, height: height)
+    }
+}
+
+/// What renders one message type: an identifier the renderer maps to its view, and a size strategy.
+public struct MessageComponent: Sendable {
+    public var identifier: String
+    public var sizeStrategy: any SizeStrategy
+    public init(identifier: String, sizeStrategy: any SizeStrategy) {
+        self.identifier = identifier
+        self.sizeStrategy = sizeStrategy
+    }
+}
+
+/// Seed 002's structure layer: message type → component, with defaults an app can override.
+public struct MessageComponentRegistry: Sendable {
+    private var byType: [MessageType: MessageComponent]
+    public var fallback: MessageComponent
+
+    /// The defaults: text bubbles, media for image/video, fixed cards for the rest.
+    public init() {
+        let text = MessageComponent(identifier: "text", sizeStrategy: TextBubbleStrategy())
+        byType = [
+            .text: text,
+            .image: MessageComponent(identifier: "image", sizeStrategy: MediaStrategy()),
+            .video: MessageComponent(identifier: "video", sizeStrategy: MediaStrategy()),
+            .audio: MessageComponent(identifier: "audio", sizeStrategy: FixedStrategy(height: 56)),
+            .file: MessageComponent(identifier: "file", sizeStrategy: FixedStrategy(height: 64)),
+            .location: MessageComponent(identifier: "location", sizeStrategy: FixedStrategy(height: 160)),
+            .system: MessageComponent(identifier: "system", sizeStrategy: FixedStrategy(height: 28)),
+        ]
+        fallback = text
+    }
+
+    /// Uses `component` for `type`.
+    public mutating func register(_ component: MessageComponent, for type: MessageType) { byType[type] = component }
+
+    /// The component for a message.
+    public func component(for message: LocalMessage) -> MessageComponent { byType[message.type] ?? fallback }
+}
+
+/// Seed 002's layout snapshot cache: each bubble's size is computed once per message version
+/// (`updatedSeq`) and width; an edit or a rotation computes it again.
+public final class MessageLayoutCache: Sendable {
+    struct Key: Hashable {
+        var message: String
+        var version: Int64
+        var width: Double
+    }
+
+    private let entries = Mutex<[Key: LayoutSize]>([:])
+    private let counters = Mutex((hits: 0, misses: 0))
+    public let registry: MessageComponentRegistry
+    public let measurer: any TextMeasurer
+
+    public init(registry: MessageComponentRegistry = MessageComponentRegistry(), measurer: any TextMeasurer) {
+        self.registry = registry
+        self.measurer = measurer
+    }
+
+    /// The size of a message's component at a width, measured at most once.
+    public func size(of message: LocalMessage, fittingWidth width: Double) -> LayoutSize {
+        // A temporary message has no updatedSeq yet; its text cannot change until it is stored.
+        let key = Key(message: message.id, version: message.updatedSeq ?? -1, width: width)
+        if let cached = entries.withLock({ $0[key] }) {
+            counters.withLock { $0.hits += 1 }
+            return cached
+        }
+        let size = registry.component(for: message).sizeStrategy.size(of: message, fittingWidth: width, measurer: measurer)
+        entries.withLock { $0[key] = size }
+        counters.withLock { $0.misses += 1 }
+        return size
+    }
+
+    /// How often a size came from the cache, and how often it was measured.
+    public var statistics: (hits: Int, misses: Int) { counters.withLock { $0 } }
+
+    /// Forgets everything (memory warning).
+    public func removeAll() { entries.withLock { $0.removeAll() } }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import ParleyProtocol
+
+/// Seed 002's interaction service: what a user can do to messages. The view models call it
+/// through this protocol, so an app can replace or wrap any action (dependency injection).
+public protocol MessageServicing: Sendable {
+    /// Sends a message (prechecks, then the outbox with its preparations).
+    func send(_ request: SendMessageRequest, in conversationId: EntityID, context: [String: String]) async throws -> LocalMessage
+    /// Queues a failed message again.
+    func resend(_ message: LocalMessage) async throws
+    /// Copies a stored message into another conversation.
+    func forward(_ message: LocalMessage, to conversationId: EntityID) async throws -> LocalMessage
+    /// Deletes one's own message for everyone (a tombstone stays in the sequence).
+    func revoke(_ message: LocalMessage) async throws
+    /// Writes a message's attachment (or its text) to a local file.
+    func save(_ message: LocalMessage, to file: URL) async throws
+    /// Hides a message on this device only.
+    func deleteForMe(_ message: LocalMessage) async throws
+}
+
+/// The standard implementation over a ``ChatClient``.
+public struct MessageService: MessageServicing {
+    let client: ChatClient
+
+    public init(client: ChatClient) { self.client = client }
+
+    public func send(_ request: SendMessageRequest, in conversationId: EntityID, context: [String: String] = [:]) async throws -> LocalMessage {
+        try await client.send(request, in: conversationId, context: context)
+    }
+
+    public func resend(_ message: LocalMessage) async throws {
+        try await client.resend(clientMessageId: message.clientMessageId, in: message.conversationId)
+    }
+
+    public func forward(_ message: LocalMessage, to conversationId: EntityID) async throws -> LocalMessage {
+        guard let source = message.serverId else {
+            throw ClientError(kind: .server, code: .invalidRequest, message: "Only a sent message can be forwarded")
+        }
+        return try await client.send(SendMessageRequest(clientMessageId: "", text: "", forwardOf: source), in: conversationId)
+    }
+
+    public func revoke(_ message: LocalMessage) async throws {
+        guard message.senderId == client.userId else {
+            throw ClientError(kind: .server, code: .forbidden, message: "Only the sender can revoke a message")
+        }
+        guard let id = message.serverId else {
+            // Never reached the server: revoking is discarding.
+            try await client.discard(clientMessageId: message.clientMessageId, in: message.conversationId)
+            return
+        }
+        let tombstone = try await client.transport.deleteMessage(id, in: message.conversationId)
+        try await client.database.apply([tombstone])
+        await client.notify(.messages(message.conversationId))
+    }
+
+    public func save(_ message: LocalMessage, to file: URL) async throws {
+        let data: Data
+        if let attachment = message.attachment {
+            data = try await client.transport.download(attachment.url)
+        } else {
+            data = Data(message.text.utf8)
+        }
+        try data.write(to: file, options: .atomic)
+    }
+
+    public func deleteForMe(_ message: LocalMessage) async throws {
+        try await client.database.hide(senderId: message.senderId, clientMessageId: message.clientMessageId)
+        await client.notify(.messages(message.conversationId))
+    }
+}
+
+/// Seed 002's `SessionMessageProvider`: where a conversation's messages come from, paged by an
+/// anchor and a limit. Apps can plug in another source.
+public protocol MessageProvider: Sendable {
+    /// The `limit` messages before `anchor` (the newest when nil), ascending.
+    func messages(in conversationId: EntityID, before anchor: LocalMessage?, limit: Int) async throws -> [LocalMessage]
+}
+
+/// The default provider: the local database first, the server when the cache runs out.
+public struct CachedMessageProvider: MessageProvider {
+    let client: ChatClient
+
+    public init(client: ChatClient) { self.client = client }
+
+    public func messages(in conversationId: EntityID, before anchor: LocalMessage?, limit: Int) async throws -> [LocalMessage] {
+        guard let anchor else { return try await client.openConversation(conversationId, limit: limit) }
+        guard let seq = anchor.seq else { return [] }
+        return try await client.loadOlder(conversationId, before: seq, limit: limit)
+    }
+}
+
+/// A preparation that uploads the file named by the context's `file` (with `contentType` and
+/// optional `name`) and puts the attachment's id into the message. Already-uploaded files (the
+/// context holds `attachmentId` after a restart) are not uploaded again.
+public struct AttachmentUpload: MessagePreparation {
+    public let name = "parley.upload-attachment"
+    let api: ParleyAPI
+
+    public init(api: ParleyAPI) { self.api = api }
+
+    public func prepare(_ message: PreparedMessage) async throws -> PreparedMessage {
+        var message = message
+        if let uploaded = message.context["attachmentId"].flatMap(EntityID.init) {
+            message.request.attachmentId = uploaded
+            return message
+        }
+        guard let path = message.context["file"] else { return message }
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw PreparationFailed("the file to send is gone: \(path)")
+        }
+        let contentType = message.context["contentType"] ?? "application/octet-stream"
+        let attachment = try await api.upload(
+            file: URL(fileURLWithPath: path), name: message.context["name"] ?? (path as NSString).lastPathComponent,
+            contentType: contentType)
+        message.context["attachmentId"] = attachment.id.description
+        message.request.attachmentId = attachment.id
+        return message
+    }
+}

@@ -1,0 +1,185 @@
+import Foundation
+import Synchronization
+@testable import ParleyClient
+import ParleyProtocol
+import ParleyTestSupport
+import Testing
+
+/// Seed 002's interaction layer: hooks, the message service, providers and the layout cache.
+@Suite struct InteractionLayerTests {
+    struct BadWords: MessagePrecheck {
+        func check(_ request: SendMessageRequest, in conversationId: EntityID) async -> PrecheckVerdict {
+            request.text.localizedCaseInsensitiveContains("spam") ? .veto(reason: "looks like spam") : .allow
+        }
+    }
+
+    /// Adds a token to the metadata, counting its runs; fails while `failing` is set.
+    final class Stamp: MessagePreparation, Sendable {
+        let name = "test.stamp"
+        let runs = Mutex(0)
+        let failing = Mutex(false)
+        func prepare(_ message: PreparedMessage) async throws -> PreparedMessage {
+            runs.withLock { $0 += 1 }
+            if failing.withLock({ $0 }) { throw PreparationFailed("token service said no") }
+            var message = message
+            message.request.metadata = (message.request.metadata ?? [:]).merging(["token": "t-1"]) { $1 }
+            return message
+        }
+    }
+
+    static func client(_ user: TestUser, path: String? = nil, hooks: MessageHooks) throws -> ChatClient {
+        let database = try path.map { try LocalDatabase.open(path: $0) } ?? LocalDatabase.inMemory()
+        return ChatClient(
+            transport: LiveTransport(serverURL: user.server.baseURL, token: user.token), database: database, userId: user.id,
+            environment: ChatClientTests.fastEnvironment(), policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)),
+            pollInterval: .seconds(5), hooks: hooks)
+    }
+
+    @Test func aVetoWritesNothingAndPreparationsShapeWhatIsSent() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let alice = try await server.register("alice@x.io")
+        let bob = try await server.register("bob@x.io")
+        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let stamp = Stamp()
+        let client = try Self.client(alice, hooks: MessageHooks(prechecks: [BadWords()], preparations: [stamp]))
+        await #expect(throws: SendVetoed(reason: "looks like spam")) { try await client.send(text: "buy SPAM now", in: direct.id) }
+        #expect(try await client.database.outboxCount() == 0)
+        #expect(try await client.database.messages(in: direct.id, viewer: alice.id).isEmpty)
+        try await client.send(text: "hello", in: direct.id)
+        try await ChatClientTests.eventually("sent") { try await client.database.outboxCount() == 0 }
+        #expect(try await bob.api.messages(direct.id).messages.first?.metadata == ["token": "t-1"])
+    }
+
+    @Test func aFailedPreparationMarksTheMessageFailedAndResendRetriesIt() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let alice = try await server.register("alice@x.io")
+        let bob = try await server.register("bob@x.io")
+        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let stamp = Stamp()
+        stamp.failing.withLock { $0 = true }
+        let client = try Self.client(alice, hooks: MessageHooks(preparations: [stamp]))
+        let pending = try await client.send(text: "needs a token", in: direct.id)
+        try await ChatClientTests.eventually("failed") {
+            try await client.database.message(senderId: alice.id, clientMessageId: pending.clientMessageId, viewer: alice.id)?.delivery
+                == .failed(reason: "token service said no")
+        }
+        #expect(try await bob.api.messages(direct.id).messages.isEmpty)
+        stamp.failing.withLock { $0 = false }
+        let message = try #require(try await client.database.message(senderId: alice.id, clientMessageId: pending.clientMessageId, viewer: alice.id))
+        try await MessageService(client: client).resend(message)
+        try await ChatClientTests.eventually("sent after resend") { try await bob.api.messages(direct.id).messages.count == 1 }
+    }
+
+    @Test func aRestartBetweenPreparationAndSendDoesNotPrepareAgain() async throws {
+        let directory = TestServer.temporaryDirectory()
+        let server = try await TestServer.start(dataDirectory: directory)
+        let port = server.port
+        let alice = try await server.register("alice@x.io")
+        let bob = try await server.register("bob@x.io")
+        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        await server.stop()
+        let stamp = Stamp()
+        let path = directory + "/alice.sqlite"
+        let first = try Self.client(alice, path: path, hooks: MessageHooks(preparations: [stamp]))
+        try await first.send(text: "prepared once", in: direct.id)
+        await first.flushOutbox()
+        #expect(stamp.runs.withLock { $0 } == 1)
+        await first.stop()
+        let restarted = try await TestServer.start(dataDirectory: directory, port: port)
+        defer { Task { await restarted.stop() } }
+        let second = try Self.client(alice, path: path, hooks: MessageHooks(preparations: [stamp]))
+        await second.flushOutbox()
+        try await ChatClientTests.eventually("sent") { try await second.database.outboxCount() == 0 }
+        #expect(stamp.runs.withLock { $0 } == 1, "the preparation's result was kept across the restart")
+        let stored = try await restarted.api(token: bob.token).messages(direct.id).messages
+        #expect(stored.map(\.text) == ["prepared once"] && stored[0].metadata == ["token": "t-1"])
+    }
+
+    @Test func serviceForwardsRevokesSavesAndHidesForMe() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let alice = try await server.register("alice@x.io")
+        let bob = try await server.register("bob@x.io")
+        let carol = try await server.register("carol@x.io")
+        let withBob = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let withCarol = try await alice.api.createConversation(.init(type: .direct, participantIds: [carol.id]))
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("parley-\(UUID()).png")
+        try Fixtures.png.write(to: file)
+        let api = ParleyAPI(baseURL: server.baseURL, token: alice.token)
+        let client = try Self.client(alice, hooks: MessageHooks(preparations: [AttachmentUpload(api: api)]))
+        let service = MessageService(client: client)
+        let provider = CachedMessageProvider(client: client)
+        _ = try await provider.messages(in: withBob.id, before: nil, limit: 20)
+
+        _ = try await service.send(
+            .init(clientMessageId: "", text: "a picture", type: .image), in: withBob.id,
+            context: ["file": file.path, "contentType": "image/png", "name": "cat.png"])
+        _ = try await service.send(.init(clientMessageId: "", text: "hello bob"), in: withBob.id, context: [:])
+        try await ChatClientTests.eventually("both sent") {
+            let local = try await client.database.messages(in: withBob.id, viewer: alice.id)
+            let remote = try await bob.api.messages(withBob.id).messages
+            return local.count == 2 && local.allSatisfy(\.isConfirmed) && remote.count == 2
+        }
+        let mine = try await provider.messages(in: withBob.id, before: nil, limit: 20)
+        let picture = try #require(mine.first { $0.type == .image })
+        #expect(picture.attachment?.name == "cat.png" && picture.attachment?.width == 640)
+
+        let saved = FileManager.default.temporaryDirectory.appendingPathComponent("parley-saved-\(UUID()).png")
+        try await service.save(picture, to: saved)
+        #expect(try Data(contentsOf: saved) == Fixtures.png)
+
+        let forwarded = try await service.forward(picture, to: withCarol.id)
+        #expect(forwarded.delivery == .sending)
+        try await ChatClientTests.eventually("carol gets the forward") {
+            try await carol.api.messages(withCarol.id).messages.first?.forwardedFromId == picture.serverId
+        }
+        #expect(try await carol.api.messages(withCarol.id).messages.first?.attachment?.id == picture.attachment?.id)
+
+        let text = try #require(mine.first { $0.text == "hello bob" })
+        try await service.revoke(text)
+        #expect(try await bob.api.messages(withBob.id).messages.last?.deletedAt != nil)
+
+        try await service.deleteForMe(picture)
+        await client.synchronize()
+        let after = try await client.database.messages(in: withBob.id, viewer: alice.id)
+        #expect(!after.contains { $0.id == picture.id }, "hidden here, and catch-up does not bring it back")
+        #expect(try await bob.api.messages(withBob.id).messages.count == 2, "still there for everyone else")
+    }
+
+    /// Counts measurements; every character is 8×16, lines wrap at the width.
+    final class CountingMeasurer: TextMeasurer, Sendable {
+        let calls = Mutex(0)
+        func size(of text: String, fittingWidth: Double) -> LayoutSize {
+            calls.withLock { $0 += 1 }
+            let perLine = max(Int(fittingWidth / 8), 1)
+            let lines = max((text.count + perLine - 1) / perLine, 1)
+            return LayoutSize(width: Double(min(text.count, perLine) * 8), height: Double(lines * 16))
+        }
+    }
+
+    @Test func theLayoutCacheMeasuresEachVersionAndWidthOnce() {
+        let measurer = CountingMeasurer()
+        let cache = MessageLayoutCache(measurer: measurer)
+        var message = LocalMessage(
+            Message(
+                id: EntityID(), conversationId: EntityID(), seq: 1, updatedSeq: 1, senderId: EntityID(), clientMessageId: "c",
+                type: .text, text: String(repeating: "x", count: 100), createdAt: Date()),
+            delivery: .received)
+        let first = cache.size(of: message, fittingWidth: 224)
+        #expect(first == LayoutSize(width: 224, height: 4 * 16 + 24))
+        #expect(cache.size(of: message, fittingWidth: 224) == first)
+        #expect(measurer.calls.withLock { $0 } == 1, "the second layout does no measuring")
+        _ = cache.size(of: message, fittingWidth: 424)
+        message.text = "edited"
+        message.updatedSeq = 2
+        #expect(cache.size(of: message, fittingWidth: 224).height == 16 + 24)
+        #expect(measurer.calls.withLock { $0 } == 3)
+        #expect(cache.statistics.hits == 1 && cache.statistics.misses == 3)
+        var registry = MessageComponentRegistry()
+        registry.register(MessageComponent(identifier: "sticker", sizeStrategy: FixedStrategy(height: 120)), for: .location)
+        message.type = .location
+        #expect(registry.component(for: message).identifier == "sticker")
+    }
+}
