@@ -148,6 +148,52 @@ import Testing
         #expect(try await bob.api.messages(withBob.id).messages.count == 2, "still there for everyone else")
     }
 
+    /// An app's own service: wraps the standard one and records what the screen asked for.
+    final class RecordingService: MessageServicing, Sendable {
+        let base: MessageService
+        let log = Mutex<[String]>([])
+        init(base: MessageService) { self.base = base }
+        func send(_ request: SendMessageRequest, in conversationId: EntityID, context: [String: String]) async throws -> LocalMessage {
+            log.withLock { $0.append("send") }
+            return try await base.send(request, in: conversationId, context: context)
+        }
+        func resend(_ message: LocalMessage) async throws { log.withLock { $0.append("resend") } }
+        func forward(_ message: LocalMessage, to conversationId: EntityID) async throws -> LocalMessage {
+            log.withLock { $0.append("forward") }
+            return try await base.forward(message, to: conversationId)
+        }
+        func revoke(_ message: LocalMessage) async throws {
+            log.withLock { $0.append("revoke") }
+            try await base.revoke(message)
+        }
+        func save(_ message: LocalMessage, to file: URL) async throws { log.withLock { $0.append("save") } }
+        func deleteForMe(_ message: LocalMessage) async throws {
+            log.withLock { $0.append("deleteForMe") }
+            try await base.deleteForMe(message)
+        }
+    }
+
+    @Test func theChatModelGoesThroughAnInjectedService() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let alice = try await server.register("alice@x.io")
+        let bob = try await server.register("bob@x.io")
+        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let client = try Self.client(alice, hooks: MessageHooks())
+        let service = RecordingService(base: MessageService(client: client))
+        let chat = await ChatModel(client: client, conversationId: direct.id, service: service)
+        await chat.start()
+        await chat.send("to be revoked")
+        try await ChatClientTests.eventually("stored") { await chat.messages.first?.isConfirmed == true }
+        let message = try #require(await chat.messages.first)
+        await chat.revoke(message)
+        await chat.deleteForMe(message)
+        #expect(service.log.withLock { $0 } == ["send", "revoke", "deleteForMe"])
+        #expect(await chat.messages.isEmpty)
+        #expect(try await bob.api.messages(direct.id).messages.first?.deletedAt != nil)
+        await chat.stop()
+    }
+
     /// Counts measurements; every character is 8×16, lines wrap at the width.
     final class CountingMeasurer: TextMeasurer, Sendable {
         let calls = Mutex(0)

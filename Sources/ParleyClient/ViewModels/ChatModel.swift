@@ -20,15 +20,21 @@ public final class ChatModel {
 
     private let client: ChatClient
     private let names: @Sendable (EntityID) -> String?
+    /// The actions on messages; replaceable by the app (seed 002's dependency injection).
+    private let service: any MessageServicing
     @ObservationIgnored private var observation: Task<Void, Never>?
     /// The oldest seq in the window: reloads keep everything from here to the newest.
     @ObservationIgnored private var windowStart: Int64?
 
     /// A model for one conversation; `names` resolves user ids to display names.
-    public init(client: ChatClient, conversationId: EntityID, names: @escaping @Sendable (EntityID) -> String? = { _ in nil }) {
+    public init(
+        client: ChatClient, conversationId: EntityID, names: @escaping @Sendable (EntityID) -> String? = { _ in nil },
+        service: (any MessageServicing)? = nil
+    ) {
         self.client = client
         self.conversationId = conversationId
         self.names = names
+        self.service = service ?? MessageService(client: client)
     }
 
     /// Shows the cache at once (or the first page from the server), then follows changes.
@@ -79,7 +85,13 @@ public final class ChatModel {
     public func send(_ text: String) async {
         do {
             await client.userSent(in: conversationId)
-            let pending = try await client.send(text: text, in: conversationId)
+            let trimmed = Limits.trimmed(text)
+            guard !trimmed.isEmpty, trimmed.count <= Limits.maxTextCharacters else {
+                lastError = "A message is 1–\(Limits.maxTextCharacters) characters"
+                return
+            }
+            let pending = try await service.send(
+                SendMessageRequest(clientMessageId: "", text: trimmed), in: conversationId, context: [:])
             lastError = nil
             // On screen now; the next reload (when the outbox or an event changes it) keeps the
             // same identity, so the row updates in place.
@@ -91,7 +103,45 @@ public final class ChatModel {
 
     /// Sends a failed message again.
     public func resend(_ message: LocalMessage) async {
-        try? await client.resend(clientMessageId: message.clientMessageId, in: conversationId)
+        await perform { try await self.service.resend(message) }
+    }
+
+    /// Sends a file (uploaded by the outbox's `AttachmentUpload` preparation, if installed).
+    public func send(file: URL, contentType: String, type: MessageType, caption: String = "") async {
+        await perform {
+            _ = try await self.service.send(
+                SendMessageRequest(clientMessageId: "", text: caption, type: type), in: self.conversationId,
+                context: ["file": file.path, "contentType": contentType, "name": file.lastPathComponent])
+        }
+    }
+
+    /// Copies a message into another conversation.
+    public func forward(_ message: LocalMessage, to conversationId: EntityID) async {
+        await perform { _ = try await self.service.forward(message, to: conversationId) }
+    }
+
+    /// Deletes one's own message for everyone.
+    public func revoke(_ message: LocalMessage) async {
+        await perform { try await self.service.revoke(message) }
+    }
+
+    /// Writes a message's attachment or text to a file.
+    public func save(_ message: LocalMessage, to file: URL) async {
+        await perform { try await self.service.save(message, to: file) }
+    }
+
+    /// Hides a message on this device.
+    public func deleteForMe(_ message: LocalMessage) async {
+        await perform { try await self.service.deleteForMe(message) }
+    }
+
+    private func perform(_ action: @escaping () async throws -> Void) async {
+        do {
+            try await action()
+            lastError = nil
+        } catch {
+            lastError = "\(error)"
+        }
         await reload()
     }
 
