@@ -14,6 +14,8 @@ public enum ChatChange: Sendable, Equatable {
     case typing(EntityID)
     /// Presence in the directory.
     case directory
+    /// How far a message's preparation (an upload) has come, 0...1; keyed by ``LocalMessage/id``.
+    case progress(conversationId: EntityID, messageId: String, fraction: Double)
 }
 
 /// The offline-first chat client: one per signed-in user.
@@ -461,7 +463,13 @@ public actor ChatClient {
 
     /// Runs the entry's remaining preparations in order, recording each as it finishes.
     private func prepare(_ entry: OutboxEntry) async throws -> SendMessageRequest {
-        var message = PreparedMessage(request: entry.request, context: entry.context, conversationId: entry.conversationId)
+        let messageId = "\(userId)/\(entry.request.clientMessageId)"
+        let conversationId = entry.conversationId
+        var message = PreparedMessage(
+            request: entry.request, context: entry.context, conversationId: entry.conversationId,
+            reportProgress: { fraction in
+                Task { await self.notify(.progress(conversationId: conversationId, messageId: messageId, fraction: fraction)) }
+            })
         var remaining = entry.preparations
         while let name = remaining.first {
             guard let preparation = hooks.preparations.first(where: { $0.name == name }) else {

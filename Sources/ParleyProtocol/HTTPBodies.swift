@@ -240,3 +240,31 @@ public struct SearchResponse: Codable, Sendable, Equatable {
         self.nextOffset = nextOffset
     }
 }
+
+/// `POST /attachments/uploads`: opens a resumable upload.
+public struct UploadRequest: Codable, Sendable, Equatable {
+    public var name: String
+    public var contentType: String
+    /// The file's total size in bytes.
+    public var size: Int64
+
+    public init(name: String, contentType: String, size: Int64) {
+        self.name = name
+        self.contentType = contentType
+        self.size = size
+    }
+}
+
+/// How far a resumable upload got.
+public struct UploadStatus: Codable, Sendable, Equatable {
+    public var uploadId: EntityID
+    /// Bytes received so far: the offset of the next chunk.
+    public var received: Int64
+    public var size: Int64
+
+    public init(uploadId: EntityID, received: Int64, size: Int64) {
+        self.uploadId = uploadId
+        self.received = received
+        self.size = size
+    }
+}

@@ -148,6 +148,40 @@ import Testing
         #expect(try await bob.api.messages(withBob.id).messages.count == 2, "still there for everyone else")
     }
 
+    @Test func sendingAFileReportsUploadProgress() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let alice = try await server.register("alice@x.io")
+        let bob = try await server.register("bob@x.io")
+        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("parley-\(UUID()).png")
+        var big = Fixtures.png
+        big.append(Data(count: 1_000_000))
+        try big.write(to: file)
+        let expectedSize = Int64(big.count)
+        let api = ParleyAPI(baseURL: server.baseURL, token: alice.token)
+        let client = try Self.client(alice, hooks: MessageHooks(preparations: [AttachmentUpload(api: api)]))
+        let changes = await client.changes()
+        let seen = Task {
+            var fractions: [Double] = []
+            for await change in changes {
+                if case .progress(_, _, let fraction) = change {
+                    fractions.append(fraction)
+                    if fraction >= 1 { break }
+                }
+            }
+            return fractions
+        }
+        let chat = await ChatModel(client: client, conversationId: direct.id)
+        await chat.send(file: file, contentType: "image/png", type: .image, caption: "big one")
+        let fractions = await seen.value
+        #expect(fractions.count >= 4 && fractions.last == 1, "\(fractions)")
+        #expect(fractions == fractions.sorted())
+        try await ChatClientTests.eventually("delivered with its attachment") {
+            try await bob.api.messages(direct.id).messages.first?.attachment?.size == expectedSize
+        }
+    }
+
     /// An app's own service: wraps the standard one and records what the screen asked for.
     final class RecordingService: MessageServicing, Sendable {
         let base: MessageService

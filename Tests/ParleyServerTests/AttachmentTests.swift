@@ -94,3 +94,39 @@ import Testing
         #expect(file.attachment?.name == "doc.pdf")
     }
 }
+
+/// Chunked, resumable uploads.
+@Suite struct ResumableUploadTests {
+    @Test func chunksAppendAtTheReceivedOffsetAndCompleteIntoAnAttachment() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let alice = try await server.register("alice@x.io")
+        let bob = try await server.register("bob@x.io")
+        let png = Fixtures.png
+        let decoder = WireCoding.makeDecoder()
+        let opened = try await server.raw(
+            "POST", "attachments/uploads", token: alice.token,
+            json: #"{"name":"big.png","contentType":"image/png","size":\#(png.count)}"#)
+        #expect(opened.status == 201)
+        let status = try decoder.decode(UploadStatus.self, from: opened.body)
+        let path = "attachments/uploads/\(status.uploadId)"
+        let first = try await server.raw("PUT", "\(path)?offset=0", token: alice.token, body: png.prefix(100_000))
+        #expect(try decoder.decode(UploadStatus.self, from: first.body).received == 100_000)
+        let wrong = try await server.raw("PUT", "\(path)?offset=0", token: alice.token, body: png.prefix(10))
+        #expect(wrong.status == 409, "a chunk must start where the server is")
+        #expect(try await server.raw("GET", path, token: bob.token).status == 404, "someone else's upload is invisible")
+        let early = try await server.raw("POST", "\(path)/complete", token: alice.token)
+        #expect(early.status == 409)
+        let resumed = try decoder.decode(UploadStatus.self, from: try await server.raw("GET", path, token: alice.token).body)
+        #expect(resumed.received == 100_000)
+        _ = try await server.raw("PUT", "\(path)?offset=100000", token: alice.token, body: png.dropFirst(100_000))
+        let done = try await server.raw("POST", "\(path)/complete", token: alice.token)
+        #expect(done.status == 201)
+        let attachment = try decoder.decode(Attachment.self, from: done.body)
+        #expect(attachment.size == Int64(png.count) && attachment.width == 640)
+        #expect(try await server.raw("GET", "attachments/\(attachment.id)", token: alice.token).body == png)
+        let tooBig = try await server.raw(
+            "POST", "attachments/uploads", token: alice.token, json: #"{"name":"x","contentType":"text/plain","size":999999999999}"#)
+        #expect(tooBig.status == 413)
+    }
+}

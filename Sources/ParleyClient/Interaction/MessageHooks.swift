@@ -15,17 +15,23 @@ public protocol MessagePrecheck: Sendable {
 }
 
 /// A message on its way through the preparations.
-public struct PreparedMessage: Sendable, Equatable {
+public struct PreparedMessage: Sendable {
     /// What will be sent; a preparation may change it (set `attachmentId`, add metadata).
     public var request: SendMessageRequest
     /// Durable scratch shared by the preparations (e.g. `file` → a local path to upload).
     public var context: [String: String]
     public let conversationId: EntityID
+    /// Tells the screen how far a long preparation (an upload) has come, 0...1.
+    public let reportProgress: @Sendable (Double) -> Void
 
-    public init(request: SendMessageRequest, context: [String: String], conversationId: EntityID) {
+    public init(
+        request: SendMessageRequest, context: [String: String], conversationId: EntityID,
+        reportProgress: @escaping @Sendable (Double) -> Void = { _ in }
+    ) {
         self.request = request
         self.context = context
         self.conversationId = conversationId
+        self.reportProgress = reportProgress
     }
 }
 

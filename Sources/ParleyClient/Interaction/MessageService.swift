@@ -109,9 +109,9 @@ public struct AttachmentUpload: MessagePreparation {
             throw PreparationFailed("the file to send is gone: \(path)")
         }
         let contentType = message.context["contentType"] ?? "application/octet-stream"
-        let attachment = try await api.upload(
+        let attachment = try await api.uploadInChunks(
             file: URL(fileURLWithPath: path), name: message.context["name"] ?? (path as NSString).lastPathComponent,
-            contentType: contentType)
+            contentType: contentType, progress: message.reportProgress)
         message.context["attachmentId"] = attachment.id.description
         message.request.attachmentId = attachment.id
         return message

@@ -118,6 +118,55 @@ public struct ParleyAPI: Sendable {
         return try decode(Attachment.self, data: data, response: response)
     }
 
+    /// Uploads a file in chunks through a resumable upload, reporting the fraction the server
+    /// has after each chunk; a chunk that failed is resent from the server's count.
+    public func uploadInChunks(
+        file: URL, name: String, contentType: String, chunkSize: Int = 256 * 1024,
+        progress: @escaping @Sendable (Double) -> Void = { _ in }
+    ) async throws -> Attachment {
+        guard let handle = try? FileHandle(forReadingFrom: file) else {
+            throw ClientError(kind: .decoding, message: "Cannot read \(file.path)")
+        }
+        defer { try? handle.close() }
+        let size = Int64(try handle.seekToEnd())
+        var status: UploadStatus = try await request(
+            "POST", "attachments/uploads", body: UploadRequest(name: name, contentType: contentType, size: size))
+        var failures = 0
+        while status.received < size {
+            try handle.seek(toOffset: UInt64(status.received))
+            let chunk = try handle.read(upToCount: chunkSize) ?? Data()
+            do {
+                status = try await send(chunk: chunk, upload: status.uploadId, offset: status.received)
+                failures = 0
+                progress(Double(status.received) / Double(size))
+            } catch let error as ClientError where error.isTransient || error.code == .conflict {
+                failures += 1
+                guard failures <= 5 else { throw error }
+                // Ask how far it got; the server's count is the truth.
+                status = try await request("GET", "attachments/uploads/\(status.uploadId)")
+            }
+        }
+        return try await request("POST", "attachments/uploads/\(status.uploadId)/complete")
+    }
+
+    private func send(chunk: Data, upload: EntityID, offset: Int64) async throws -> UploadStatus {
+        var components = URLComponents(
+            url: baseURL.appendingPathComponent("api/v1/attachments/uploads/\(upload)"), resolvingAgainstBaseURL: false)!
+        components.queryItems = [URLQueryItem(name: "offset", value: String(offset))]
+        var request = URLRequest(url: components.url!)
+        request.httpMethod = "PUT"
+        request.httpBody = chunk
+        request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        let data: Data, response: URLResponse
+        do {
+            (data, response) = try await session.data(for: request)
+        } catch {
+            throw ClientError(kind: .transport, message: "Upload failed: \(error.localizedDescription)")
+        }
+        return try decode(UploadStatus.self, data: data, response: response)
+    }
+
     /// Downloads an attachment by its `url` (`/api/v1/attachments/{id}`).
     public func download(_ url: String) async throws -> Data {
         guard let full = URL(string: url, relativeTo: baseURL) else { throw ClientError(kind: .decoding, message: "Bad url \(url)") }

@@ -17,6 +17,8 @@ public final class ChatModel {
     public private(set) var lastError: String?
     /// "Alice is typing…", or nil.
     public private(set) var typingLine: String?
+    /// Upload progress (0...1) of messages still being prepared, by ``LocalMessage/id``.
+    public private(set) var uploadProgress: [String: Double] = [:]
 
     private let client: ChatClient
     private let names: @Sendable (EntityID) -> String?
@@ -52,6 +54,8 @@ public final class ChatModel {
                 switch change {
                 case .messages(let id) where id == self.conversationId: await self.reload()
                 case .typing(let id) where id == self.conversationId: await self.refreshTyping()
+                case .progress(let id, let messageId, let fraction) where id == self.conversationId:
+                    self.uploadProgress[messageId] = max(self.uploadProgress[messageId] ?? 0, fraction)
                 case .connection(let state): self.connection = state
                 default: break
                 }
@@ -173,6 +177,11 @@ public final class ChatModel {
     }
 
     private func show(_ fresh: [LocalMessage]) {
+        // Progress is only for messages still on their way.
+        let pending = Set(fresh.filter { $0.delivery == .sending }.map(\.id))
+        if uploadProgress.keys.contains(where: { !pending.contains($0) }) {
+            uploadProgress = uploadProgress.filter { pending.contains($0.key) }
+        }
         if windowStart == nil { windowStart = fresh.first(where: \.isConfirmed)?.seq }
         if fresh != messages { messages = fresh }
     }

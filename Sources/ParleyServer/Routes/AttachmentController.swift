@@ -24,19 +24,13 @@ struct AttachmentController: Sendable {
     func addRoutes(to group: RouterGroup<ParleyRequestContext>) {
         group.post("attachments", use: upload)
         group.get("attachments/:id", use: download)
+        ResumableUploads(attachments: self).addRoutes(to: group)
     }
 
     @Sendable func upload(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
-        let contentType = (request.headers[.contentType] ?? "").split(separator: ";").first
-            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-        guard Self.allowedTypes.contains(contentType) else {
-            throw APIError.invalid("Content-Type \(contentType.isEmpty ? "(none)" : contentType) is not accepted")
-        }
-        let name = Limits.trimmed(request.uri.queryParameters.get("name") ?? "attachment")
-        guard (1...200).contains(name.count), !name.contains("/"), !Limits.containsNul(name) else {
-            throw APIError.invalid("name must be 1–200 characters without slashes")
-        }
+        let contentType = try Self.contentType(request.headers[.contentType])
+        let name = try Self.fileName(request.uri.queryParameters.get("name"))
         if let declared = request.headers[.contentLength].flatMap(Int64.init), declared > maxBytes {
             throw APIError(.payloadTooLarge, "Attachments are at most \(maxBytes) bytes")
         }
@@ -51,6 +45,15 @@ struct AttachmentController: Sendable {
             throw error
         }
         let (digest, size, head) = meter.result
+        let attachment = try await finalize(
+            temporary: temporary, digest: digest, size: size, head: head, contentType: contentType, name: name, identity: identity)
+        return try JSONResponse.make(attachment.wire, status: .created)
+    }
+
+    /// Checks the content, moves the file to its content-addressed place and records it.
+    func finalize(
+        temporary: String, digest: String, size: Int64, head: [UInt8], contentType: String, name: String, identity: Identity
+    ) async throws -> StoredAttachment {
         guard size > 0 else {
             try? FileManager.default.removeItem(atPath: temporary)
             throw APIError.invalid("The upload is empty")
@@ -73,7 +76,26 @@ struct AttachmentController: Sendable {
             contentType: contentType, size: size, sha256: digest, width: sniffed?.width, height: sniffed?.height,
             createdAt: now().wholeMilliseconds)
         try await store.createAttachment(attachment)
-        return try JSONResponse.make(attachment.wire, status: .created)
+        return attachment
+    }
+
+    /// The checked `Content-Type` of an upload.
+    static func contentType(_ header: String?) throws -> String {
+        let contentType = (header ?? "").split(separator: ";").first
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        guard allowedTypes.contains(contentType) else {
+            throw APIError.invalid("Content-Type \(contentType.isEmpty ? "(none)" : contentType) is not accepted")
+        }
+        return contentType
+    }
+
+    /// A file name: 1–200 characters, no slashes.
+    static func fileName(_ text: String?) throws -> String {
+        let name = Limits.trimmed(text ?? "attachment")
+        guard (1...200).contains(name.count), !name.contains("/"), !Limits.containsNul(name) else {
+            throw APIError.invalid("name must be 1–200 characters without slashes")
+        }
+        return name
     }
 
     @Sendable func download(_ request: Request, context: ParleyRequestContext) async throws -> Response {
