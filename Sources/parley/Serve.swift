@@ -17,6 +17,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Heartbeat announced to clients, in seconds (env PARLEY_HEARTBEAT_SECONDS; default 30).")
     var heartbeatSeconds: Int?
 
+    @Option(help: "Largest attachment upload in bytes (env PARLEY_MAX_ATTACHMENT_BYTES; default 26214400).")
+    var maxAttachmentBytes: Int64?
+
     func run() async throws {
         var configuration = ServerConfiguration()
         configuration.host = setting(host, env: "PARLEY_HOST", default: configuration.host)
@@ -37,6 +40,11 @@ struct Serve: AsyncParsableCommand {
             heartbeat >= 1
         else { throw fail("heartbeat must be at least 1 second") }
         configuration.heartbeatSeconds = heartbeat
+        guard let attachmentLimit = Int64(setting(
+            maxAttachmentBytes.map(String.init), env: "PARLEY_MAX_ATTACHMENT_BYTES", default: String(configuration.maxAttachmentBytes))),
+            attachmentLimit > 0
+        else { throw fail("max attachment bytes must be a positive number") }
+        configuration.maxAttachmentBytes = attachmentLimit
         if let secret = ProcessInfo.processInfo.environment["PARLEY_JWT_SECRET"], !secret.isEmpty {
             guard secret.utf8.count >= 32 else { throw fail("PARLEY_JWT_SECRET must be at least 32 bytes") }
             configuration.jwtSecret = secret
