@@ -73,6 +73,7 @@ public struct ParleyApp: Sendable {
         ConversationController(store: store, chat: chat).addRoutes(to: authenticated)
         MessageController(store: store, chat: chat).addRoutes(to: authenticated)
         ReceiptController(signals: signals).addRoutes(to: authenticated)
+        DeviceController(store: store, now: chat.now).addRoutes(to: authenticated)
         AttachmentController(
             store: store, directory: (configuration.dataDirectory as NSString).appendingPathComponent("attachments"),
             maxBytes: configuration.maxAttachmentBytes, now: chat.now

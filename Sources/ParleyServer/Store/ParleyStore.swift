@@ -187,6 +187,13 @@ public protocol ParleyStore: Sendable {
     /// conversation they are in. Nil otherwise (as if it did not exist).
     func attachment(id: EntityID, viewer: EntityID) async throws -> StoredAttachment?
 
+    /// Registers a push token for a user; a token registered by another user moves to this one.
+    func registerDevice(token: String, userId: EntityID, platform: String, environment: PushEnvironment, now: Date) async throws
+    /// Unregisters a token of the user's; false when the user had no such token.
+    func unregisterDevice(token: String, userId: EntityID) async throws -> Bool
+    /// The user's registered devices.
+    func devices(userId: EntityID) async throws -> [RegisterDeviceRequest]
+
     /// Flushes and releases the store; called once after the server has stopped.
     func close() async throws
 }

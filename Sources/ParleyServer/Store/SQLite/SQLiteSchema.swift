@@ -106,6 +106,18 @@ enum SQLiteSchema {
                 CREATE INDEX messages_by_attachment ON messages(attachment_id) WHERE attachment_id IS NOT NULL;
                 """)
         }
+        migrator.registerMigration("v4-devices") { db in
+            try db.execute(sql: """
+                CREATE TABLE devices (
+                    token TEXT PRIMARY KEY NOT NULL,
+                    user_id TEXT NOT NULL REFERENCES users(id),
+                    platform TEXT NOT NULL,
+                    environment TEXT NOT NULL CHECK (environment IN ('sandbox', 'production')),
+                    registered_at INTEGER NOT NULL
+                );
+                CREATE INDEX devices_by_user ON devices(user_id);
+                """)
+        }
         return migrator
     }
 }

@@ -1,0 +1,42 @@
+import Foundation
+import Hummingbird
+import ParleyProtocol
+
+/// `POST /devices` (idempotent; a token moves to whoever registers it last) and
+/// `DELETE /devices/{token}`: where push notifications go.
+struct DeviceController: Sendable {
+    let store: any ParleyStore
+    let now: @Sendable () -> Date
+
+    func addRoutes(to group: RouterGroup<ParleyRequestContext>) {
+        group.post("devices", use: register)
+        group.delete("devices/:token", use: unregister)
+    }
+
+    @Sendable func register(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        var request = request
+        let identity = try context.requireIdentity()
+        let body = try await request.decodeJSON(RegisterDeviceRequest.self)
+        guard body.platform == "ios" else { throw APIError.invalid("platform must be \"ios\"") }
+        let token = try Self.token(body.token)
+        try await store.registerDevice(
+            token: token, userId: identity.userId, platform: body.platform, environment: body.environment, now: now())
+        return JSONResponse.noContent()
+    }
+
+    @Sendable func unregister(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try context.requireIdentity()
+        let token = try Self.token(context.parameters.get("token") ?? "")
+        guard try await store.unregisterDevice(token: token, userId: identity.userId) else { throw APIError.notFound("Device") }
+        return JSONResponse.noContent()
+    }
+
+    /// An APNs device token: hex, 32 to 200 characters, kept lowercase.
+    static func token(_ text: String) throws -> String {
+        let token = text.lowercased()
+        guard (32...200).contains(token.count), token.allSatisfy(\.isHexDigit) else {
+            throw APIError.invalid("token must be 32–200 hex characters")
+        }
+        return token
+    }
+}
