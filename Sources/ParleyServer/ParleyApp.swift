@@ -123,6 +123,38 @@ public struct ParleyApp: Sendable {
     }
 }
 
+/// A server serving in a background task (tests, benchmarks): where it listens, how to stop it.
+public struct RunningServer: Sendable {
+    /// The bound port (useful with port 0).
+    public let port: Int
+    let group: ServiceGroup
+    let task: Task<Void, any Error>
+
+    /// Shuts down gracefully and waits until it has.
+    public func stop() async {
+        await group.triggerGracefulShutdown()
+        _ = try? await task.value
+    }
+}
+
+extension ParleyApp {
+    /// Starts serving in a background task and returns once the server listens.
+    public func startInBackground() async throws -> RunningServer {
+        let (ports, sink) = AsyncStream.makeStream(of: Int.self)
+        let group = try await makeServiceGroup(onRunning: { sink.yield($0) })
+        let task = Task {
+            defer { sink.finish() }
+            try await group.run()
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else {
+            _ = try? await task.value
+            throw ServerStartError("The server stopped before it listened")
+        }
+        return RunningServer(port: port, group: group, task: task)
+    }
+}
+
 /// On shutdown, closes every WebSocket with "going away" so clients reconnect and catch up.
 struct ConnectionCloser: Service {
     let fanOut: FanOut

@@ -111,15 +111,10 @@ struct Latency: AsyncParsableCommand {
         var logger = Logger(label: "parley.bench")
         logger.logLevel = .error
         let app = try await ParleyApp(configuration: configuration, logger: logger)
-        let (ports, sink) = AsyncStream.makeStream(of: Int.self)
-        let group = try await app.makeServiceGroup(onRunning: { sink.yield($0) })
-        let task = Task { try await group.run() }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw fail("server did not start") }
+        let running = try await app.startInBackground()
         let directory = configuration.dataDirectory
-        return (app, URL(string: "http://127.0.0.1:\(port)")!, {
-            await group.triggerGracefulShutdown()
-            _ = try? await task.value
+        return (app, URL(string: "http://127.0.0.1:\(running.port)")!, {
+            await running.stop()
             try? FileManager.default.removeItem(atPath: directory)
         })
     }

@@ -19,16 +19,14 @@ public final class TestServer: Sendable {
     public let dataDirectory: String
     /// The running app, for white-box checks.
     public let app: ParleyApp
-    private let group: ServiceGroup
-    private let task: Task<Void, any Error>
+    private let running: RunningServer
 
-    private init(port: Int, dataDirectory: String, app: ParleyApp, group: ServiceGroup, task: Task<Void, any Error>) {
-        self.port = port
-        self.baseURL = URL(string: "http://127.0.0.1:\(port)")!
+    private init(dataDirectory: String, app: ParleyApp, running: RunningServer) {
+        self.port = running.port
+        self.baseURL = URL(string: "http://127.0.0.1:\(running.port)")!
         self.dataDirectory = dataDirectory
         self.app = app
-        self.group = group
-        self.task = task
+        self.running = running
     }
 
     /// A new temporary data directory.
@@ -51,19 +49,11 @@ public final class TestServer: Sendable {
         var logger = Logger(label: "parley.test")
         logger.logLevel = configuration.logLevel
         let app = try await ParleyApp(configuration: configuration, logger: logger)
-        let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
-        let group = try await app.makeServiceGroup(onRunning: { port in portSink.yield(port) })
-        let task = Task { try await group.run() }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw ClientError(kind: .transport, message: "server did not start") }
-        return TestServer(port: port, dataDirectory: configuration.dataDirectory, app: app, group: group, task: task)
+        return TestServer(dataDirectory: configuration.dataDirectory, app: app, running: try await app.startInBackground())
     }
 
     /// Shuts down gracefully and waits until it has.
-    public func stop() async {
-        await group.triggerGracefulShutdown()
-        _ = try? await task.value
-    }
+    public func stop() async { await running.stop() }
 
     /// A REST client, logged in with `token` if given.
     public func api(token: String? = nil) -> ParleyAPI { ParleyAPI(baseURL: baseURL, token: token) }

@@ -189,31 +189,39 @@ extension LocalDatabase {
 
     /// Applies the answer to our own read: the badge and our watermark, at once.
     public func apply(ownRead answer: ReadResponse, in conversationId: EntityID, userId: EntityID) async throws {
-        try await writer.write { db in
-            guard var conversation = try Self.storedConversation(db, conversationId) else { return }
+        try await updateStoredConversation(conversationId) { conversation in
             guard answer.readSeq >= conversation.readSeq else { return }
             conversation.readSeq = answer.readSeq
             conversation.unreadCount = answer.unreadCount
-            if let index = conversation.members.firstIndex(where: { $0.userId == userId }) {
-                conversation.members[index].readSeq = max(conversation.members[index].readSeq, answer.readSeq)
-                conversation.members[index].deliveredSeq = max(conversation.members[index].deliveredSeq, answer.readSeq)
-            }
-            let body = String(decoding: try WireCoding.makeEncoder().encode(conversation), as: UTF8.self)
-            try db.execute(
-                sql: "UPDATE conversations SET body = ?, read_seq = ? WHERE id = ?",
-                arguments: [body, answer.readSeq, conversationId.description])
+            conversation.raiseWatermarks(of: userId, read: answer.readSeq, delivered: answer.readSeq)
         }
     }
 
     /// Applies a receipt to the stored members (watermarks only move up).
     public func apply(receipt: ReceiptEvent) async throws {
-        try await writer.write { db in
-            guard var conversation = try Self.storedConversation(db, receipt.conversationId) else { return }
-            guard let index = conversation.members.firstIndex(where: { $0.userId == receipt.userId }) else { return }
-            conversation.members[index].readSeq = max(conversation.members[index].readSeq, receipt.readSeq)
-            conversation.members[index].deliveredSeq = max(conversation.members[index].deliveredSeq, receipt.deliveredSeq)
-            let body = String(decoding: try WireCoding.makeEncoder().encode(conversation), as: UTF8.self)
-            try db.execute(sql: "UPDATE conversations SET body = ? WHERE id = ?", arguments: [body, receipt.conversationId.description])
+        try await updateStoredConversation(receipt.conversationId) { conversation in
+            conversation.raiseWatermarks(of: receipt.userId, read: receipt.readSeq, delivered: receipt.deliveredSeq)
         }
+    }
+
+    /// Rewrites a cached conversation in place (its `read_seq` ordering column follows the body).
+    private func updateStoredConversation(_ id: EntityID, _ change: @escaping @Sendable (inout Conversation) -> Void) async throws {
+        try await writer.write { db in
+            guard var conversation = try Self.storedConversation(db, id) else { return }
+            change(&conversation)
+            let body = String(decoding: try WireCoding.makeEncoder().encode(conversation), as: UTF8.self)
+            try db.execute(
+                sql: "UPDATE conversations SET body = ?, read_seq = ? WHERE id = ?",
+                arguments: [body, conversation.readSeq, id.description])
+        }
+    }
+}
+
+extension Conversation {
+    /// Raises one member's watermarks; they never move back.
+    mutating func raiseWatermarks(of userId: EntityID, read: Int64, delivered: Int64) {
+        guard let index = members.firstIndex(where: { $0.userId == userId }) else { return }
+        members[index].readSeq = max(members[index].readSeq, read)
+        members[index].deliveredSeq = max(members[index].deliveredSeq, delivered, members[index].readSeq)
     }
 }

@@ -105,10 +105,9 @@ public struct ParleyAPI: Sendable {
     public func upload(file: URL, name: String, contentType: String) async throws -> Attachment {
         var components = URLComponents(url: baseURL.appendingPathComponent("api/v1/attachments"), resolvingAgainstBaseURL: false)!
         components.queryItems = [URLQueryItem(name: "name", value: name)]
-        var request = URLRequest(url: components.url!)
-        request.httpMethod = "POST"
+        var request = authorized(components.url!, method: "POST")
+        request.timeoutInterval = 300  // a whole file in one request
         request.setValue(contentType, forHTTPHeaderField: "Content-Type")
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         let data: Data, response: URLResponse
         do {
             (data, response) = try await session.upload(for: request, fromFile: file)
@@ -153,11 +152,9 @@ public struct ParleyAPI: Sendable {
         var components = URLComponents(
             url: baseURL.appendingPathComponent("api/v1/attachments/uploads/\(upload)"), resolvingAgainstBaseURL: false)!
         components.queryItems = [URLQueryItem(name: "offset", value: String(offset))]
-        var request = URLRequest(url: components.url!)
-        request.httpMethod = "PUT"
+        var request = authorized(components.url!, method: "PUT")
         request.httpBody = chunk
         request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         let data: Data, response: URLResponse
         do {
             (data, response) = try await session.data(for: request)
@@ -170,8 +167,7 @@ public struct ParleyAPI: Sendable {
     /// Downloads an attachment by its `url` (`/api/v1/attachments/{id}`).
     public func download(_ url: String) async throws -> Data {
         guard let full = URL(string: url, relativeTo: baseURL) else { throw ClientError(kind: .decoding, message: "Bad url \(url)") }
-        var request = URLRequest(url: full)
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        let request = authorized(full, method: "GET")
         let data: Data, response: URLResponse
         do {
             (data, response) = try await session.data(for: request)
@@ -212,10 +208,7 @@ public struct ParleyAPI: Sendable {
             url: baseURL.appendingPathComponent("api/v1/" + path), resolvingAgainstBaseURL: false)!
         let items = query.compactMap { key, value in value.map { URLQueryItem(name: key, value: $0) } }
         if !items.isEmpty { components.queryItems = items.sorted { $0.name < $1.name } }
-        var request = URLRequest(url: components.url!)
-        request.httpMethod = method
-        request.timeoutInterval = 30
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        var request = authorized(components.url!, method: method)
         if let body {
             request.httpBody = try WireCoding.makeEncoder().encode(body)
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
@@ -230,6 +223,15 @@ public struct ParleyAPI: Sendable {
             throw ClientError(kind: .transport, message: "Cannot reach \(baseURL.absoluteString): \(error.localizedDescription)")
         }
         return try decode(Answer.self, data: data, response: response)
+    }
+
+    /// A request with the method, a 30 s timeout and the bearer token when logged in.
+    private func authorized(_ url: URL, method: String) -> URLRequest {
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        request.timeoutInterval = 30
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        return request
     }
 
     private func decode<Answer: Decodable>(_ type: Answer.Type, data: Data, response: URLResponse) throws -> Answer {
