@@ -36,9 +36,7 @@ import Testing
     @Test func optimisticSendShowsAtOnceThenIsConfirmedOnEveryDevice() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         let aliceClient = try Self.client(alice)
         let bobClient = try Self.client(bob)
         await aliceClient.start()
@@ -65,9 +63,7 @@ import Testing
         let directory = TestServer.temporaryDirectory()
         let server = try await TestServer.start(dataDirectory: directory)
         let port = server.port
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         let databasePath = directory + "/alice-client.sqlite"
         var aliceClient = try Self.client(alice, path: databasePath)
         await aliceClient.start()
@@ -96,9 +92,7 @@ import Testing
     @Test func aRefusedMessageIsMarkedFailedAndCanBeDiscarded() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         let client = try Self.client(alice)
         await client.start()
         _ = try await client.openConversation(direct.id)
@@ -122,9 +116,7 @@ import Testing
     @Test func openingFromTheCacheCountsHitsAndPagesBackToTheServer() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         for index in 1...30 { _ = try await bob.api.send(.init(clientMessageId: "b\(index)", text: "\(index)"), to: direct.id) }
         let client = try Self.client(alice)
         let first = try await client.openConversation(direct.id, limit: 10)
@@ -145,9 +137,7 @@ import Testing
     @Test func editsDeletesAndReactionsReachTheCache() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         let bobClient = try Self.client(bob)
         await bobClient.start()
         _ = try await bobClient.openConversation(direct.id)

@@ -9,9 +9,7 @@ import Testing
     @Test func readReceiptsTurnTheSendersTicksAndClearTheBadge() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         let aliceClient = try ChatClientTests.client(alice)
         let bobClient = try ChatClientTests.client(bob)
         await aliceClient.start()
@@ -43,9 +41,7 @@ import Testing
         let directory = TestServer.temporaryDirectory()
         let server = try await TestServer.start(dataDirectory: directory)
         let port = server.port
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         for index in 1...4 { _ = try await alice.api.send(.init(clientMessageId: "a\(index)", text: "\(index)"), to: direct.id) }
         let bobClient = try ChatClientTests.client(bob)
         await bobClient.start()

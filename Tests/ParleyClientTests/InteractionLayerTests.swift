@@ -38,9 +38,7 @@ import Testing
     @Test func aVetoWritesNothingAndPreparationsShapeWhatIsSent() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         let stamp = Stamp()
         let client = try Self.client(alice, hooks: MessageHooks(prechecks: [BadWords()], preparations: [stamp]))
         await #expect(throws: SendVetoed(reason: "looks like spam")) { try await client.send(text: "buy SPAM now", in: direct.id) }
@@ -54,9 +52,7 @@ import Testing
     @Test func aFailedPreparationMarksTheMessageFailedAndResendRetriesIt() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         let stamp = Stamp()
         stamp.failing.withLock { $0 = true }
         let client = try Self.client(alice, hooks: MessageHooks(preparations: [stamp]))
@@ -76,9 +72,7 @@ import Testing
         let directory = TestServer.temporaryDirectory()
         let server = try await TestServer.start(dataDirectory: directory)
         let port = server.port
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         await server.stop()
         let stamp = Stamp()
         let path = directory + "/alice.sqlite"
@@ -151,9 +145,7 @@ import Testing
     @Test func sendingAFileReportsUploadProgress() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("parley-\(UUID()).png")
         var big = Fixtures.png
         big.append(Data(count: 1_000_000))
@@ -210,9 +202,7 @@ import Testing
     @Test func theChatModelGoesThroughAnInjectedService() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         let client = try Self.client(alice, hooks: MessageHooks())
         let service = RecordingService(base: MessageService(client: client))
         let chat = await ChatModel(client: client, conversationId: direct.id, service: service)

@@ -47,9 +47,7 @@ import Testing
     @Test func concurrentRetriesOfOneClientMessageIdStoreOneMessage() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         let sockets = [try await alice.connect(), try await alice.connect()]
         let bobEvents = EventRecorder(try await bob.connect())
         let request = SendMessageRequest(conversationId: direct.id, clientMessageId: "same", text: "only once")

@@ -9,9 +9,7 @@ import Testing
     @Test func restartLosesNothingAcknowledged() async throws {
         let directory = TestServer.temporaryDirectory()
         let first = try await TestServer.start(dataDirectory: directory)
-        let alice = try await first.register("alice@x.io")
-        let bob = try await first.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await first.directPair()
         let group = try await alice.api.createConversation(.init(type: .group, participantIds: [bob.id], name: "g"))
         let socket = try await alice.connect()
         var acknowledged: [Message] = []

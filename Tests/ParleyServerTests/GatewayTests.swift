@@ -39,9 +39,7 @@ import Testing
     @Test func repeatedSendOverWebSocketReturnsOriginalWithoutSecondEvent() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         let aliceSocket = try await alice.connect()
         let bobSocket = try await bob.connect()
         let bobEvents = EventRecorder(bobSocket)

@@ -13,9 +13,7 @@ import Testing
     @Test func typingLapsesAboutThreeSecondsAfterTheLastTrue() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         let aliceSocket = try await alice.connect()
         let bobEvents = EventRecorder(try await bob.connect())
         let aliceEvents = EventRecorder(aliceSocket)
@@ -86,9 +84,7 @@ import Testing
     @Test func readWatermarksNeverMoveBackAndBatchesTakeTheHighest() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         var sent: [Message] = []
         for index in 1...10 { sent.append(try await bob.api.send(.init(clientMessageId: "b\(index)", text: "\(index)"), to: direct.id)) }
         let bobSocket = try await bob.connect()
@@ -128,9 +124,7 @@ import Testing
     @Test func deliveredMovesUpOnlyAndReadRaisesIt() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         for index in 1...5 { _ = try await bob.api.send(.init(clientMessageId: "b\(index)", text: "\(index)"), to: direct.id) }
         let socket = try await alice.connect()
         let _: EmptyPayload = try await socket.send(.delivered(.init(conversationId: direct.id, upToSeq: 4)))
@@ -149,9 +143,7 @@ import Testing
     @Test func aReadOnOneDeviceClearsTheBadgeOnTheOthers() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let alice = try await server.register("alice@x.io")
-        let bob = try await server.register("bob@x.io")
-        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        let (alice, bob, direct) = try await server.directPair()
         let phone = try await alice.connect()
         let tablet = EventRecorder(try await alice.connect())
         for index in 1...3 { _ = try await bob.api.send(.init(clientMessageId: "b\(index)", text: "\(index)"), to: direct.id) }

@@ -66,6 +66,14 @@ public final class TestServer: Sendable {
         return TestUser(server: self, auth: auth)
     }
 
+    /// Alice and Bob of organization "acme", and their direct conversation: most tests' cast.
+    public func directPair() async throws -> (alice: TestUser, bob: TestUser, direct: Conversation) {
+        let alice = try await register("alice@x.io")
+        let bob = try await register("bob@x.io")
+        let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+        return (alice, bob, direct)
+    }
+
     /// A raw HTTP exchange, for requests the typed client refuses to make (malformed input).
     public func raw(
         _ method: String, _ path: String, token: String? = nil, body: Data? = nil,
