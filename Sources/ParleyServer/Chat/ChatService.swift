@@ -90,8 +90,9 @@ public struct ChatService: Sendable {
 
     /// Sends each connected user of `userIds` their own view of a conversation.
     func announceConversation(_ conversationId: EntityID, to userIds: [EntityID]) async {
-        for userId in userIds where fanOut.isOnline(userId) {
-            guard let view = try? await store.conversation(id: conversationId, viewer: userId) else { continue }
+        let online = userIds.filter(fanOut.isOnline)
+        guard !online.isEmpty, let views = try? await store.conversationViews(id: conversationId, viewers: online) else { return }
+        for (userId, view) in views {
             fanOut.deliver(.conversationUpdated(ConversationEvent(conversation: view)), to: [userId])
         }
     }
@@ -103,16 +104,13 @@ public struct ChatService: Sendable {
         if let system = change.systemMessage {
             fanOut.deliver(.messageCreated(MessageEvent(message: system)), to: change.conversation.participantIds)
         }
-        for userId in change.audience where fanOut.isOnline(userId) {
+        let participants = Set(change.conversation.participantIds)
+        await announceConversation(change.conversation.id, to: change.audience.filter(participants.contains))
+        for userId in change.audience where !participants.contains(userId) && fanOut.isOnline(userId) {
+            // Removed by this change: they learn they are out, with nothing of their own left.
             var view = change.conversation
-            if view.participantIds.contains(userId) {
-                guard let own = try? await store.conversation(id: view.id, viewer: userId) else { continue }
-                view = own
-            } else {
-                // Removed by this change: they learn they are out, with nothing of their own left.
-                view.unreadCount = 0
-                view.readSeq = 0
-            }
+            view.unreadCount = 0
+            view.readSeq = 0
             fanOut.deliver(.conversationUpdated(ConversationEvent(conversation: view)), to: [userId])
         }
     }

@@ -154,6 +154,8 @@ public protocol ParleyStore: Sendable {
     func conversations(viewer: EntityID) async throws -> [Conversation]
     /// One conversation as the viewer sees it; nil when it does not exist or the viewer is not in it.
     func conversation(id: EntityID, viewer: EntityID) async throws -> Conversation?
+    /// Each participant's view of one conversation, read together (the shared parts once).
+    func conversationViews(id: EntityID, viewers: [EntityID]) async throws -> [EntityID: Conversation]
     /// The ids of a conversation's participants (no check of who asks).
     func participantIds(conversationId: EntityID) async throws -> [EntityID]
     /// Renames a group; writes a system message.

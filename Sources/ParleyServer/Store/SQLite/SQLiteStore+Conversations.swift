@@ -58,6 +58,23 @@ extension SQLiteStore {
         }
     }
 
+    public func conversationViews(id: EntityID, viewers: [EntityID]) async throws -> [EntityID: Conversation] {
+        guard let first = viewers.first else { return [:] }
+        return try await writer.read { db in
+            guard let base = try Self.view(db, id: id.description, viewer: first) else { return [:] }
+            var views: [EntityID: Conversation] = [:]
+            for viewer in viewers {
+                guard let member = base.members.first(where: { $0.userId == viewer }) else { continue }
+                var view = base
+                view.readSeq = member.readSeq
+                view.unreadCount = viewer == first
+                    ? base.unreadCount : try SQLiteRows.unreadCount(db, id.description, viewer, readSeq: member.readSeq)
+                views[viewer] = view
+            }
+            return views
+        }
+    }
+
     public func participantIds(conversationId: EntityID) async throws -> [EntityID] {
         try await writer.read { db in try SQLiteRows.participantIds(db, conversationId.description) }
     }
