@@ -295,6 +295,7 @@ public actor ChatClient {
         }
         await flushOutbox()
         await flushReceipts()
+        await registerPushTokenIfNeeded()
     }
 
     /// Fetches `/changes` from the synced seq until current, one transaction per page.

@@ -28,6 +28,16 @@ public struct LoginRequest: Codable, Sendable, Equatable {
     }
 }
 
+/// `POST /auth/logout`: stops push to this device (`deviceToken`), or to every device of the
+/// user when it is absent. Access tokens are stateless: the client forgets its own.
+public struct LogoutRequest: Codable, Sendable, Equatable {
+    public var deviceToken: String?
+
+    public init(deviceToken: String? = nil) {
+        self.deviceToken = deviceToken
+    }
+}
+
 /// The answer to register and login: a bearer token and the user it stands for.
 public struct AuthResponse: Codable, Sendable, Equatable {
     public var token: String

@@ -22,6 +22,10 @@ public struct ParleyApp: Sendable {
     public let chat: ChatService
     /// Typing, presence and receipts.
     public let signals: LiveSignals
+    /// APNs notifications for users with no live connection; nil when push is off.
+    public let push: PushService?
+    /// Counters exposed at `GET /metrics`.
+    public let metrics: Metrics
     let tokens: TokenService
     let passwords: PasswordHasher
     let logger: Logger
@@ -41,7 +45,18 @@ public struct ParleyApp: Sendable {
         self.store = store
         self.logger = logger
         fanOut = FanOut(logger: logger)
-        chat = ChatService(store: store, fanOut: fanOut)
+        metrics = Metrics()
+        if let apns = configuration.apns {
+            let fanOut = self.fanOut
+            push = try await PushService(
+                configuration: apns, store: store, isConnected: { fanOut.isOnline($0) }, metrics: metrics,
+                logger: logger, clock: configuration.pushClock)
+            logger.info("Push on: APNs", metadata: ["topic": "\(apns.topic)", "keyId": "\(apns.keyId)", "teamId": "\(apns.teamId)"])
+        } else {
+            push = nil
+            logger.notice("Push off: no APNs key configured (see `parley serve --help`); connected devices still get every message")
+        }
+        chat = ChatService(store: store, fanOut: fanOut, push: push)
         signals = LiveSignals(store: store, fanOut: fanOut, chat: chat, typingTimeout: configuration.typingTimeout)
         tokens = try await TokenService(secret: try configuration.resolveSecret(), lifetime: configuration.tokenLifetime)
         passwords = PasswordHasher(cost: configuration.bcryptCost)
@@ -55,6 +70,12 @@ public struct ParleyApp: Sendable {
         router.add(middleware: ErrorMiddleware())
         let api = router.group("api/v1")
         api.get("health") { _, _ in try JSONResponse.make(["status": "ok"]) }
+        let metrics = self.metrics
+        router.get("metrics") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                body: .init(byteBuffer: ByteBuffer(string: metrics.prometheusText())))
+        }
         AuthController(
             store: store, tokens: tokens, passwords: passwords, decoyHash: try await passwords.decoyHash(), now: chat.now
         ).addRoutes(to: api)
@@ -114,10 +135,13 @@ public struct ParleyApp: Sendable {
             },
             logger: logger)
         // Services stop in reverse order: connections are told "going away" before the
-        // HTTP server stops, and the store closes only after both.
+        // HTTP server stops, push stops after both, and the store closes last.
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let push { services.append(.init(service: push)) }
+        services += [.init(service: app), .init(service: ConnectionCloser(fanOut: fanOut))]
         return ServiceGroup(
             configuration: .init(
-                services: [.init(service: app), .init(service: ConnectionCloser(fanOut: fanOut))],
+                services: services,
                 gracefulShutdownSignals: shutdownSignals,
                 logger: logger))
     }

@@ -23,6 +23,10 @@ public struct ServerConfiguration: Sendable {
     public var maxAttachmentBytes: Int64 = 25 * 1024 * 1024
     /// Log level of the server's logger.
     public var logLevel: Logger.Level = .info
+    /// APNs credentials; nil turns push off (the server says so once at start).
+    public var apns: APNsConfiguration?
+    /// The clock push coalescing runs on (tests drive it by hand).
+    public var pushClock: PushClock = .system
 
     /// The defaults.
     public init() {}

@@ -164,4 +164,6 @@ private struct Unreachable: ChatTransport {
     func users() async throws -> [User] { throw Self.error }
     func deleteMessage(_ messageId: EntityID, in conversationId: EntityID) async throws -> Message { throw Self.error }
     func download(_ url: String) async throws -> Data { throw Self.error }
+    func registerDevice(token: String, environment: PushEnvironment) async throws { throw Self.error }
+    func logout(deviceToken: String?) async throws { throw Self.error }
 }

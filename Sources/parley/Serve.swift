@@ -20,6 +20,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest attachment upload in bytes (env PARLEY_MAX_ATTACHMENT_BYTES; default 26214400).")
     var maxAttachmentBytes: Int64?
 
+    @Option(name: .customLong("apns-key-file"), help: "APNs .p8 signing key; with key id, team id and topic turns push on (env PARLEY_APNS_KEY_FILE).")
+    var apnsKeyFile: String?
+    @Option(name: .customLong("apns-key-id"), help: "The APNs key's id (env PARLEY_APNS_KEY_ID).") var apnsKeyId: String?
+    @Option(name: .customLong("apns-team-id"), help: "The Apple developer team id (env PARLEY_APNS_TEAM_ID).") var apnsTeamId: String?
+    @Option(name: .customLong("apns-topic"), help: "The app's bundle id (env PARLEY_APNS_TOPIC).") var apnsTopic: String?
+    @Option(name: .customLong("apns-sandbox-url"), help: "Override of the sandbox APNs host (env PARLEY_APNS_SANDBOX_URL).")
+    var apnsSandboxURL: String?
+    @Option(name: .customLong("apns-production-url"), help: "Override of the production APNs host (env PARLEY_APNS_PRODUCTION_URL).")
+    var apnsProductionURL: String?
+    @Option(name: .customLong("apns-ca-file"), help: "Extra PEM root to trust for the APNs host, for a test APNs (env PARLEY_APNS_CA_FILE).")
+    var apnsCAFile: String?
+
     func run() async throws {
         var configuration = ServerConfiguration()
         configuration.host = setting(host, env: "PARLEY_HOST", default: configuration.host)
@@ -50,6 +62,8 @@ struct Serve: AsyncParsableCommand {
             configuration.jwtSecret = secret
         }
 
+        configuration.apns = try apnsConfiguration()
+
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
@@ -71,5 +85,39 @@ struct Serve: AsyncParsableCommand {
             throw fail("server stopped: \(error)")
         }
         logger.info("Parley stopped")
+    }
+
+    /// Push settings from flags and environment: all four of key file, key id, team id and
+    /// topic turn it on; none leaves it off; some is a mistake worth stopping for.
+    private func apnsConfiguration() throws -> APNsConfiguration? {
+        let env = ProcessInfo.processInfo.environment
+        let keyFile = apnsKeyFile ?? env["PARLEY_APNS_KEY_FILE"]
+        let keyId = apnsKeyId ?? env["PARLEY_APNS_KEY_ID"]
+        let teamId = apnsTeamId ?? env["PARLEY_APNS_TEAM_ID"]
+        let topic = apnsTopic ?? env["PARLEY_APNS_TOPIC"]
+        let given = [keyFile, keyId, teamId, topic].compactMap { $0 }.filter { !$0.isEmpty }
+        if given.isEmpty { return nil }
+        guard let keyFile, let keyId, let teamId, let topic, given.count == 4 else {
+            throw fail("push needs all of --apns-key-file, --apns-key-id, --apns-team-id and --apns-topic")
+        }
+        var apns: APNsConfiguration
+        do {
+            apns = try APNsConfiguration.load(keyFile: keyFile, keyId: keyId, teamId: teamId, topic: topic)
+        } catch {
+            throw fail("\(error)")
+        }
+        if let text = apnsSandboxURL ?? env["PARLEY_APNS_SANDBOX_URL"] {
+            guard let url = URL(string: text), url.scheme == "https" else { throw fail("the APNs sandbox URL must be https://") }
+            apns.sandboxURL = url
+        }
+        if let text = apnsProductionURL ?? env["PARLEY_APNS_PRODUCTION_URL"] {
+            guard let url = URL(string: text), url.scheme == "https" else { throw fail("the APNs production URL must be https://") }
+            apns.productionURL = url
+        }
+        if let path = apnsCAFile ?? env["PARLEY_APNS_CA_FILE"] {
+            guard let data = FileManager.default.contents(atPath: path) else { throw fail("cannot read \(path)") }
+            apns.additionalTrustRootsPEM = [String(decoding: data, as: UTF8.self)]
+        }
+        return apns
     }
 }

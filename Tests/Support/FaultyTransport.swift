@@ -98,6 +98,11 @@ public struct FaultyTransport: ChatTransport {
         return try await base.deleteMessage(messageId, in: conversationId)
     }
     public func download(_ url: String) async throws -> Data { try http(); return try await base.download(url) }
+    public func registerDevice(token: String, environment: PushEnvironment) async throws {
+        try http()
+        try await base.registerDevice(token: token, environment: environment)
+    }
+    public func logout(deviceToken: String?) async throws { try http(); try await base.logout(deviceToken: deviceToken) }
     public func openRealtime() async throws -> any RealtimeChannel {
         if plan.roll(plan.odds.failOpen) { throw FaultPlan.cut }
         return FaultyChannel(inner: try await base.openRealtime(), plan: plan)

@@ -140,6 +140,24 @@ public struct LocalDatabase: Sendable {
         try restoreTemporaryMessages(db)
     }
 
+    /// A small setting kept beside the cache (survives cache rebuilds).
+    func setting(_ key: String) async throws -> String? {
+        try await writer.read { db in
+            try String.fetchOne(db, sql: "SELECT value FROM cache_meta WHERE key = ?", arguments: [key])
+        }
+    }
+
+    /// Sets (or with nil, removes) a setting.
+    func setSetting(_ key: String, to value: String?) async throws {
+        try await writer.write { db in
+            if let value {
+                try db.execute(sql: "INSERT OR REPLACE INTO cache_meta (key, value) VALUES (?, ?)", arguments: [key, value])
+            } else {
+                try db.execute(sql: "DELETE FROM cache_meta WHERE key = ?", arguments: [key])
+            }
+        }
+    }
+
     /// Drops the whole cache (e.g. on logout); the outbox is kept unless `includingOutbox`.
     public func reset(includingOutbox: Bool = false) async throws {
         try await writer.write { db in

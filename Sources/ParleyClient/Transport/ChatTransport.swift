@@ -26,6 +26,10 @@ public protocol ChatTransport: Sendable {
     func deleteMessage(_ messageId: EntityID, in conversationId: EntityID) async throws -> Message
     /// Downloads an attachment by its `url`.
     func download(_ url: String) async throws -> Data
+    /// Registers this device's APNs token for the user.
+    func registerDevice(token: String, environment: PushEnvironment) async throws
+    /// Logs out on the server: stops push to `deviceToken` (every device of the user when nil).
+    func logout(deviceToken: String?) async throws
 }
 
 /// One open WebSocket, as the SDK uses it.
@@ -77,6 +81,10 @@ public struct LiveTransport: ChatTransport {
         try await api.deleteMessage(messageId, in: conversationId)
     }
     public func download(_ url: String) async throws -> Data { try await api.download(url) }
+    public func registerDevice(token: String, environment: PushEnvironment) async throws {
+        try await api.registerDevice(token: token, environment: environment)
+    }
+    public func logout(deviceToken: String?) async throws { try await api.logout(deviceToken: deviceToken) }
     public func openRealtime() async throws -> any RealtimeChannel {
         let connection = RealtimeConnection(serverURL: api.baseURL, token: api.token ?? "")
         _ = try await connection.connect()

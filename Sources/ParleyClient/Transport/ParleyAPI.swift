@@ -199,6 +199,26 @@ public struct ParleyAPI: Sendable {
         try await request("POST", "conversations/\(conversationId)/delivered", body: ["upToSeq": upToSeq])
     }
 
+    // MARK: Push
+
+    /// Registers this device's APNs token for the caller (idempotent; a token used by another
+    /// account before moves to this one).
+    public func registerDevice(token: String, environment: PushEnvironment) async throws {
+        let _: NoContent = try await request(
+            "POST", "devices", body: RegisterDeviceRequest(platform: "ios", token: token, environment: environment))
+    }
+
+    /// Stops push to a token of the caller's.
+    public func unregisterDevice(token: String) async throws {
+        let _: NoContent = try await request("DELETE", "devices/\(token)")
+    }
+
+    /// Logs out on the server: no more notifications to `deviceToken` (or to any of the
+    /// caller's devices when nil). The caller then forgets its access token.
+    public func logout(deviceToken: String?) async throws {
+        let _: NoContent = try await request("POST", "auth/logout", body: LogoutRequest(deviceToken: deviceToken))
+    }
+
     // MARK: Transport
 
     private func request<Answer: Decodable>(
@@ -244,10 +264,16 @@ public struct ParleyAPI: Sendable {
             throw ClientError(
                 kind: .server, code: ErrorCode(httpStatus: status), httpStatus: status, message: "HTTP \(status)")
         }
+        if let none = NoContent() as? Answer { return none }
         do {
             return try decoder.decode(Answer.self, from: data)
         } catch {
             throw ClientError(kind: .decoding, httpStatus: status, message: "Unreadable answer: \(error)")
         }
     }
+}
+
+/// The answer of routes that answer 204.
+struct NoContent: Decodable {
+    init() {}
 }

@@ -6,12 +6,14 @@ import ParleyProtocol
 public struct ChatService: Sendable {
     let store: any ParleyStore
     let fanOut: FanOut
+    let push: PushService?
     let now: @Sendable () -> Date
 
     /// A service over a store and this node's connections; `now` is injectable for tests.
-    public init(store: any ParleyStore, fanOut: FanOut, now: @escaping @Sendable () -> Date = Date.init) {
+    public init(store: any ParleyStore, fanOut: FanOut, push: PushService? = nil, now: @escaping @Sendable () -> Date = Date.init) {
         self.store = store
         self.fanOut = fanOut
+        self.push = push
         self.now = now
     }
 
@@ -22,6 +24,8 @@ public struct ChatService: Sendable {
         let result = try await store.send(draft)
         if result.created {
             fanOut.deliver(.messageCreated(MessageEvent(message: result.message)), to: result.participantIds)
+            // Offline recipients: queued for APNs, never awaited.
+            push?.messageCommitted(result.message, participants: result.participantIds)
             // List screens get the new activity too, off the send's path: the reply does not wait.
             let participants = result.participantIds
             Task { await announceConversation(conversationId, to: participants) }

@@ -11,6 +11,24 @@ struct DeviceController: Sendable {
     func addRoutes(to group: RouterGroup<ParleyRequestContext>) {
         group.post("devices", use: register)
         group.delete("devices/:token", use: unregister)
+        group.post("auth/logout", use: logout)
+    }
+
+    /// Drops the device the app logs out on, or every device of the user when none is named:
+    /// a logged-out phone gets no more notifications for that account.
+    @Sendable func logout(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        var request = request
+        let identity = try context.requireIdentity()
+        let hasBody = (request.headers[.contentLength].flatMap(Int.init) ?? 0) > 0 || request.headers[.transferEncoding] != nil
+        let body = hasBody ? try await request.decodeJSON(LogoutRequest.self) : LogoutRequest()
+        if let token = body.deviceToken {
+            _ = try await store.unregisterDevice(token: try Self.token(token), userId: identity.userId)
+        } else {
+            for device in try await store.devices(userId: identity.userId) {
+                _ = try await store.unregisterDevice(token: device.token, userId: identity.userId)
+            }
+        }
+        return JSONResponse.noContent()
     }
 
     @Sendable func register(_ request: Request, context: ParleyRequestContext) async throws -> Response {

@@ -1,0 +1,191 @@
+import Foundation
+import Logging
+import ParleyProtocol
+import ServiceLifecycle
+import Synchronization
+
+/// Where push timing comes from: the wall clock in production, a manual clock in tests.
+public struct PushClock: Sendable {
+    /// The current time.
+    public var now: @Sendable () -> Date
+    /// Suspends until `date` (returns early when the task is cancelled).
+    public var sleepUntil: @Sendable (Date) async -> Void
+
+    /// A clock from two functions.
+    public init(now: @escaping @Sendable () -> Date, sleepUntil: @escaping @Sendable (Date) async -> Void) {
+        self.now = now
+        self.sleepUntil = sleepUntil
+    }
+
+    /// The system clock.
+    public static let system = PushClock(now: Date.init) { date in
+        let interval = date.timeIntervalSinceNow
+        if interval > 0 { try? await Task.sleep(for: .seconds(interval)) }
+    }
+}
+
+/// Sends APNs notifications for committed messages, in the background.
+///
+/// `messageCommitted` only enqueues (a bounded queue: when full the oldest waiting event is
+/// dropped and counted), so a send's reply never waits for APNs. One loop decides who is
+/// offline and coalesces bursts; deliveries run with bounded concurrency. A device APNs calls
+/// gone is removed from the store.
+public final class PushService: Service, Sendable {
+    enum Event: Sendable {
+        case committed(Message, participants: [EntityID])
+        case flush(PushCoalescer.Key)
+    }
+
+    private let configuration: APNsConfiguration
+    private let client: APNsClient
+    private let store: any ParleyStore
+    private let isConnected: @Sendable (EntityID) async -> Bool
+    private let metrics: Metrics
+    private let logger: Logger
+    private let clock: PushClock
+    private let events: AsyncStream<Event>
+    private let sink: AsyncStream<Event>.Continuation
+    private let coalescer: Mutex<PushCoalescer>
+
+    /// A push service over the store; `isConnected` tells whether a user has a live connection
+    /// anywhere (such users get no notification).
+    public init(
+        configuration: APNsConfiguration, store: any ParleyStore, isConnected: @escaping @Sendable (EntityID) async -> Bool,
+        metrics: Metrics, logger: Logger, clock: PushClock = .system
+    ) async throws {
+        self.configuration = configuration
+        self.store = store
+        self.isConnected = isConnected
+        self.metrics = metrics
+        self.logger = logger
+        self.clock = clock
+        client = try await APNsClient(configuration: configuration, metrics: metrics, logger: logger, now: clock.now)
+        (events, sink) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(configuration.queueLimit))
+        coalescer = Mutex(PushCoalescer(window: configuration.coalesceWindow.timeInterval))
+    }
+
+    /// A message was committed: notify its offline recipients (never blocks).
+    public func messageCommitted(_ message: Message, participants: [EntityID]) {
+        guard message.type != .system else { return }
+        enqueue(.committed(message, participants: participants))
+    }
+
+    private func enqueue(_ event: Event) {
+        if case .dropped = sink.yield(event) {
+            metrics.increment("parley_push_dropped_total")
+        }
+    }
+
+    /// Runs the loop until graceful shutdown; notifications still waiting then are dropped
+    /// (the messages are in the store: apps catch up when opened).
+    public func run() async throws {
+        let gate = ConcurrencyGate(limit: configuration.maxConcurrentRequests)
+        await withDiscardingTaskGroup { group in
+            for await event in events.cancelOnGracefulShutdown() {
+                switch event {
+                case .committed(let message, let participants):
+                    for recipient in participants where recipient != message.senderId {
+                        if await isConnected(recipient) {
+                            metrics.increment("parley_push_skipped_total", labels: ["why": "connected"])
+                            continue
+                        }
+                        let key = PushCoalescer.Key(userId: recipient, conversationId: message.conversationId)
+                        let now = clock.now()
+                        switch coalescer.withLock({ $0.offer(message, for: key, now: now) }) {
+                        case .sendNow(let notice):
+                            await gate.acquire()
+                            group.addTask { [self] in
+                                await deliver(notice, to: recipient)
+                                await gate.release()
+                            }
+                        case .scheduleFlush(let date):
+                            metrics.increment("parley_push_coalesced_total")
+                            group.addTask { [self, clock] in
+                                await clock.sleepUntil(date)
+                                if !Task.isCancelled { enqueue(.flush(key)) }
+                            }
+                        case .merged:
+                            metrics.increment("parley_push_coalesced_total")
+                        }
+                    }
+                case .flush(let key):
+                    let now = clock.now()
+                    guard let notice = coalescer.withLock({ $0.flush(key, now: now) }) else { continue }
+                    if await isConnected(key.userId) {
+                        metrics.increment("parley_push_skipped_total", labels: ["why": "connected"])
+                        continue
+                    }
+                    await gate.acquire()
+                    group.addTask { [self] in
+                        await deliver(notice, to: key.userId)
+                        await gate.release()
+                    }
+                }
+            }
+            group.cancelAll()
+        }
+        await client.shutdown()
+    }
+
+    /// Sends one notice to every device of a user; removes devices APNs calls gone.
+    private func deliver(_ notice: PushCoalescer.Notice, to userId: EntityID) async {
+        do {
+            let devices = try await store.devices(userId: userId).filter { $0.platform == "ios" }
+            guard !devices.isEmpty else {
+                metrics.increment("parley_push_skipped_total", labels: ["why": "no_device"])
+                return
+            }
+            let sender = try await store.user(id: notice.message.senderId)
+            let badge = try await store.conversations(viewer: userId).reduce(0) { $0 + $1.unreadCount }
+            let payload = try PushPayload.encode(notice, senderName: sender?.displayName ?? "New message", badge: badge)
+            for device in devices {
+                let outcome = await client.send(APNsRequest(
+                    deviceToken: device.token, environment: device.environment, payload: payload,
+                    collapseId: notice.message.conversationId.description))
+                if case .deviceGone = outcome {
+                    _ = try? await store.unregisterDevice(token: device.token, userId: userId)
+                    metrics.increment("parley_push_devices_removed_total")
+                }
+            }
+        } catch {
+            metrics.increment("parley_push_notifications_total", labels: ["outcome": "error"])
+            logger.warning("Could not prepare a notification", metadata: ["user": "\(userId)", "error": "\(error)"])
+        }
+    }
+}
+
+/// At most `limit` holders at once; others wait in order.
+actor ConcurrencyGate {
+    private var available: Int
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    init(limit: Int) {
+        available = max(1, limit)
+    }
+
+    func acquire() async {
+        if available > 0 {
+            available -= 1
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func release() {
+        if waiters.isEmpty {
+            available += 1
+        } else {
+            waiters.removeFirst().resume()
+        }
+    }
+}
+
+enum PushPayload {
+    /// The contract's JSON for a notice.
+    static func encode(_ notice: PushCoalescer.Notice, senderName: String, badge: Int) throws -> [UInt8] {
+        let payload = PushNotificationPayload(message: notice.message, senderName: senderName, badge: badge, messageCount: notice.count)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.withoutEscapingSlashes]
+        return Array(try encoder.encode(payload))
+    }
+}
