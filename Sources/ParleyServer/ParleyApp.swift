@@ -26,6 +26,8 @@ public struct ParleyApp: Sendable {
     public let push: PushService?
     /// Counters exposed at `GET /metrics`.
     public let metrics: Metrics
+    /// The link to the other nodes on the same PostgreSQL; nil for a single node.
+    public let cluster: ClusterNode?
     let tokens: TokenService
     let passwords: PasswordHasher
     let logger: Logger
@@ -46,6 +48,14 @@ public struct ParleyApp: Sendable {
         self.logger = logger
         fanOut = FanOut(logger: logger)
         metrics = Metrics()
+        if let clusterConfiguration = configuration.cluster {
+            let node = ClusterNode(configuration: clusterConfiguration, fanOut: fanOut, logger: logger)
+            try await node.join()
+            fanOut.attach(relay: node)
+            cluster = node
+        } else {
+            cluster = nil
+        }
         if let apns = configuration.apns {
             let fanOut = self.fanOut
             push = try await PushService(
@@ -58,6 +68,12 @@ public struct ParleyApp: Sendable {
         }
         chat = ChatService(store: store, fanOut: fanOut, push: push)
         signals = LiveSignals(store: store, fanOut: fanOut, chat: chat, typingTimeout: configuration.typingTimeout)
+        if let cluster {
+            let signals = self.signals
+            cluster.onUsersLost { identities in
+                for identity in identities { await signals.announceOffline(identity) }
+            }
+        }
         tokens = try await TokenService(secret: try configuration.resolveSecret(), lifetime: configuration.tokenLifetime)
         passwords = PasswordHasher(cost: configuration.bcryptCost)
     }
@@ -137,6 +153,7 @@ public struct ParleyApp: Sendable {
         // Services stop in reverse order: connections are told "going away" before the
         // HTTP server stops, push stops after both, and the store closes last.
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let cluster { services.append(.init(service: cluster)) }
         if let push { services.append(.init(service: push)) }
         services += [.init(service: app), .init(service: ConnectionCloser(fanOut: fanOut))]
         return ServiceGroup(

@@ -27,6 +27,8 @@ public struct ServerConfiguration: Sendable {
     public var apns: APNsConfiguration?
     /// The clock push coalescing runs on (tests drive it by hand).
     public var pushClock: PushClock = .system
+    /// Several nodes on one PostgreSQL; nil for a single node.
+    public var cluster: ClusterConfiguration?
 
     /// The defaults.
     public init() {}

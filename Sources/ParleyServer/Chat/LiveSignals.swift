@@ -56,8 +56,10 @@ public final class LiveSignals: Sendable {
 
     // MARK: Presence
 
-    /// A user's first connection on this node opened.
-    func cameOnline(_ identity: Identity) {
+    /// A user's first connection on this node opened: the organization learns it, unless the
+    /// user was already online on another node.
+    func cameOnline(_ identity: Identity) async {
+        if let relay = fanOut.relay, await relay.userCameOnline(identity) { return }
         fanOut.deliver(
             .presence(PresenceEvent(userId: identity.userId, isOnline: true)), toOrganization: identity.organizationId,
             excluding: [identity.userId])
@@ -69,6 +71,12 @@ public final class LiveSignals: Sendable {
             await Self.announceTyping(key, isTyping: false, store: store, fanOut: fanOut)
         }
         _ = focused.withLock { $0.removeValue(forKey: identity.userId) }
+        if let relay = fanOut.relay, await relay.userWentOffline(identity) { return }
+        await announceOffline(identity)
+    }
+
+    /// Tells the organization a user is offline (everywhere) and records when they were last seen.
+    public func announceOffline(_ identity: Identity) async {
         let seen = chat.now().wholeMilliseconds
         try? await store.setLastSeen(userId: identity.userId, at: seen)
         fanOut.deliver(

@@ -41,6 +41,22 @@ public final class LiveConnection: Sendable {
     var requestedClose: (code: WebSocketErrorCode, reason: String)? { closeReason.withLock { $0 } }
 }
 
+/// Where events go beyond this node (the PostgreSQL cluster link), and who is online there.
+public protocol FanOutRelay: Sendable {
+    /// Whether the user has a live connection on another node.
+    func isOnlineElsewhere(_ userId: EntityID) -> Bool
+    /// Carries an encoded event to the other nodes' connections of these users.
+    func forward(_ frame: ByteBuffer, to userIds: [EntityID])
+    /// Carries an encoded event to the other nodes' connections of an organization.
+    func forward(_ frame: ByteBuffer, toOrganization organizationId: EntityID, excluding excluded: Set<EntityID>)
+    /// The user's first connection on this node opened; returns whether they were already
+    /// online on another node (then nobody needs to be told).
+    func userCameOnline(_ identity: Identity) async -> Bool
+    /// The user's last connection on this node closed; returns whether they are still online
+    /// on another node.
+    func userWentOffline(_ identity: Identity) async -> Bool
+}
+
 /// The live connections of this node, by user, and the delivery of events to them.
 ///
 /// An event is encoded once into one `ByteBuffer`; every recipient connection gets the same
@@ -53,6 +69,7 @@ public final class FanOut: Sendable {
     }
 
     private let state = Mutex(State())
+    private let relayBox = Mutex<(any FanOutRelay)?>(nil)
     private let logger: Logger
 
     /// An empty registry.
@@ -82,8 +99,21 @@ public final class FanOut: Sendable {
         }
     }
 
-    /// Whether the user has a live connection on this node.
+    /// Connects this node to the others: every delivery is also offered to the relay.
+    public func attach(relay: any FanOutRelay) {
+        relayBox.withLock { $0 = relay }
+    }
+
+    /// The cluster link, if this node is part of one.
+    public var relay: (any FanOutRelay)? { relayBox.withLock { $0 } }
+
+    /// Whether the user has a live connection on this node or, in a cluster, on any node.
     public func isOnline(_ userId: EntityID) -> Bool {
+        isOnlineHere(userId) || (relay?.isOnlineElsewhere(userId) ?? false)
+    }
+
+    /// Whether the user has a live connection on this node.
+    public func isOnlineHere(_ userId: EntityID) -> Bool {
         state.withLock { $0.byUser[userId] != nil }
     }
 
@@ -104,8 +134,15 @@ public final class FanOut: Sendable {
         deliver(frame, to: userIds)
     }
 
-    /// Queues an encoded frame on every connection of the given users.
+    /// Queues an encoded frame on every connection of the given users, here and on other nodes.
     public func deliver(_ frame: ByteBuffer, to userIds: some Sequence<EntityID>) {
+        let users = Array(userIds)
+        deliverHere(frame, to: users)
+        relay?.forward(frame, to: users)
+    }
+
+    /// Queues an encoded frame on this node's connections of the given users only.
+    public func deliverHere(_ frame: ByteBuffer, to userIds: some Sequence<EntityID>) {
         let targets = state.withLock { state in
             userIds.flatMap { state.byUser[$0].map { Array($0.values) } ?? [] }
         }
@@ -114,12 +151,28 @@ public final class FanOut: Sendable {
 
     /// Queues an event on every connection of an organization's users, except `excluded` users.
     public func deliver(_ event: ServerEvent, toOrganization organizationId: EntityID, excluding excluded: Set<EntityID> = []) {
+        guard let frame = try? ByteBuffer(bytes: WireCoding.makeEncoder().encode(event)) else { return }
+        deliverHere(frame, toOrganization: organizationId, excluding: excluded)
+        relay?.forward(frame, toOrganization: organizationId, excluding: excluded)
+    }
+
+    /// Queues an encoded frame on this node's connections of an organization's users.
+    public func deliverHere(_ frame: ByteBuffer, toOrganization organizationId: EntityID, excluding excluded: Set<EntityID>) {
         let users = state.withLock { state in
             state.byUser.compactMap { userId, connections in
                 excluded.contains(userId) || connections.first?.value.identity.organizationId != organizationId ? nil : userId
             }
         }
-        deliver(event, to: users)
+        deliverHere(frame, to: users)
+    }
+
+    /// The users connected to this node, with their organization.
+    func localUsers() -> [(userId: EntityID, organizationId: EntityID)] {
+        state.withLock { state in
+            state.byUser.compactMap { userId, connections in
+                connections.first.map { (userId, $0.value.identity.organizationId) }
+            }
+        }
     }
 
     /// Closes every connection (server shutdown: "going away", so clients reconnect elsewhere).

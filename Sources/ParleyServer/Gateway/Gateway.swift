@@ -32,7 +32,7 @@ struct Gateway: Sendable {
             return
         }
         let (connection, isFirst) = fanOut.register(identity)
-        if isFirst { signals.cameOnline(identity) }
+        if isFirst { await signals.cameOnline(identity) }
         var logger = logger
         logger[metadataKey: "userId"] = "\(identity.userId)"
         logger[metadataKey: "connection"] = "\(connection.id)"

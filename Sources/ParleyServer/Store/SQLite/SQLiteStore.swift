@@ -9,6 +9,8 @@ import ParleyProtocol
 /// construction, and unique indexes back every invariant.
 public struct SQLiteStore: ParleyStore {
     let writer: any DatabaseWriter
+    /// Concurrent sends share one transaction (one fsync) instead of one each.
+    private let sends: GroupCommit<MessageDraft, SendResult>
 
     /// Opens (creating if needed) the database file at `path` and migrates it.
     public init(path: String) throws {
@@ -21,7 +23,7 @@ public struct SQLiteStore: ParleyStore {
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
         try SQLiteSchema.migrator.migrate(pool)
-        self.writer = pool
+        self.init(writer: pool)
     }
 
     /// A store in memory, for tests that do not care about files.
@@ -33,7 +35,35 @@ public struct SQLiteStore: ParleyStore {
         return SQLiteStore(writer: queue)
     }
 
-    private init(writer: any DatabaseWriter) { self.writer = writer }
+    private init(writer: any DatabaseWriter) {
+        self.writer = writer
+        sends = GroupCommit { drafts in
+            do {
+                return try await writer.write { db in
+                    drafts.map { draft in
+                        // A savepoint each: a refused send leaves the others in the batch intact.
+                        Result {
+                            var result: SendResult?
+                            try db.inSavepoint {
+                                result = try Self.send(draft, in: db)
+                                return .commit
+                            }
+                            return result!
+                        }
+                    }
+                }
+            } catch {
+                // The transaction itself failed (disk full, I/O error): nothing was written.
+                return drafts.map { _ in .failure(error) }
+            }
+        }
+    }
+
+    /// Sends committed and the transactions that carried them (group commit's effect).
+    public var sendBatchStats: (batches: Int, sends: Int) {
+        let stats = sends.batchStats
+        return (stats.batches, stats.jobs)
+    }
 
     public func close() async throws {
         // Folds the WAL back into the database file, so a stopped server leaves one tidy file.
@@ -116,49 +146,53 @@ public struct SQLiteStore: ParleyStore {
     // MARK: Messages
 
     public func send(_ draft: MessageDraft) async throws -> SendResult {
-        try await writer.write { db in
-            let conversationId = draft.conversationId.description
-            guard try SQLiteRows.isParticipant(db, conversationId, draft.senderId) else {
-                throw APIError.notFound("Conversation")
-            }
-            if let existing = try SQLiteRows.messages(
-                db, where: "sender_id = ? AND client_message_id = ?",
-                arguments: [draft.senderId.description, draft.clientMessageId]
-            ).first {
-                guard existing.conversationId == draft.conversationId else {
-                    throw APIError(.conflict, "clientMessageId was already used in another conversation")
-                }
-                return SendResult(
-                    message: existing, created: false,
-                    participantIds: try SQLiteRows.participantIds(db, conversationId))
-            }
-            if let replyToId = draft.replyToId {
-                let replyConversation = try String.fetchOne(
-                    db, sql: "SELECT conversation_id FROM messages WHERE id = ?", arguments: [replyToId.description])
-                guard replyConversation == conversationId else {
-                    throw APIError.invalid("replyToId is not a message of this conversation")
-                }
-            }
-            var draft = draft
-            if let sourceId = draft.forwardedFromId {
-                guard let source = try SQLiteRows.messages(db, where: "id = ?", arguments: [sourceId.description]).first,
-                    try SQLiteRows.isParticipant(db, source.conversationId.description, draft.senderId)
-                else { throw APIError.notFound("Message") }
-                guard source.deletedAt == nil, source.type != .system else {
-                    throw APIError.invalid("Deleted and system messages cannot be forwarded")
-                }
-                draft.type = source.type
-                draft.text = source.text
-                draft.metadata = source.metadata
-                draft.attachmentId = try String.fetchOne(
-                    db, sql: "SELECT attachment_id FROM messages WHERE id = ?", arguments: [sourceId.description]
-                ).flatMap(EntityID.init)
-            } else if let attachmentId = draft.attachmentId {
-                try SQLiteRows.requireAttachment(db, attachmentId, sender: draft.senderId, type: draft.type)
-            }
-            let message = try SQLiteRows.insertMessage(db, draft)
-            return SendResult(message: message, created: true, participantIds: try SQLiteRows.participantIds(db, conversationId))
+        try await sends.submit(draft)
+    }
+
+    /// One send inside a write transaction: participant check, idempotency, reply and forward
+    /// checks, then the insert with the next seq.
+    private static func send(_ draft: MessageDraft, in db: Database) throws -> SendResult {
+        let conversationId = draft.conversationId.description
+        guard try SQLiteRows.isParticipant(db, conversationId, draft.senderId) else {
+            throw APIError.notFound("Conversation")
         }
+        if let existing = try SQLiteRows.messages(
+            db, where: "sender_id = ? AND client_message_id = ?",
+            arguments: [draft.senderId.description, draft.clientMessageId]
+        ).first {
+            guard existing.conversationId == draft.conversationId else {
+                throw APIError(.conflict, "clientMessageId was already used in another conversation")
+            }
+            return SendResult(
+                message: existing, created: false,
+                participantIds: try SQLiteRows.participantIds(db, conversationId))
+        }
+        if let replyToId = draft.replyToId {
+            let replyConversation = try String.fetchOne(
+                db, sql: "SELECT conversation_id FROM messages WHERE id = ?", arguments: [replyToId.description])
+            guard replyConversation == conversationId else {
+                throw APIError.invalid("replyToId is not a message of this conversation")
+            }
+        }
+        var draft = draft
+        if let sourceId = draft.forwardedFromId {
+            guard let source = try SQLiteRows.messages(db, where: "id = ?", arguments: [sourceId.description]).first,
+                try SQLiteRows.isParticipant(db, source.conversationId.description, draft.senderId)
+            else { throw APIError.notFound("Message") }
+            guard source.deletedAt == nil, source.type != .system else {
+                throw APIError.invalid("Deleted and system messages cannot be forwarded")
+            }
+            draft.type = source.type
+            draft.text = source.text
+            draft.metadata = source.metadata
+            draft.attachmentId = try String.fetchOne(
+                db, sql: "SELECT attachment_id FROM messages WHERE id = ?", arguments: [sourceId.description]
+            ).flatMap(EntityID.init)
+        } else if let attachmentId = draft.attachmentId {
+            try SQLiteRows.requireAttachment(db, attachmentId, sender: draft.senderId, type: draft.type)
+        }
+        let message = try SQLiteRows.insertMessage(db, draft)
+        return SendResult(message: message, created: true, participantIds: try SQLiteRows.participantIds(db, conversationId))
     }
 
     public func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage {
