@@ -60,13 +60,14 @@ public struct ParleyApp: Sendable {
             let fanOut = self.fanOut
             push = try await PushService(
                 configuration: apns, store: store, isConnected: { fanOut.isOnline($0) }, metrics: metrics,
-                logger: logger, clock: configuration.pushClock)
+                logger: logger, clock: configuration.clock)
             logger.info("Push on: APNs", metadata: ["topic": "\(apns.topic)", "keyId": "\(apns.keyId)", "teamId": "\(apns.teamId)"])
         } else {
             push = nil
             logger.notice("Push off: no APNs key configured (see `parley serve --help`); connected devices still get every message")
         }
-        chat = ChatService(store: store, fanOut: fanOut, push: push)
+        chat = ChatService(
+            store: store, fanOut: fanOut, push: push, clock: configuration.clock, activityWindow: configuration.activityWindow)
         signals = LiveSignals(store: store, fanOut: fanOut, chat: chat, typingTimeout: configuration.typingTimeout)
         if let cluster {
             let signals = self.signals

@@ -25,8 +25,10 @@ public struct ServerConfiguration: Sendable {
     public var logLevel: Logger.Level = .info
     /// APNs credentials; nil turns push off (the server says so once at start).
     public var apns: APNsConfiguration?
-    /// The clock push coalescing runs on (tests drive it by hand).
-    public var pushClock: PushClock = .system
+    /// The clock the server's timers run on (tests drive it by hand).
+    public var clock: ServerClock = .system
+    /// New activity in a conversation is announced at once, then folded for this long.
+    public var activityWindow: Duration = .milliseconds(200)
     /// Several nodes on one PostgreSQL; nil for a single node.
     public var cluster: ClusterConfiguration?
 

@@ -23,7 +23,7 @@ struct PushHarness {
         let apnsConfiguration = configuration
         let server = try await TestServer.start { server in
             server.apns = apnsConfiguration
-            server.pushClock = clock.pushClock
+            server.clock = clock.serverClock
         }
         return PushHarness(apns: apns, server: server, clock: clock)
     }

@@ -61,8 +61,8 @@ public final class ManualClock: Sendable {
         due.forEach { $0.resume() }
     }
 
-    /// This clock as the server's push clock.
-    public var pushClock: PushClock {
-        PushClock(now: { self.now() }, sleepUntil: { await self.sleep(until: $0) })
+    /// This clock as the server's clock.
+    public var serverClock: ServerClock {
+        ServerClock(now: { self.now() }, sleepUntil: { await self.sleep(until: $0) })
     }
 }

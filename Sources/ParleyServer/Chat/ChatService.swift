@@ -8,13 +8,20 @@ public struct ChatService: Sendable {
     let fanOut: FanOut
     let push: PushService?
     let now: @Sendable () -> Date
+    private let activity: ActivityAnnouncer
 
     /// A service over a store and this node's connections; `now` is injectable for tests.
-    public init(store: any ParleyStore, fanOut: FanOut, push: PushService? = nil, now: @escaping @Sendable () -> Date = Date.init) {
+    public init(
+        store: any ParleyStore, fanOut: FanOut, push: PushService? = nil, now: @escaping @Sendable () -> Date = Date.init,
+        clock: ServerClock = .system, activityWindow: Duration = .milliseconds(200)
+    ) {
         self.store = store
         self.fanOut = fanOut
         self.push = push
         self.now = now
+        activity = ActivityAnnouncer(window: activityWindow, clock: clock) { [store, fanOut] conversationId, participants in
+            await Self.announceConversation(conversationId, to: participants, store: store, fanOut: fanOut)
+        }
     }
 
     /// Sends a message; a repeated clientMessageId returns the original and tells nobody again.
@@ -26,9 +33,9 @@ public struct ChatService: Sendable {
             fanOut.deliver(.messageCreated(MessageEvent(message: result.message)), to: result.participantIds)
             // Offline recipients: queued for APNs, never awaited.
             push?.messageCommitted(result.message, participants: result.participantIds)
-            // List screens get the new activity too, off the send's path: the reply does not wait.
-            let participants = result.participantIds
-            Task { await announceConversation(conversationId, to: participants) }
+            // List screens get the new activity too, off the send's path (the reply does not
+            // wait), folded per conversation under load.
+            activity.touch(conversationId, participants: result.participantIds)
         }
         return result
     }
@@ -94,6 +101,10 @@ public struct ChatService: Sendable {
 
     /// Sends each connected user of `userIds` their own view of a conversation.
     func announceConversation(_ conversationId: EntityID, to userIds: [EntityID]) async {
+        await Self.announceConversation(conversationId, to: userIds, store: store, fanOut: fanOut)
+    }
+
+    private static func announceConversation(_ conversationId: EntityID, to userIds: [EntityID], store: any ParleyStore, fanOut: FanOut) async {
         let online = userIds.filter(fanOut.isOnline)
         guard !online.isEmpty, let views = try? await store.conversationViews(id: conversationId, viewers: online) else { return }
         for (userId, view) in views {

@@ -4,26 +4,6 @@ import ParleyProtocol
 import ServiceLifecycle
 import Synchronization
 
-/// Where push timing comes from: the wall clock in production, a manual clock in tests.
-public struct PushClock: Sendable {
-    /// The current time.
-    public var now: @Sendable () -> Date
-    /// Suspends until `date` (returns early when the task is cancelled).
-    public var sleepUntil: @Sendable (Date) async -> Void
-
-    /// A clock from two functions.
-    public init(now: @escaping @Sendable () -> Date, sleepUntil: @escaping @Sendable (Date) async -> Void) {
-        self.now = now
-        self.sleepUntil = sleepUntil
-    }
-
-    /// The system clock.
-    public static let system = PushClock(now: Date.init) { date in
-        let interval = date.timeIntervalSinceNow
-        if interval > 0 { try? await Task.sleep(for: .seconds(interval)) }
-    }
-}
-
 /// Sends APNs notifications for committed messages, in the background.
 ///
 /// `messageCommitted` only enqueues (a bounded queue: when full the oldest waiting event is
@@ -42,7 +22,7 @@ public final class PushService: Service, Sendable {
     private let isConnected: @Sendable (EntityID) async -> Bool
     private let metrics: Metrics
     private let logger: Logger
-    private let clock: PushClock
+    private let clock: ServerClock
     private let events: AsyncStream<Event>
     private let sink: AsyncStream<Event>.Continuation
     private let coalescer: Mutex<PushCoalescer>
@@ -51,7 +31,7 @@ public final class PushService: Service, Sendable {
     /// anywhere (such users get no notification).
     public init(
         configuration: APNsConfiguration, store: any ParleyStore, isConnected: @escaping @Sendable (EntityID) async -> Bool,
-        metrics: Metrics, logger: Logger, clock: PushClock = .system
+        metrics: Metrics, logger: Logger, clock: ServerClock = .system
     ) async throws {
         self.configuration = configuration
         self.store = store
