@@ -32,12 +32,12 @@ public struct ParleyApp: Sendable {
     let passwords: PasswordHasher
     let logger: Logger
 
-    /// Prepares the data directory, opens the SQLite store and the token keys.
+    /// Prepares the data directory, opens (and migrates) the store the configuration names, and the token keys.
     public init(configuration: ServerConfiguration, logger: Logger? = nil) async throws {
         var logger = logger ?? Logger(label: "parley")
         logger.logLevel = configuration.logLevel
         try FileManager.default.createDirectory(atPath: configuration.dataDirectory, withIntermediateDirectories: true)
-        let store = try SQLiteStore(path: configuration.databasePath)
+        let store = try await configuration.makeStore(logger: logger)
         try await self.init(configuration: configuration, store: store, logger: logger)
     }
 

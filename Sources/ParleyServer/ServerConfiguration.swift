@@ -9,6 +9,9 @@ public struct ServerConfiguration: Sendable {
     public var port: Int = 8080
     /// Where the database file and the generated secret live.
     public var dataDirectory: String = "./parley-data"
+    /// A PostgreSQL URL (`postgres://user[:password]@host:port/db`) to keep the data in;
+    /// nil (the default) keeps it in SQLite in the data directory.
+    public var databaseURL: String?
     /// The HS256 secret; when nil, read from (or generated into) `<data-dir>/jwt-secret`.
     public var jwtSecret: String?
     /// How long an access token is valid.

@@ -5,12 +5,21 @@ import ParleyServer
 
 /// `parley serve`: the server on its embedded SQLite store.
 struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run the Parley server (SQLite in the data directory).")
+    static let configuration = CommandConfiguration(
+        abstract: "Run the Parley server (SQLite in the data directory, or PostgreSQL with --database).")
 
     @Option(help: "Address to listen on (env PARLEY_HOST; default 127.0.0.1).") var host: String?
     @Option(help: "Port to listen on (env PARLEY_PORT; default 8080).") var port: Int?
     @Option(name: .customLong("data-dir"), help: "Database and secret folder (env PARLEY_DATA_DIR; default ./parley-data).")
     var dataDirectory: String?
+    @Option(
+        name: .customLong("database"),
+        help: """
+            PostgreSQL URL postgres://user[:password]@host[:port]/db[?sslmode=disable|prefer|require] \
+            (env PARLEY_DATABASE_URL; default: SQLite in the data directory). TLS is off for loopback hosts \
+            and preferred otherwise unless sslmode says.
+            """)
+    var databaseURL: String?
     @Option(help: "trace, debug, info, notice, warning, error or critical (env PARLEY_LOG_LEVEL; default info).")
     var logLevel: String?
     @Option(help: "bcrypt cost for new passwords (env PARLEY_BCRYPT_COST; default 10).") var bcryptCost: UInt8?
@@ -40,6 +49,11 @@ struct Serve: AsyncParsableCommand {
         else { throw fail("port must be a number from 0 to 65535") }
         configuration.port = port
         configuration.dataDirectory = setting(dataDirectory, env: "PARLEY_DATA_DIR", default: configuration.dataDirectory)
+        let database = setting(databaseURL, env: "PARLEY_DATABASE_URL", default: "")
+        configuration.databaseURL = database.isEmpty ? nil : database
+        if configuration.databaseURL != nil, !configuration.usesPostgres {
+            throw fail("--database must be a postgres:// or postgresql:// URL")
+        }
         guard let level = Logger.Level(rawValue: setting(logLevel, env: "PARLEY_LOG_LEVEL", default: "info")) else {
             throw fail("log level must be one of trace, debug, info, notice, warning, error, critical")
         }
@@ -77,7 +91,7 @@ struct Serve: AsyncParsableCommand {
             throw fail("cannot start: \(error)")
         }
         logger.info("Parley starting", metadata: [
-            "database": "\(configuration.databasePath)", "host": "\(configuration.host)", "port": "\(configuration.port)",
+            "database": "\(configuration.databaseDescription)", "host": "\(configuration.host)", "port": "\(configuration.port)",
         ])
         do {
             try await app.run()

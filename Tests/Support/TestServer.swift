@@ -9,7 +9,8 @@ import Synchronization
 import FoundationNetworking
 #endif
 
-/// A real Parley server on a free loopback port, over a real SQLite file in a temporary folder.
+/// A real Parley server on a free loopback port, over a real SQLite file in a temporary folder,
+/// or (with `store: .postgres`) over a fresh PostgreSQL database dropped again by `stop()`.
 public final class TestServer: Sendable {
     /// The port it listens on.
     public let port: Int
@@ -19,9 +20,12 @@ public final class TestServer: Sendable {
     public let dataDirectory: String
     /// The running app, for white-box checks.
     public let app: ParleyApp
+    /// The PostgreSQL database it runs on, if it does.
+    public let database: TestDatabase?
     private let running: RunningServer
 
-    private init(dataDirectory: String, app: ParleyApp, running: RunningServer) {
+    private init(dataDirectory: String, app: ParleyApp, running: RunningServer, database: TestDatabase?) {
+        self.database = database
         self.port = running.port
         self.baseURL = URL(string: "http://127.0.0.1:\(running.port)")!
         self.dataDirectory = dataDirectory
@@ -37,23 +41,41 @@ public final class TestServer: Sendable {
     }
 
     /// Starts a server (on `dataDirectory`, or a new temporary one) and waits until it listens.
+    ///
+    /// With `store: .postgres` the data goes to a new database on `PARLEY_TEST_POSTGRES_URL`
+    /// (which must be set); the data directory still keeps the secret and attachments.
     public static func start(
-        dataDirectory: String? = nil, port: Int = 0, configure: (inout ServerConfiguration) -> Void = { _ in }
+        dataDirectory: String? = nil, port: Int = 0, store: StoreKind = .sqlite,
+        configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
         var configuration = ServerConfiguration()
         configuration.port = port
         configuration.dataDirectory = dataDirectory ?? temporaryDirectory()
         configuration.bcryptCost = 4
         configuration.logLevel = .critical
+        let database = store == .postgres ? try await TestDatabase.create() : nil
+        configuration.databaseURL = database?.url
         configure(&configuration)
         var logger = Logger(label: "parley.test")
         logger.logLevel = configuration.logLevel
-        let app = try await ParleyApp(configuration: configuration, logger: logger)
-        return TestServer(dataDirectory: configuration.dataDirectory, app: app, running: try await app.startInBackground())
+        do {
+            let app = try await ParleyApp(configuration: configuration, logger: logger)
+            return TestServer(
+                dataDirectory: configuration.dataDirectory, app: app, running: try await app.startInBackground(), database: database)
+        } catch {
+            await database?.drop()
+            throw error
+        }
     }
 
-    /// Shuts down gracefully and waits until it has.
-    public func stop() async { await running.stop() }
+    /// Shuts down gracefully and waits until it has (and drops its PostgreSQL database, if any).
+    public func stop() async {
+        await running.stop()
+        if let database {
+            try? await app.store.close()
+            await database.drop()
+        }
+    }
 
     /// A REST client, logged in with `token` if given.
     public func api(token: String? = nil) -> ParleyAPI { ParleyAPI(baseURL: baseURL, token: token) }

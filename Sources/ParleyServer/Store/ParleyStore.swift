@@ -100,6 +100,23 @@ public struct StoredAttachment: Sendable, Equatable {
     public var height: Int?
     public var createdAt: Date
 
+    /// An attachment record as a store keeps it.
+    public init(
+        id: EntityID, uploaderId: EntityID, organizationId: EntityID, name: String, contentType: String, size: Int64,
+        sha256: String, width: Int? = nil, height: Int? = nil, createdAt: Date
+    ) {
+        self.id = id
+        self.uploaderId = uploaderId
+        self.organizationId = organizationId
+        self.name = name
+        self.contentType = contentType
+        self.size = size
+        self.sha256 = sha256
+        self.width = width
+        self.height = height
+        self.createdAt = createdAt
+    }
+
     /// The wire form.
     public var wire: Attachment {
         Attachment(

@@ -22,8 +22,27 @@ public struct SQLiteStore: ParleyStore {
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
-        try SQLiteSchema.migrator.migrate(pool)
+        try Self.migrate(pool)
         self.init(writer: pool)
+    }
+
+    /// Migrates, tolerating another store (or process) migrating the same file at the same time.
+    ///
+    /// GRDB reads which migrations are applied, then runs each in its own transaction: of two
+    /// migrators starting together, the slower one fails a migration the other has just
+    /// committed ("table already exists"). Its failed migration rolled back whole, so reading
+    /// again and going on is safe; a real error fails every attempt and is thrown.
+    private static func migrate(_ pool: DatabasePool) throws {
+        var attempt = 0
+        while true {
+            do {
+                try SQLiteSchema.migrator.migrate(pool)
+                return
+            } catch is DatabaseError where attempt < 10 {
+                attempt += 1
+                Thread.sleep(forTimeInterval: 0.02 * Double(attempt))
+            }
+        }
     }
 
     /// A store in memory, for tests that do not care about files.

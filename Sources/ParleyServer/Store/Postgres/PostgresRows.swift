@@ -1,0 +1,321 @@
+import Foundation
+import Logging
+import ParleyProtocol
+import PostgresNIO
+
+extension PostgresConnection {
+    /// Runs a query and returns every row (always read to the end, so the connection is free after).
+    func all(_ query: PostgresQuery, _ logger: Logger) async throws -> [PostgresRow] {
+        try await self.query(query, logger: logger).collect()
+    }
+
+    /// Runs a query and returns its first row.
+    func first(_ query: PostgresQuery, _ logger: Logger) async throws -> PostgresRow? {
+        try await all(query, logger).first
+    }
+
+    /// Runs a statement whose rows do not matter.
+    func run(_ query: PostgresQuery, _ logger: Logger) async throws {
+        _ = try await all(query, logger)
+    }
+
+    /// Runs `body` between BEGIN and COMMIT on this connection; rolls back when it throws.
+    ///
+    /// Hand-written rather than PostgresNIO's `withTransaction` so the body's own errors
+    /// (`APIError`) come out unwrapped.
+    nonisolated(nonsending) func inTransaction<T: Sendable>(
+        _ begin: PostgresQuery = "BEGIN", logger: Logger, _ body: (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await run(begin, logger)
+        let result: T
+        do {
+            result = try await body(self)
+        } catch {
+            // A failed rollback leaves a broken connection, which the pool then closes.
+            try? await run("ROLLBACK", logger)
+            throw error
+        }
+        try await run("COMMIT", logger)
+        return result
+    }
+}
+
+/// Row mapping and the queries the PostgreSQL store's transactions share.
+enum PostgresRows {
+    /// The columns of a message with its attachment (joined) and reactions (aggregated in order),
+    /// so one statement reads whole messages. Callers append `WHERE`, `ORDER BY` and `LIMIT`.
+    static let messageSelect = """
+        SELECT m.id, m.conversation_id, m.seq, m.updated_seq, m.sender_id, m.client_message_id, m.type,
+               m.text, m.reply_to_id, m.metadata_json, m.created_at, m.edited_at, m.deleted_at,
+               m.forwarded_from_id, m.attachment_id,
+               a.id AS a_id, a.name AS a_name, a.content_type AS a_content_type, a.size AS a_size,
+               a.width AS a_width, a.height AS a_height,
+               r.emojis AS r_emojis, r.users AS r_users
+        FROM messages m
+        LEFT JOIN attachments a ON a.id = m.attachment_id
+        LEFT JOIN LATERAL (
+            SELECT array_agg(emoji ORDER BY created_at, user_id) AS emojis,
+                   array_agg(user_id ORDER BY created_at, user_id) AS users
+            FROM reactions WHERE message_id = m.id
+        ) r ON true
+        """
+
+    /// The columns of a user row.
+    static let userColumns = "id, organization_id, email, display_name, last_seen_at"
+
+    static func user(_ row: PostgresRow) throws -> User {
+        let (id, organizationId, email, displayName, lastSeen) = try row.decode((UUID, UUID, String, String, Int64?).self)
+        return User(
+            id: EntityID(id), organizationId: EntityID(organizationId), email: email, displayName: displayName,
+            isOnline: false, lastSeenAt: lastSeen.map(Date.init(millisecondsSince1970:)))
+    }
+
+    static func message(_ row: PostgresRow) throws -> Message {
+        let r = row.makeRandomAccess()
+        var reactions: [String: [EntityID]] = [:]
+        if let emojis = try r["r_emojis"].decode([String]?.self), let users = try r["r_users"].decode([UUID]?.self) {
+            for (emoji, user) in zip(emojis, users) { reactions[emoji, default: []].append(EntityID(user)) }
+        }
+        var attachment: Attachment?
+        if let attachmentId = try r["a_id"].decode(UUID?.self) {
+            attachment = Attachment(
+                id: EntityID(attachmentId), name: try r["a_name"].decode(String.self),
+                contentType: try r["a_content_type"].decode(String.self), size: try r["a_size"].decode(Int64.self),
+                url: "/api/v1/attachments/\(EntityID(attachmentId))",
+                width: try r["a_width"].decode(Int?.self), height: try r["a_height"].decode(Int?.self))
+        }
+        let metadata = try r["metadata_json"].decode(String?.self).map {
+            try JSONDecoder().decode([String: String].self, from: Data($0.utf8))
+        }
+        return Message(
+            id: EntityID(try r["id"].decode(UUID.self)), conversationId: EntityID(try r["conversation_id"].decode(UUID.self)),
+            seq: try r["seq"].decode(Int64.self), updatedSeq: try r["updated_seq"].decode(Int64.self),
+            senderId: EntityID(try r["sender_id"].decode(UUID.self)),
+            clientMessageId: try r["client_message_id"].decode(String.self),
+            type: MessageType(rawValue: try r["type"].decode(String.self)) ?? .text, text: try r["text"].decode(String.self),
+            replyToId: try r["reply_to_id"].decode(UUID?.self).map(EntityID.init),
+            attachment: attachment, metadata: metadata, reactions: reactions,
+            createdAt: Date(millisecondsSince1970: try r["created_at"].decode(Int64.self)),
+            editedAt: try r["edited_at"].decode(Int64?.self).map(Date.init(millisecondsSince1970:)),
+            deletedAt: try r["deleted_at"].decode(Int64?.self).map(Date.init(millisecondsSince1970:)),
+            forwardedFromId: try r["forwarded_from_id"].decode(UUID?.self).map(EntityID.init))
+    }
+
+    /// One whole message by id.
+    static func message(_ c: PostgresConnection, id: UUID, _ logger: Logger) async throws -> Message? {
+        try await c.first("\(unescaped: messageSelect) WHERE m.id = \(id)", logger).map(message)
+    }
+
+    static func isParticipant(_ c: PostgresConnection, _ conversationId: UUID, _ userId: UUID, _ logger: Logger) async throws -> Bool {
+        try await c.first(
+            "SELECT 1 FROM participants WHERE conversation_id = \(conversationId) AND user_id = \(userId)", logger) != nil
+    }
+
+    static func participantIds(_ c: PostgresConnection, _ conversationId: UUID, _ logger: Logger) async throws -> [EntityID] {
+        try await c.all(
+            "SELECT user_id FROM participants WHERE conversation_id = \(conversationId) ORDER BY joined_at, user_id", logger
+        ).map { EntityID(try $0.decode(UUID.self)) }
+    }
+
+    /// Other senders' messages above `readSeq`, not deleted and not system: the contract's unread count.
+    static func unreadCount(_ c: PostgresConnection, _ conversationId: UUID, _ userId: UUID, readSeq: Int64, _ logger: Logger) async throws -> Int {
+        try await c.first(
+            """
+            SELECT count(*) FROM messages WHERE conversation_id = \(conversationId) AND seq > \(readSeq)
+            AND sender_id <> \(userId) AND deleted_at IS NULL AND type <> 'system'
+            """, logger
+        )?.decode(Int.self) ?? 0
+    }
+
+    /// Takes the conversation's next seq for a change to an existing message (no new activity).
+    static func nextSeq(_ c: PostgresConnection, _ conversationId: UUID, _ logger: Logger) async throws -> Int64 {
+        guard let row = try await c.first(
+            "UPDATE conversations SET last_seq = last_seq + 1 WHERE id = \(conversationId) RETURNING last_seq", logger)
+        else { throw APIError.notFound("Conversation") }
+        return try row.decode(Int64.self)
+    }
+
+    /// Locks the conversation's row until the transaction ends: every writer of one conversation
+    /// takes it first, so they run one after the other like SQLite's single writer. False when
+    /// the conversation does not exist.
+    static func lockConversation(_ c: PostgresConnection, _ conversationId: UUID, _ logger: Logger) async throws -> Bool {
+        try await c.first("SELECT 1 FROM conversations WHERE id = \(conversationId) FOR UPDATE", logger) != nil
+    }
+
+    /// What ``insertMessage(_:_:guarded:_:)`` found and did.
+    struct Insertion {
+        /// The stored message; nil when nothing was stored.
+        var message: Message?
+        /// The conversation's participants (as the statement saw them).
+        var participantIds: [EntityID]
+        /// The message already stored under the draft's `(senderId, clientMessageId)`, if any.
+        var existingId: UUID?
+        /// True when the seq was taken but the insert met a concurrent retry's original: the
+        /// caller must roll back so the seq is not burnt.
+        var lostRace: Bool
+    }
+
+    /// Takes the conversation's next seq and stores the message with it, in the caller's
+    /// transaction, in one statement: the counter's `UPDATE ... RETURNING last_seq` and the
+    /// insert that uses it, `ON CONFLICT (sender_id, client_message_id) DO NOTHING`.
+    ///
+    /// With `guarded`, the same statement first checks that the sender is a participant and
+    /// that no message has the draft's clientMessageId, and writes nothing otherwise (a send's
+    /// whole check-and-insert in one round trip); with `checkOnly` it only reads (participants
+    /// and the existing message). The caller must hold the conversation's row lock from an
+    /// earlier statement, so this statement's snapshot sees every earlier writer.
+    static func insertMessage(
+        _ c: PostgresConnection, _ draft: MessageDraft, guarded: Bool, checkOnly: Bool = false, _ logger: Logger
+    ) async throws -> Insertion {
+        let now = draft.now.millisecondsSince1970
+        let id = EntityID()
+        let metadataJSON = try draft.metadata.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
+        let conversationId = draft.conversationId.uuid
+        let sender = draft.senderId.uuid
+        let row = try await c.first(
+            """
+            WITH member AS (
+                SELECT array_agg(user_id ORDER BY joined_at, user_id) AS ids FROM participants
+                WHERE conversation_id = \(conversationId)
+            ),
+            existing AS (
+                SELECT id FROM messages WHERE sender_id = \(sender) AND client_message_id = \(draft.clientMessageId)
+            ),
+            next AS (
+                UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = \(now)
+                WHERE id = \(conversationId) AND NOT \(checkOnly)
+                AND (NOT \(guarded) OR (
+                    EXISTS (SELECT 1 FROM participants WHERE conversation_id = \(conversationId) AND user_id = \(sender))
+                    AND NOT EXISTS (SELECT 1 FROM existing)))
+                RETURNING last_seq
+            ),
+            inserted AS (
+                INSERT INTO messages (id, conversation_id, seq, updated_seq, sender_id, client_message_id, type, text,
+                                      reply_to_id, attachment_id, metadata_json, created_at, forwarded_from_id)
+                SELECT \(id.uuid), \(conversationId), next.last_seq, next.last_seq, \(sender),
+                       \(draft.clientMessageId), \(draft.type.rawValue), \(draft.text), \(draft.replyToId?.uuid),
+                       \(draft.attachmentId?.uuid), \(metadataJSON), \(now), \(draft.forwardedFromId?.uuid)
+                FROM next
+                ON CONFLICT (sender_id, client_message_id) DO NOTHING
+                RETURNING seq
+            )
+            SELECT (SELECT ids FROM member), (SELECT id FROM existing), (SELECT seq FROM inserted), (SELECT last_seq FROM next)
+            """, logger)!
+        let (members, existingId, insertedSeq, takenSeq) = try row.decode(([UUID]?, UUID?, Int64?, Int64?).self)
+        var insertion = Insertion(
+            message: nil, participantIds: (members ?? []).map(EntityID.init), existingId: existingId,
+            lostRace: takenSeq != nil && insertedSeq == nil)
+        guard let seq = insertedSeq else { return insertion }
+        var attachment: Attachment?
+        if let attachmentId = draft.attachmentId {
+            attachment = try await attachments(c, ids: [attachmentId.uuid], logger)[attachmentId]?.wire
+        }
+        insertion.message = Message(
+            id: id, conversationId: draft.conversationId, seq: seq, updatedSeq: seq,
+            senderId: draft.senderId, clientMessageId: draft.clientMessageId, type: draft.type,
+            text: draft.text, replyToId: draft.replyToId, attachment: attachment,
+            metadata: draft.metadata, createdAt: draft.now.wholeMilliseconds, forwardedFromId: draft.forwardedFromId)
+        return insertion
+    }
+
+    /// Stores a system message (the caller holds the conversation's lock); its clientMessageId is new.
+    static func insertSystemMessage(_ c: PostgresConnection, _ draft: MessageDraft, _ logger: Logger) async throws -> Message {
+        guard let message = try await insertMessage(c, draft, guarded: false, logger).message else {
+            throw APIError.notFound("Conversation")
+        }
+        return message
+    }
+
+    // MARK: Conversations
+
+    /// The conversations as `viewer` sees them, in the order of `ids` (missing ones left out);
+    /// the viewer's own fields are zero where they are not a participant. Two statements: run
+    /// it inside a transaction for one snapshot.
+    static func views(_ c: PostgresConnection, ids: [UUID], viewer: UUID, _ logger: Logger) async throws -> [Conversation] {
+        guard !ids.isEmpty else { return [] }
+        let rows = try await c.all(
+            """
+            SELECT c.id, c.type, c.name, c.created_at, c.last_activity_at, c.last_seq,
+                   mem.ids, mem.reads, mem.delivered,
+                   (SELECT count(*) FROM messages m
+                    WHERE m.conversation_id = c.id AND m.seq > v.read_seq AND m.sender_id <> \(viewer)
+                    AND m.deleted_at IS NULL AND m.type <> 'system') AS unread
+            FROM conversations c
+            LEFT JOIN participants v ON v.conversation_id = c.id AND v.user_id = \(viewer)
+            LEFT JOIN LATERAL (
+                SELECT array_agg(user_id ORDER BY joined_at, user_id) AS ids,
+                       array_agg(read_seq ORDER BY joined_at, user_id) AS reads,
+                       array_agg(delivered_seq ORDER BY joined_at, user_id) AS delivered
+                FROM participants WHERE conversation_id = c.id
+            ) mem ON true
+            WHERE c.id = ANY(\(ids))
+            """, logger)
+        let lastMessages = try await c.all(
+            """
+            \(unescaped: messageSelect)
+            WHERE m.id = ANY(ARRAY(
+                SELECT (SELECT x.id FROM messages x WHERE x.conversation_id = cid ORDER BY x.seq DESC LIMIT 1)
+                FROM unnest(\(ids)::uuid[]) AS cid))
+            """, logger
+        ).map(message)
+        let lastByConversation = Dictionary(lastMessages.map { ($0.conversationId.uuid, $0) }, uniquingKeysWith: { a, _ in a })
+        var byId: [UUID: Conversation] = [:]
+        for row in rows {
+            let (id, type, name, createdAt, lastActivityAt, lastSeq, memberIds, reads, delivered, unread) = try row.decode(
+                (UUID, String, String?, Int64, Int64, Int64, [UUID]?, [Int64]?, [Int64]?, Int).self)
+            let members = zip(memberIds ?? [], zip(reads ?? [], delivered ?? [])).map {
+                Member(userId: EntityID($0.0), readSeq: $0.1.0, deliveredSeq: $0.1.1)
+            }
+            let readSeq = members.first { $0.userId.uuid == viewer }?.readSeq ?? 0
+            byId[id] = Conversation(
+                id: EntityID(id), type: ConversationType(rawValue: type) ?? .group, name: name,
+                participantIds: members.map(\.userId), createdAt: Date(millisecondsSince1970: createdAt),
+                lastActivityAt: Date(millisecondsSince1970: lastActivityAt), lastSeq: lastSeq,
+                lastMessage: lastByConversation[id], unreadCount: unread, readSeq: readSeq, members: members)
+        }
+        return ids.compactMap { byId[$0] }
+    }
+
+    /// One conversation as `viewer` sees it.
+    static func view(_ c: PostgresConnection, id: UUID, viewer: UUID, _ logger: Logger) async throws -> Conversation? {
+        try await views(c, ids: [id], viewer: viewer, logger).first
+    }
+
+    // MARK: Attachments
+
+    /// Attachments by id.
+    static func attachments(_ c: PostgresConnection, ids: [UUID], _ logger: Logger) async throws -> [EntityID: StoredAttachment] {
+        guard !ids.isEmpty else { return [:] }
+        var result: [EntityID: StoredAttachment] = [:]
+        for row in try await c.all(
+            """
+            SELECT id, uploader_id, organization_id, name, content_type, size, sha256, width, height, created_at
+            FROM attachments WHERE id = ANY(\(ids))
+            """, logger)
+        {
+            let (id, uploader, organization, name, contentType, size, sha256, width, height, createdAt) = try row.decode(
+                (UUID, UUID, UUID, String, String, Int64, String, Int?, Int?, Int64).self)
+            let attachment = StoredAttachment(
+                id: EntityID(id), uploaderId: EntityID(uploader), organizationId: EntityID(organization), name: name,
+                contentType: contentType, size: size, sha256: sha256, width: width, height: height,
+                createdAt: Date(millisecondsSince1970: createdAt))
+            result[attachment.id] = attachment
+        }
+        return result
+    }
+
+    /// Checks an attachment may go into a message of this type from this sender.
+    static func requireAttachment(_ c: PostgresConnection, _ id: EntityID, sender: EntityID, type: MessageType, _ logger: Logger) async throws {
+        guard let attachment = try await attachments(c, ids: [id.uuid], logger)[id], attachment.uploaderId == sender else {
+            throw APIError.invalid("attachmentId does not name an attachment you uploaded")
+        }
+        let family = attachment.contentType.split(separator: "/").first.map(String.init) ?? ""
+        let fits = switch type {
+        case .image: family == "image"
+        case .video: family == "video"
+        case .audio: family == "audio"
+        default: true
+        }
+        guard fits else { throw APIError.invalid("a \(type.rawValue) message needs a \(type.rawValue) attachment, not \(attachment.contentType)") }
+    }
+}

@@ -1,0 +1,174 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// The PostgreSQL schema as numbered migrations, recorded in `parley_schema_migrations`.
+///
+/// A shipped migration is never edited, only followed. The tables mirror the SQLite ones
+/// (SQLiteSchema) column for column so both stores answer alike: timestamps are `bigint`
+/// milliseconds since 1970 (the precision the wire keeps), ids are `uuid` (whose ordering is
+/// the ordering of SQLite's lowercase UUID text), and the full-text index is a generated
+/// `tsvector` over the message text with the language-neutral `simple` configuration.
+enum PostgresSchema {
+    struct Migration: Sendable {
+        let version: Int32
+        let name: String
+        /// One statement each: the extended query protocol runs one statement per query.
+        let statements: [String]
+    }
+
+    /// The key of the transaction-scoped advisory lock migrations take ("parley" in ASCII), so
+    /// several servers starting at once on one database migrate one after the other.
+    static let advisoryLockKey: Int64 = 0x70_61_72_6C_65_79
+
+    static let migrations: [Migration] = [
+        Migration(version: 1, name: "v1-core", statements: [
+            """
+            CREATE TABLE organizations (
+                id uuid PRIMARY KEY,
+                name text NOT NULL,
+                name_key text NOT NULL UNIQUE,
+                created_at bigint NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE users (
+                id uuid PRIMARY KEY,
+                organization_id uuid NOT NULL REFERENCES organizations(id),
+                email text NOT NULL,
+                display_name text NOT NULL,
+                password_hash text NOT NULL,
+                created_at bigint NOT NULL,
+                last_seen_at bigint,
+                CONSTRAINT users_organization_email UNIQUE (organization_id, email)
+            )
+            """,
+            """
+            CREATE TABLE conversations (
+                id uuid PRIMARY KEY,
+                organization_id uuid NOT NULL REFERENCES organizations(id),
+                type text NOT NULL CHECK (type IN ('direct', 'group')),
+                name text,
+                direct_key text UNIQUE,
+                created_at bigint NOT NULL,
+                last_activity_at bigint NOT NULL,
+                last_seq bigint NOT NULL DEFAULT 0 CHECK (last_seq >= 0)
+            )
+            """,
+            """
+            CREATE TABLE participants (
+                conversation_id uuid NOT NULL REFERENCES conversations(id),
+                user_id uuid NOT NULL REFERENCES users(id),
+                joined_at bigint NOT NULL,
+                read_seq bigint NOT NULL DEFAULT 0,
+                delivered_seq bigint NOT NULL DEFAULT 0,
+                PRIMARY KEY (conversation_id, user_id)
+            )
+            """,
+            "CREATE INDEX participants_by_user ON participants(user_id)",
+            """
+            CREATE TABLE messages (
+                id uuid PRIMARY KEY,
+                conversation_id uuid NOT NULL REFERENCES conversations(id),
+                seq bigint NOT NULL CHECK (seq > 0),
+                updated_seq bigint NOT NULL,
+                sender_id uuid NOT NULL REFERENCES users(id),
+                client_message_id text NOT NULL,
+                type text NOT NULL,
+                text text NOT NULL,
+                reply_to_id uuid,
+                attachment_id uuid,
+                metadata_json text,
+                created_at bigint NOT NULL,
+                edited_at bigint,
+                deleted_at bigint,
+                CONSTRAINT messages_conversation_seq UNIQUE (conversation_id, seq),
+                CONSTRAINT messages_sender_client_id UNIQUE (sender_id, client_message_id)
+            )
+            """,
+            "CREATE UNIQUE INDEX messages_by_updated_seq ON messages(conversation_id, updated_seq)",
+            """
+            CREATE TABLE reactions (
+                message_id uuid NOT NULL REFERENCES messages(id),
+                emoji text NOT NULL,
+                user_id uuid NOT NULL REFERENCES users(id),
+                created_at bigint NOT NULL,
+                PRIMARY KEY (message_id, emoji, user_id)
+            )
+            """,
+        ]),
+        Migration(version: 2, name: "v2-message-operations", statements: [
+            "ALTER TABLE messages ADD COLUMN forwarded_from_id uuid",
+            "ALTER TABLE messages ADD COLUMN search_vector tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED",
+            "CREATE INDEX messages_search ON messages USING gin (search_vector)",
+        ]),
+        Migration(version: 3, name: "v3-attachments", statements: [
+            """
+            CREATE TABLE attachments (
+                id uuid PRIMARY KEY,
+                uploader_id uuid NOT NULL REFERENCES users(id),
+                organization_id uuid NOT NULL REFERENCES organizations(id),
+                name text NOT NULL,
+                content_type text NOT NULL,
+                size bigint NOT NULL,
+                sha256 text NOT NULL,
+                width integer,
+                height integer,
+                created_at bigint NOT NULL
+            )
+            """,
+            "CREATE INDEX messages_by_attachment ON messages(attachment_id) WHERE attachment_id IS NOT NULL",
+        ]),
+        Migration(version: 4, name: "v4-devices", statements: [
+            """
+            CREATE TABLE devices (
+                token text PRIMARY KEY,
+                user_id uuid NOT NULL REFERENCES users(id),
+                platform text NOT NULL,
+                environment text NOT NULL CHECK (environment IN ('sandbox', 'production')),
+                registered_at bigint NOT NULL
+            )
+            """,
+            "CREATE INDEX devices_by_user ON devices(user_id)",
+        ]),
+    ]
+
+    /// Applies the migrations the database lacks, all in one transaction under the advisory lock;
+    /// returns the versions it applied (empty when the schema was current).
+    static func migrate(_ connection: PostgresConnection, logger: Logger) async throws -> [Int32] {
+        try await connection.inTransaction(logger: logger) { connection in
+            try await connection.run("SELECT pg_advisory_xact_lock(\(advisoryLockKey))", logger)
+            try await connection.run(
+                """
+                CREATE TABLE IF NOT EXISTS parley_schema_migrations (
+                    version integer PRIMARY KEY,
+                    name text NOT NULL,
+                    applied_at bigint NOT NULL
+                )
+                """, logger)
+            var applied = Set<Int32>()
+            for row in try await connection.all("SELECT version FROM parley_schema_migrations", logger) {
+                applied.insert(try row.decode(Int32.self))
+            }
+            if let newest = applied.max(), newest > (migrations.last?.version ?? 0) {
+                throw ServerStartError(
+                    "The database's schema (version \(newest)) is newer than this server knows (\(migrations.last?.version ?? 0))")
+            }
+            var done: [Int32] = []
+            for migration in migrations where !applied.contains(migration.version) {
+                for statement in migration.statements {
+                    try await connection.run(PostgresQuery(unsafeSQL: statement), logger)
+                }
+                let now = Date().millisecondsSince1970
+                try await connection.run(
+                    """
+                    INSERT INTO parley_schema_migrations (version, name, applied_at)
+                    VALUES (\(migration.version), \(migration.name), \(now))
+                    """, logger)
+                logger.info("Applied PostgreSQL migration", metadata: ["version": "\(migration.version)", "name": "\(migration.name)"])
+                done.append(migration.version)
+            }
+            return done
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Logging
+import ParleyProtocol
+import PostgresNIO
+
+extension PostgresStore {
+    public func change(_ edit: MessageEdit, messageId: EntityID, in conversationId: EntityID, by userId: EntityID, now: Date) async throws -> MessageChange {
+        let logger = self.logger
+        return try await write { c in
+            let id = conversationId.uuid
+            // The conversation's row lock first: changes and sends of one conversation take
+            // their seqs one after the other, and this change sees the message as it is.
+            guard try await PostgresRows.lockConversation(c, id, logger) else { throw APIError.notFound("Message") }
+            let participants = try await PostgresRows.participantIds(c, id, logger)
+            guard participants.contains(userId),
+                let message = try await c.first(
+                    "\(unescaped: PostgresRows.messageSelect) WHERE m.id = \(messageId.uuid) AND m.conversation_id = \(id)", logger
+                ).map(PostgresRows.message)
+            else { throw APIError.notFound("Message") }
+            func unchanged() -> MessageChange { MessageChange(message: message, changed: false, participantIds: participants) }
+            guard message.type != .system else { throw APIError.invalid("System messages cannot be changed") }
+            let ms = now.millisecondsSince1970
+            switch edit {
+            case .text(let text):
+                guard message.senderId == userId else { throw APIError(.forbidden, "Only the sender can edit a message") }
+                guard message.deletedAt == nil else { throw APIError.invalid("A deleted message cannot be edited") }
+                guard text != message.text else { return unchanged() }
+                let seq = try await PostgresRows.nextSeq(c, id, logger)
+                try await c.run(
+                    "UPDATE messages SET text = \(text), edited_at = \(ms), updated_seq = \(seq) WHERE id = \(messageId.uuid)", logger)
+            case .delete:
+                guard message.senderId == userId else { throw APIError(.forbidden, "Only the sender can delete a message") }
+                guard message.deletedAt == nil else { return unchanged() }
+                let seq = try await PostgresRows.nextSeq(c, id, logger)
+                try await c.run(
+                    """
+                    UPDATE messages SET text = '', metadata_json = NULL, attachment_id = NULL, deleted_at = \(ms), updated_seq = \(seq)
+                    WHERE id = \(messageId.uuid)
+                    """, logger)
+                try await c.run("DELETE FROM reactions WHERE message_id = \(messageId.uuid)", logger)
+            case .reaction(let emoji, let add):
+                guard message.deletedAt == nil else { throw APIError.invalid("A deleted message cannot be reacted to") }
+                let touched = add
+                    ? try await c.first(
+                        """
+                        INSERT INTO reactions (message_id, emoji, user_id, created_at) VALUES (\(messageId.uuid), \(emoji), \(userId.uuid), \(ms))
+                        ON CONFLICT DO NOTHING RETURNING 1
+                        """, logger)
+                    : try await c.first(
+                        """
+                        DELETE FROM reactions WHERE message_id = \(messageId.uuid) AND emoji = \(emoji) AND user_id = \(userId.uuid)
+                        RETURNING 1
+                        """, logger)
+                guard touched != nil else { return unchanged() }
+                let seq = try await PostgresRows.nextSeq(c, id, logger)
+                try await c.run("UPDATE messages SET updated_seq = \(seq) WHERE id = \(messageId.uuid)", logger)
+            }
+            let updated = try await PostgresRows.message(c, id: messageId.uuid, logger)!
+            return MessageChange(message: updated, changed: true, participantIds: participants)
+        }
+    }
+
+    public func search(_ query: String, viewer: EntityID, conversationId: EntityID?, limit: Int, offset: Int) async throws -> SearchResponse {
+        guard let match = Self.tsQuery(query) else { return SearchResponse(results: []) }
+        let logger = self.logger
+        return try await read { c in
+            // The GIN index finds the matches; the viewer's participant rows keep them to their
+            // conversations (and so to their organization).
+            let rows = try await c.all(
+                """
+                SELECT m.id, ts_headline('simple', m.text, q, 'StartSel=[, StopSel=], MaxWords=12, MinWords=5')
+                FROM messages m
+                JOIN participants p ON p.conversation_id = m.conversation_id AND p.user_id = \(viewer.uuid)
+                CROSS JOIN to_tsquery('simple', \(match)) AS q
+                WHERE m.search_vector @@ q AND m.deleted_at IS NULL AND m.type <> 'system'
+                AND (\(conversationId?.uuid)::uuid IS NULL OR m.conversation_id = \(conversationId?.uuid))
+                ORDER BY m.created_at DESC, m.seq DESC
+                LIMIT \(limit + 1) OFFSET \(offset)
+                """, logger)
+            let page = try rows.prefix(limit).map { try $0.decode((UUID, String).self) }
+            let messages = page.isEmpty ? [] : try await c.all(
+                "\(unescaped: PostgresRows.messageSelect) WHERE m.id = ANY(\(page.map(\.0)))", logger
+            ).map(PostgresRows.message)
+            let byId = Dictionary(uniqueKeysWithValues: messages.map { ($0.id.uuid, $0) })
+            let results = page.compactMap { id, snippet -> SearchResult? in
+                guard let message = byId[id] else { return nil }
+                return SearchResult(conversationId: message.conversationId, seq: message.seq, message: message, snippet: snippet)
+            }
+            return SearchResponse(results: results, nextOffset: rows.count > limit ? offset + limit : nil)
+        }
+    }
+
+    /// The user's words as a `tsquery` that cannot be a syntax error: each word a quoted lexeme
+    /// (AND), the last one a prefix, so "hel wor" finds "hello world" (as the SQLite store's FTS5
+    /// query does). The text is bound as a parameter, never spliced into SQL.
+    static func tsQuery(_ text: String) -> String? {
+        let words = text.split(whereSeparator: { $0.isWhitespace }).prefix(16).map(String.init).filter { !$0.isEmpty }
+        guard !words.isEmpty else { return nil }
+        return words.enumerated().map { index, word in
+            let quoted = "'" + word.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "'", with: "''") + "'"
+            return index == words.count - 1 ? quoted + ":*" : quoted
+        }.joined(separator: " & ")
+    }
+}

@@ -1,0 +1,322 @@
+import Foundation
+import Logging
+import NIOSSL
+import ParleyProtocol
+import PostgresNIO
+
+/// The store on PostgreSQL, for several server processes sharing one database.
+///
+/// It answers exactly like ``SQLiteStore``. Where SQLite has one writer at a time, here every
+/// transaction that changes a conversation first locks that conversation's row (`FOR UPDATE`,
+/// or the `UPDATE ... RETURNING last_seq` that takes the next seq): writers of one
+/// conversation run one after the other, on any process, while other conversations proceed in
+/// parallel. That keeps the per-conversation seq gapless. Unique indexes back the other
+/// invariants, and a retry racing its original (same `(senderId, clientMessageId)`) is settled
+/// by `INSERT ... ON CONFLICT DO NOTHING` with a rollback, so it neither stores twice nor burns a seq.
+///
+/// The store owns its connection pool (a `PostgresClient`) and the task running it; call
+/// ``close()`` once when done.
+public final class PostgresStore: ParleyStore {
+    let client: PostgresClient
+    let logger: Logger
+    private let runner: Task<Void, Never>
+
+    /// A store on a pool with this configuration; it connects lazily and does not migrate
+    /// (use ``connect(url:logger:)``, or call ``migrate()`` before use).
+    public init(configuration: PostgresClient.Configuration, logger: Logger) {
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.client = client
+        self.logger = logger
+        runner = Task { await client.run() }
+    }
+
+    /// Connects to the database at `url` (see ``configuration(url:)``) and brings its schema up
+    /// to date before returning, so a server using it never serves on an old schema.
+    public static func connect(url: String, logger: Logger = Logger(label: "parley.postgres")) async throws -> PostgresStore {
+        let store = PostgresStore(configuration: try configuration(url: url), logger: logger)
+        do {
+            try await store.migrate()
+        } catch {
+            try? await store.close()
+            throw error
+        }
+        return store
+    }
+
+    /// Applies the migrations the database lacks, in one transaction under an advisory lock so
+    /// servers starting together on one database do not race; returns the versions applied.
+    @discardableResult
+    public func migrate() async throws -> [Int32] {
+        try await client.withConnection { connection in
+            try await PostgresSchema.migrate(connection, logger: logger)
+        }
+    }
+
+    /// Stops the pool: cancels the task running it and waits until it has ended.
+    public func close() async throws {
+        runner.cancel()
+        await runner.value
+    }
+
+    /// The pool configuration for a URL `postgres://user[:password]@host[:port]/database`
+    /// (or `postgresql://`); user and password may be percent-encoded.
+    ///
+    /// The user defaults to `postgres`, the port to 5432 and the database to the server's
+    /// default (the user's name). TLS follows the `sslmode` query item: `disable`, `prefer`
+    /// (use TLS when the server offers it, verifying its certificate) or `require`
+    /// (`verify-ca`/`verify-full` mean `require`). Without it, TLS is disabled for a loopback
+    /// host (`localhost`, `127.x.x.x`, `::1`) and preferred otherwise.
+    public static func configuration(url: String) throws -> PostgresClient.Configuration {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+            scheme == "postgres" || scheme == "postgresql"
+        else { throw ServerStartError("A database URL looks like postgres://user[:password]@host[:port]/database") }
+        guard let host = components.host, !host.isEmpty else {
+            throw ServerStartError("The database URL names no host")
+        }
+        let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        let sslMode = components.queryItems?.first { $0.name == "sslmode" }?.value?.lowercased()
+        let loopback = host == "localhost" || host.hasPrefix("127.") || host == "::1" || host == "[::1]"
+        let tls: PostgresClient.Configuration.TLS
+        switch sslMode {
+        case "disable": tls = .disable
+        case "require", "verify-ca", "verify-full": tls = .require(.makeClientConfiguration())
+        case "prefer", "allow": tls = .prefer(.makeClientConfiguration())
+        case nil: tls = loopback ? .disable : .prefer(.makeClientConfiguration())
+        case let other?: throw ServerStartError("Unknown sslmode \(other) (use disable, prefer or require)")
+        }
+        var configuration = PostgresClient.Configuration(
+            host: host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: components.port ?? 5432,
+            username: components.user.flatMap { $0.isEmpty ? nil : $0 } ?? "postgres",
+            password: components.password, database: database.isEmpty ? nil : database, tls: tls)
+        configuration.options.maximumConnections = 20
+        return configuration
+    }
+
+    /// A write transaction on one leased connection (BEGIN ... COMMIT, rolled back on error):
+    /// each statement is one round trip, so bodies keep statements few.
+    func write<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await client.withConnection { connection in
+            try await connection.inTransaction(logger: logger, body)
+        }
+    }
+
+    /// A read of several statements that must see one snapshot (as SQLite's read transactions do).
+    func read<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await client.withConnection { connection in
+            try await connection.inTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger, body)
+        }
+    }
+
+    /// One statement on any pooled connection.
+    func single<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await client.withConnection { connection in try await body(connection) }
+    }
+
+    // MARK: Users
+
+    public func register(organization: String, email: String, displayName: String, passwordHash: String, now: Date) async throws -> User {
+        let logger = self.logger
+        return try await write { c in
+            let orgKey = organization.lowercased()
+            let ms = now.millisecondsSince1970
+            // Two first registrations of one organization (or email) at once: one inserts; the
+            // other waits for its commit, then finds the row.
+            try await c.run(
+                """
+                INSERT INTO organizations (id, name, name_key, created_at) VALUES (\(UUID()), \(organization), \(orgKey), \(ms))
+                ON CONFLICT (name_key) DO NOTHING
+                """, logger)
+            let orgId = try await c.first("SELECT id FROM organizations WHERE name_key = \(orgKey)", logger)!.decode(UUID.self)
+            let id = EntityID()
+            let inserted = try await c.first(
+                """
+                INSERT INTO users (id, organization_id, email, display_name, password_hash, created_at)
+                VALUES (\(id.uuid), \(orgId), \(email), \(displayName), \(passwordHash), \(ms))
+                ON CONFLICT (organization_id, email) DO NOTHING
+                RETURNING id
+                """, logger)
+            guard inserted != nil else { throw Self.emailTaken }
+            return User(id: id, organizationId: EntityID(orgId), email: email, displayName: displayName)
+        }
+    }
+
+    static let emailTaken = APIError(.conflict, "A user with this email already exists in this organization")
+
+    public func credentials(organization: String, email: String) async throws -> (user: User, passwordHash: String)? {
+        let logger = self.logger
+        let found: (User, String)? = try await single { c in
+            guard let row = try await c.first(
+                """
+                SELECT u.id, u.organization_id, u.email, u.display_name, u.last_seen_at, u.password_hash
+                FROM users u JOIN organizations o ON o.id = u.organization_id
+                WHERE o.name_key = \(organization.lowercased()) AND u.email = \(email)
+                """, logger)
+            else { return nil }
+            let (id, org, email, name, lastSeen, hash) = try row.decode((UUID, UUID, String, String, Int64?, String).self)
+            return (
+                User(id: EntityID(id), organizationId: EntityID(org), email: email, displayName: name,
+                     lastSeenAt: lastSeen.map(Date.init(millisecondsSince1970:))),
+                hash)
+        }
+        return found.map { (user: $0.0, passwordHash: $0.1) }
+    }
+
+    public func user(id: EntityID) async throws -> User? {
+        let logger = self.logger
+        return try await single { c in
+            try await c.first("SELECT \(unescaped: PostgresRows.userColumns) FROM users WHERE id = \(id.uuid)", logger)
+                .map(PostgresRows.user)
+        }
+    }
+
+    public func users(organizationId: EntityID, matching query: String?, limit: Int) async throws -> [User] {
+        let logger = self.logger
+        // SQLite's LIKE and NOCASE fold ASCII letters only, and compare bytes: lower() under the
+        // "C" collation does the same.
+        let pattern = query.flatMap { $0.isEmpty ? nil : $0 }.map {
+            "%" + $0.replacing("\\", with: "\\\\").replacing("%", with: "\\%").replacing("_", with: "\\_") + "%"
+        }
+        return try await single { c in
+            try await c.all(
+                """
+                SELECT \(unescaped: PostgresRows.userColumns) FROM users
+                WHERE organization_id = \(organizationId.uuid)
+                AND (\(pattern)::text IS NULL
+                     OR lower(display_name COLLATE "C") LIKE lower(\(pattern) COLLATE "C") ESCAPE '\\'
+                     OR lower(email COLLATE "C") LIKE lower(\(pattern) COLLATE "C") ESCAPE '\\')
+                ORDER BY lower(display_name COLLATE "C"), email COLLATE "C"
+                LIMIT \(limit)
+                """, logger
+            ).map(PostgresRows.user)
+        }
+    }
+
+    public func setLastSeen(userId: EntityID, at date: Date) async throws {
+        let logger = self.logger
+        try await single { c in
+            try await c.run("UPDATE users SET last_seen_at = \(date.millisecondsSince1970) WHERE id = \(userId.uuid)", logger)
+        }
+    }
+
+    // MARK: Messages
+
+    /// Thrown inside a send's transaction when the insert met an existing `(senderId,
+    /// clientMessageId)`: the transaction rolls back (returning the seq it took) and the send
+    /// answers with the original.
+    private struct RetryRace: Error {}
+
+    public func send(_ draft: MessageDraft) async throws -> SendResult {
+        let logger = self.logger
+        do {
+            return try await write { c in
+                let conversationId = draft.conversationId.uuid
+                // The row lock first: after it, any earlier send to this conversation has
+                // committed, so the check below sees a retry's original.
+                guard try await PostgresRows.lockConversation(c, conversationId, logger) else {
+                    throw APIError.notFound("Conversation")
+                }
+                let needsChecks = draft.replyToId != nil || draft.forwardedFromId != nil || draft.attachmentId != nil
+                // A plain message: check and insert in one statement. Otherwise check, validate
+                // the reply, forward or attachment, then insert.
+                var insertion = try await PostgresRows.insertMessage(c, draft, guarded: true, checkOnly: needsChecks, logger)
+                guard insertion.participantIds.contains(draft.senderId) else { throw APIError.notFound("Conversation") }
+                if let existingId = insertion.existingId {
+                    let existing = try await PostgresRows.message(c, id: existingId, logger)!
+                    guard existing.conversationId == draft.conversationId else {
+                        throw APIError(.conflict, "clientMessageId was already used in another conversation")
+                    }
+                    return SendResult(message: existing, created: false, participantIds: insertion.participantIds)
+                }
+                if needsChecks {
+                    insertion = try await PostgresRows.insertMessage(c, try await Self.checked(c, draft, logger), guarded: false, logger)
+                }
+                guard let message = insertion.message, !insertion.lostRace else { throw RetryRace() }
+                return SendResult(message: message, created: true, participantIds: insertion.participantIds)
+            }
+        } catch is RetryRace {
+            // The original (sent to another conversation at the same moment) has committed.
+            return try await read { c in
+                guard let existing = try await c.first(
+                    """
+                    \(unescaped: PostgresRows.messageSelect)
+                    WHERE m.sender_id = \(draft.senderId.uuid) AND m.client_message_id = \(draft.clientMessageId)
+                    """, logger
+                ).map(PostgresRows.message) else { throw APIError(.internal, "A clientMessageId conflict without its message") }
+                guard existing.conversationId == draft.conversationId else {
+                    throw APIError(.conflict, "clientMessageId was already used in another conversation")
+                }
+                return SendResult(
+                    message: existing, created: false,
+                    participantIds: try await PostgresRows.participantIds(c, draft.conversationId.uuid, logger))
+            }
+        }
+    }
+
+    /// Checks a reply's target, and fills a forward from its source or checks an attachment.
+    private static func checked(_ c: PostgresConnection, _ draft: MessageDraft, _ logger: Logger) async throws -> MessageDraft {
+        var draft = draft
+        if let replyToId = draft.replyToId {
+            let replyConversation = try await c.first(
+                "SELECT conversation_id FROM messages WHERE id = \(replyToId.uuid)", logger)?.decode(UUID.self)
+            guard replyConversation == draft.conversationId.uuid else {
+                throw APIError.invalid("replyToId is not a message of this conversation")
+            }
+        }
+        if let sourceId = draft.forwardedFromId {
+            guard let source = try await PostgresRows.message(c, id: sourceId.uuid, logger),
+                try await PostgresRows.isParticipant(c, source.conversationId.uuid, draft.senderId.uuid, logger)
+            else { throw APIError.notFound("Message") }
+            guard source.deletedAt == nil, source.type != .system else {
+                throw APIError.invalid("Deleted and system messages cannot be forwarded")
+            }
+            draft.type = source.type
+            draft.text = source.text
+            draft.metadata = source.metadata
+            draft.attachmentId = try await c.first(
+                "SELECT attachment_id FROM messages WHERE id = \(sourceId.uuid)", logger
+            )?.decode(UUID?.self).map(EntityID.init)
+        } else if let attachmentId = draft.attachmentId {
+            try await PostgresRows.requireAttachment(c, attachmentId, sender: draft.senderId, type: draft.type, logger)
+        }
+        return draft
+    }
+
+    public func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage {
+        let logger = self.logger
+        return try await single { c in
+            let id = conversationId.uuid
+            guard try await PostgresRows.isParticipant(c, id, viewer.uuid, logger) else { throw APIError.notFound("Conversation") }
+            // Without `after` the page is the newest before the anchor; with it, the oldest after it.
+            let ascending = after != nil
+            var page = try await c.all(
+                """
+                \(unescaped: PostgresRows.messageSelect)
+                WHERE m.conversation_id = \(id)
+                AND (\(after)::bigint IS NULL OR m.seq > \(after)) AND (\(before)::bigint IS NULL OR m.seq < \(before))
+                ORDER BY m.seq \(unescaped: ascending ? "ASC" : "DESC") LIMIT \(limit + 1)
+                """, logger
+            ).map(PostgresRows.message)
+            let hasMore = page.count > limit
+            page = Array(page.prefix(limit))
+            if !ascending { page.reverse() }
+            return MessagesPage(messages: page, hasMore: hasMore)
+        }
+    }
+
+    public func changes(conversationId: EntityID, viewer: EntityID, since: Int64, limit: Int) async throws -> ChangesPage {
+        let logger = self.logger
+        return try await read { c in
+            let id = conversationId.uuid
+            guard try await PostgresRows.isParticipant(c, id, viewer.uuid, logger) else { throw APIError.notFound("Conversation") }
+            let lastSeq = try await c.first("SELECT last_seq FROM conversations WHERE id = \(id)", logger)?.decode(Int64.self) ?? 0
+            let page = try await c.all(
+                """
+                \(unescaped: PostgresRows.messageSelect)
+                WHERE m.conversation_id = \(id) AND m.updated_seq > \(since)
+                ORDER BY m.updated_seq ASC LIMIT \(limit + 1)
+                """, logger
+            ).map(PostgresRows.message)
+            return ChangesPage(messages: Array(page.prefix(limit)), lastSeq: lastSeq, hasMore: page.count > limit)
+        }
+    }
+}

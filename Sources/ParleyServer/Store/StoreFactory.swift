@@ -1,0 +1,29 @@
+import Foundation
+import Logging
+
+extension ServerConfiguration {
+    /// Whether `databaseURL` names a PostgreSQL database (`postgres://` or `postgresql://`).
+    public var usesPostgres: Bool {
+        guard let scheme = databaseURL.flatMap({ URLComponents(string: $0)?.scheme?.lowercased() }) else { return false }
+        return scheme == "postgres" || scheme == "postgresql"
+    }
+
+    /// Where the data is, for logs: the SQLite file, or the PostgreSQL URL without its password.
+    public var databaseDescription: String {
+        guard usesPostgres, let url = databaseURL, var components = URLComponents(string: url) else { return databasePath }
+        if components.password != nil { components.password = "***" }
+        return components.string ?? "postgres"
+    }
+
+    /// Opens the store this configuration names, migrated and ready: PostgreSQL when
+    /// `databaseURL` is a `postgres://` URL, otherwise SQLite in the data directory.
+    func makeStore(logger: Logger) async throws -> any ParleyStore {
+        if let url = databaseURL, !url.isEmpty {
+            guard usesPostgres else {
+                throw ServerStartError("Unsupported database URL \(databaseDescription): use postgres:// or postgresql://")
+            }
+            return try await PostgresStore.connect(url: url, logger: logger)
+        }
+        return try SQLiteStore(path: databasePath)
+    }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import ParleyClient
+import ParleyProtocol
+import ParleyServer
+import ParleyTestSupport
+import Testing
+
+/// The protocol's main path through a real server on every available store: on PostgreSQL
+/// (when `PARLEY_TEST_POSTGRES_URL` is set) as well as on the default SQLite.
+@Suite struct StoreEndToEndTests {
+    @Test(arguments: StoreKind.available)
+    func registerConverseOverWebSocketAndRetry(kind: StoreKind) async throws {
+        let server = try await TestServer.start(store: kind)
+        defer { Task { await server.stop() } }
+        #expect((server.app.store is PostgresStore) == (kind == .postgres))
+        #expect((server.app.store is SQLiteStore) == (kind == .sqlite))
+        let (alice, bob, direct) = try await server.directPair()
+        // A second create is the same direct conversation.
+        #expect(try await bob.api.createConversation(.init(type: .direct, participantIds: [alice.id])).id == direct.id)
+        // Login goes through the store's credentials.
+        _ = try await server.api().login(LoginRequest(organization: "acme", email: "bob@x.io", password: TestUser.password))
+
+        let aliceSocket = try await alice.connect()
+        let bobEvents = EventRecorder(try await bob.connect())
+        let request = SendMessageRequest(conversationId: direct.id, clientMessageId: "e2e-1", text: "hello over ws")
+        let sent = try await aliceSocket.sendMessage(request)
+        #expect(sent.seq == 1 && sent.text == "hello over ws" && sent.senderId == alice.id)
+        try await bobEvents.wait { _ in bobEvents.createdMessages.contains { $0.id == sent.id } }
+
+        // The retry (over the socket and over HTTP) answers with the original and stores nothing.
+        #expect(try await aliceSocket.sendMessage(request) == sent)
+        #expect(try await alice.api.send(.init(clientMessageId: "e2e-1", text: "changed"), to: direct.id) == sent)
+        let reply = try await bob.api.send(.init(clientMessageId: "e2e-2", text: "hi back"), to: direct.id)
+        #expect(reply.seq == 2)
+
+        let history = try await bob.api.messages(direct.id, limit: 10)
+        #expect(history.messages.map(\.id) == [sent.id, reply.id])
+        #expect(history.messages.map(\.seq) == [1, 2])
+        let conversation = try await alice.api.conversation(direct.id)
+        #expect(conversation.lastSeq == 2 && conversation.unreadCount == 1 && conversation.lastMessage?.id == reply.id)
+        let read = try await alice.api.markRead(direct.id, upToSeq: 2)
+        #expect(read.readSeq == 2 && read.unreadCount == 0)
+        #expect(try await alice.api.changes(direct.id, since: 1).messages.map(\.id) == [reply.id])
+        await aliceSocket.close()
+    }
+}
