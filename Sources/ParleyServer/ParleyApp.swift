@@ -48,7 +48,9 @@ public struct ParleyApp: Sendable {
         self.logger = logger
         fanOut = FanOut(logger: logger)
         metrics = Metrics()
-        if let clusterConfiguration = configuration.cluster {
+        // On PostgreSQL every process is a node of one service; SQLite is one node.
+        let clusterSettings = try configuration.cluster ?? (configuration.usesPostgres ? ClusterConfiguration(url: configuration.databaseURL!) : nil)
+        if let clusterConfiguration = clusterSettings {
             let node = ClusterNode(configuration: clusterConfiguration, fanOut: fanOut, logger: logger)
             try await node.join()
             fanOut.attach(relay: node)
@@ -68,7 +70,7 @@ public struct ParleyApp: Sendable {
         }
         chat = ChatService(
             store: store, fanOut: fanOut, push: push, clock: configuration.clock, activityWindow: configuration.activityWindow)
-        signals = LiveSignals(store: store, fanOut: fanOut, chat: chat, typingTimeout: configuration.typingTimeout)
+        signals = LiveSignals(store: store, fanOut: fanOut, chat: chat, typingTimeout: configuration.typingTimeout, clock: configuration.clock)
         if let cluster {
             let signals = self.signals
             cluster.onUsersLost { identities in

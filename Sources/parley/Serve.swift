@@ -29,6 +29,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest attachment upload in bytes (env PARLEY_MAX_ATTACHMENT_BYTES; default 26214400).")
     var maxAttachmentBytes: Int64?
 
+    @Option(name: .customLong("node-id"), help: "This node's name in a PostgreSQL cluster (env PARLEY_NODE_ID; default random).")
+    var nodeId: String?
+
     @Option(name: .customLong("apns-key-file"), help: "APNs .p8 signing key; with key id, team id and topic turns push on (env PARLEY_APNS_KEY_FILE).")
     var apnsKeyFile: String?
     @Option(name: .customLong("apns-key-id"), help: "The APNs key's id (env PARLEY_APNS_KEY_ID).") var apnsKeyId: String?
@@ -77,6 +80,20 @@ struct Serve: AsyncParsableCommand {
         }
 
         configuration.apns = try apnsConfiguration()
+        if configuration.usesPostgres, let url = configuration.databaseURL {
+            var cluster = try ClusterConfiguration(url: url)
+            if let id = nodeId ?? ProcessInfo.processInfo.environment["PARLEY_NODE_ID"], !id.isEmpty {
+                guard id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+                    throw fail("node id may hold letters, digits, - and _ only")
+                }
+                cluster.nodeId = id
+            }
+            // Heartbeat and expiry, for tests and operators who want faster failover.
+            let env = ProcessInfo.processInfo.environment
+            if let ms = env["PARLEY_CLUSTER_HEARTBEAT_MS"].flatMap(Int.init), ms > 0 { cluster.heartbeatInterval = .milliseconds(ms) }
+            if let ms = env["PARLEY_CLUSTER_DEAD_AFTER_MS"].flatMap(Int.init), ms > 0 { cluster.deadAfter = .milliseconds(ms) }
+            configuration.cluster = cluster
+        }
 
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)

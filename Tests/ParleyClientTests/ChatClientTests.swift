@@ -108,7 +108,9 @@ import Testing
             try await bob.api.messages(direct.id).messages.map(\.text) == ["fine"]
         }
         try await client.discard(clientMessageId: "doomed", in: direct.id)
-        #expect(try await client.database.outboxCount() == 0)
+        try await Self.eventually("the outbox empty (\"fine\" confirmed, \"doomed\" discarded)") {
+            try await client.database.outboxCount() == 0
+        }
         #expect(try await client.database.messages(in: direct.id, viewer: alice.id).map(\.text) == ["fine"])
         await client.stop()
     }

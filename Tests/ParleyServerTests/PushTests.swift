@@ -243,7 +243,7 @@ func deviceToken(_ n: Int) -> String { String(format: "%064x", n) }
     }
 
     @Test func aSlowAPNsDoesNotDelayTheSendReply() async throws {
-        let push = try await PushHarness.start()
+        let push = try await PushHarness.start { $0.requestTimeout = .seconds(300) }
         defer { Task { await push.stop() } }
         let (alice, bob, direct) = try await push.server.directPair()
         let clock = ContinuousClock()

@@ -10,22 +10,27 @@ import Testing
         recorder.events.compactMap { if case .typing(let event) = $0 { event } else { nil } }
     }
 
-    @Test func typingLapsesAboutThreeSecondsAfterTheLastTrue() async throws {
-        let server = try await TestServer.start()
+    @Test func typingLapsesThreeSecondsAfterTheLastTrue() async throws {
+        let clock = ManualClock()
+        let server = try await TestServer.start { $0.clock = clock.serverClock }
         defer { Task { await server.stop() } }
         let (alice, bob, direct) = try await server.directPair()
         let aliceSocket = try await alice.connect()
         let bobEvents = EventRecorder(try await bob.connect())
         let aliceEvents = EventRecorder(aliceSocket)
         let _: EmptyPayload = try await aliceSocket.send(.typing(.init(conversationId: direct.id, isTyping: true)))
-        try await Task.sleep(for: .seconds(1))
+        clock.advance(by: 1)
         let _: EmptyPayload = try await aliceSocket.send(.typing(.init(conversationId: direct.id, isTyping: true)))
-        let lastTrue = ContinuousClock.now
-        try await bobEvents.wait(timeout: .seconds(6)) { events in
+        try await bobEvents.wait("two typing events") { _ in self.typingEvents(bobEvents).count == 2 }
+        // 2.9 s after the last true: still typing (the first true's deadline has passed).
+        clock.advance(by: 2.9)
+        try await waitFor("the sweeper to wait for the later deadline") { clock.sleepers >= 1 }
+        #expect(await server.app.signals.activeTypingCount == 1)
+        #expect(typingEvents(bobEvents).map(\.isTyping) == [true, true])
+        clock.advance(by: 0.2)
+        try await bobEvents.wait("the lapse") { events in
             events.contains { if case .typing(let e) = $0 { !e.isTyping } else { false } }
         }
-        let lapse = ContinuousClock.now - lastTrue
-        #expect(lapse > .milliseconds(2500) && lapse < .milliseconds(4500), "lapsed after \(lapse)")
         #expect(typingEvents(bobEvents).map(\.isTyping) == [true, true, false])
         #expect(typingEvents(bobEvents).allSatisfy { $0.userId == alice.id && $0.conversationId == direct.id })
         #expect(typingEvents(aliceEvents).isEmpty, "the typer is not told about themselves")
@@ -47,10 +52,9 @@ import Testing
         await phone.close()
         try await laptop.ping()
         #expect(typingEvents(bobEvents).count == 1, "another connection is still open")
-        let closed = ContinuousClock.now
         await laptop.close()
-        try await bobEvents.wait(timeout: .seconds(2)) { _ in self.typingEvents(bobEvents).last?.isTyping == false }
-        #expect(ContinuousClock.now - closed < .seconds(2))
+        // The lapse is 30 s here: a `false` within the wait comes from the close, not a timer.
+        try await bobEvents.wait(timeout: .seconds(10)) { _ in self.typingEvents(bobEvents).last?.isTyping == false }
         #expect(await server.app.signals.activeTypingCount == 0)
     }
 

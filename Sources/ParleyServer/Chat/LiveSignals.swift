@@ -16,11 +16,13 @@ public final class LiveSignals: Sendable {
     private let focused = Mutex<[EntityID: EntityID]>([:])
 
     /// Signals over a store and this node's connections; typing lapses after `typingTimeout`.
-    public init(store: any ParleyStore, fanOut: FanOut, chat: ChatService, typingTimeout: Duration = .seconds(3)) {
+    public init(
+        store: any ParleyStore, fanOut: FanOut, chat: ChatService, typingTimeout: Duration = .seconds(3), clock: ServerClock = .system
+    ) {
         self.store = store
         self.fanOut = fanOut
         self.chat = chat
-        typing = TypingTracker(timeout: typingTimeout) { [store, fanOut] expired in
+        typing = TypingTracker(timeout: typingTimeout, clock: clock) { [store, fanOut] expired in
             for key in expired {
                 await Self.announceTyping(key, isTyping: false, store: store, fanOut: fanOut)
             }

@@ -24,6 +24,11 @@ public struct ClusterConfiguration: Sendable {
     public init(postgres: PostgresClient.Configuration) {
         self.postgres = postgres
     }
+
+    /// The cluster on the database a `postgres://` URL names.
+    public init(url: String) throws {
+        self.init(postgres: try PostgresStore.configuration(url: url))
+    }
 }
 
 /// This node's link to the other `parley serve` processes on the same PostgreSQL.
@@ -128,7 +133,8 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
                     "DELETE FROM parley_node_users WHERE node_id = \(nodeId) AND user_id = \(user)", logger: logger)
                 recorded.withLock { _ = $0.remove(identity.userId) }
             }
-            send("P \(nodeId) \(user) \(organization) \(here ? 1 : 0)")
+            // Sent before the connection's `hello`: other nodes learn of it as soon as possible.
+            await notify("P \(nodeId) \(user) \(organization) \(here ? 1 : 0)")
         } catch {
             logger.warning("Could not record presence in the cluster", metadata: ["error": "\(error)"])
         }

@@ -1,3 +1,4 @@
+import Foundation
 import ParleyProtocol
 
 /// Who is typing where, and when each indicator lapses.
@@ -11,20 +12,22 @@ actor TypingTracker {
         var conversationId: EntityID
     }
 
-    private let timeout: Duration
+    private let timeout: TimeInterval
+    private let clock: ServerClock
     private let onExpire: @Sendable ([Key]) async -> Void
-    private var deadlines: [Key: ContinuousClock.Instant] = [:]
+    private var deadlines: [Key: Date] = [:]
     private var sweeper: Task<Void, Never>?
 
     /// A tracker whose indicators lapse `timeout` after the last `true`; `onExpire` announces it.
-    init(timeout: Duration, onExpire: @escaping @Sendable ([Key]) async -> Void) {
-        self.timeout = timeout
+    init(timeout: Duration, clock: ServerClock = .system, onExpire: @escaping @Sendable ([Key]) async -> Void) {
+        self.timeout = timeout.timeInterval
+        self.clock = clock
         self.onExpire = onExpire
     }
 
     /// Records a `true`, pushing the deadline back.
     func started(_ key: Key) {
-        deadlines[key] = .now + timeout
+        deadlines[key] = clock.now().addingTimeInterval(timeout)
         if sweeper == nil {
             sweeper = Task { await self.sweep() }
         }
@@ -47,8 +50,8 @@ actor TypingTracker {
 
     private func sweep() async {
         while let next = deadlines.values.min() {
-            try? await Task.sleep(until: next, clock: .continuous)
-            let now = ContinuousClock.now
+            await clock.sleepUntil(next)
+            let now = clock.now()
             let due = deadlines.filter { $0.value <= now }.map(\.key)
             for key in due { deadlines[key] = nil }
             if !due.isEmpty { await onExpire(due) }
