@@ -2,43 +2,98 @@ import Foundation
 import Logging
 import NIOCore
 import NIOWebSocket
+import HummingbirdWebSocket
 import ParleyProtocol
 import Synchronization
 
 /// One live WebSocket connection: a bounded queue of encoded frames and how it should close.
+///
+/// No task waits on an idle connection: the first frame queued starts a short-lived writer
+/// that drains the queue (everything queued meanwhile goes in the same run) and ends when it
+/// is empty, so an idle connection costs its socket and this object, nothing more.
 public final class LiveConnection: Sendable {
     /// Frames queued for this connection before it is considered a slow consumer.
     public static let queueCapacity = 2048
 
+    private struct State {
+        var queue: [ByteBuffer] = []
+        var writing = false
+        var close: (code: WebSocketErrorCode, reason: String)?
+        var finished = false
+    }
+
     let id: Int
     let identity: Identity
-    let frames: AsyncStream<ByteBuffer>
-    private let continuation: AsyncStream<ByteBuffer>.Continuation
-    private let closeReason = Mutex<(code: WebSocketErrorCode, reason: String)?>(nil)
+    private let state = Mutex(State())
+    private let outbound: WebSocketOutboundWriter
 
-    init(id: Int, identity: Identity) {
+    init(id: Int, identity: Identity, outbound: WebSocketOutboundWriter) {
         self.id = id
         self.identity = identity
-        (frames, continuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingOldest(Self.queueCapacity))
+        self.outbound = outbound
     }
 
     /// Queues a frame; a connection whose queue is full is closed rather than allowed to grow.
     func enqueue(_ frame: ByteBuffer) {
-        if case .dropped = continuation.yield(frame) {
-            close(.policyViolation, reason: "slow consumer")
+        let startWriter = state.withLock { state -> Bool in
+            guard state.close == nil, !state.finished else { return false }
+            if state.queue.count >= Self.queueCapacity {
+                state.close = (.policyViolation, "slow consumer")
+            } else {
+                state.queue.append(frame)
+            }
+            guard !state.writing else { return false }
+            state.writing = true
+            return true
         }
+        if startWriter { Task { await self.write() } }
     }
 
-    /// Ends the queue; the writer flushes what is queued, then closes with this code.
+    /// Sends what is queued, then closes with this code (the first close asked for wins).
     func close(_ code: WebSocketErrorCode, reason: String) {
-        closeReason.withLock { current in
-            if current == nil { current = (code, reason) }
+        let startWriter = state.withLock { state -> Bool in
+            guard state.close == nil, !state.finished else { return false }
+            state.close = (code, reason)
+            guard !state.writing else { return false }
+            state.writing = true
+            return true
         }
-        continuation.finish()
+        if startWriter { Task { await self.write() } }
     }
 
     /// The close code and reason, if the server decided to close.
-    var requestedClose: (code: WebSocketErrorCode, reason: String)? { closeReason.withLock { $0 } }
+    var requestedClose: (code: WebSocketErrorCode, reason: String)? { state.withLock { $0.close } }
+
+    /// Drains the queue in runs; ends when it is empty (or after closing).
+    private func write() async {
+        while true {
+            let (batch, close) = state.withLock { state -> ([ByteBuffer], (code: WebSocketErrorCode, reason: String)?) in
+                let batch = state.queue
+                state.queue.removeAll()
+                if batch.isEmpty {
+                    if state.close == nil { state.writing = false } else { state.finished = true }
+                }
+                return (batch, batch.isEmpty ? state.close : nil)
+            }
+            if batch.isEmpty {
+                if let close { try? await outbound.close(close.code, reason: close.reason) }
+                return
+            }
+            for frame in batch {
+                do {
+                    try await outbound.write(.custom(.init(fin: true, opcode: .text, data: frame)))
+                } catch {
+                    // The socket is gone: drop the rest; the reader sees the end and cleans up.
+                    state.withLock { state in
+                        state.queue.removeAll()
+                        state.finished = true
+                        state.writing = false
+                    }
+                    return
+                }
+            }
+        }
+    }
 }
 
 /// Where events go beyond this node (the PostgreSQL cluster link), and who is online there.
@@ -76,10 +131,10 @@ public final class FanOut: Sendable {
     public init(logger: Logger) { self.logger = logger }
 
     /// Adds a connection; returns it and whether it is the user's first on this node.
-    func register(_ identity: Identity) -> (connection: LiveConnection, isFirst: Bool) {
+    func register(_ identity: Identity, outbound: WebSocketOutboundWriter) -> (connection: LiveConnection, isFirst: Bool) {
         state.withLock { state in
             state.nextId += 1
-            let connection = LiveConnection(id: state.nextId, identity: identity)
+            let connection = LiveConnection(id: state.nextId, identity: identity, outbound: outbound)
             let isFirst = state.byUser[identity.userId]?.isEmpty ?? true
             state.byUser[identity.userId, default: [:]][connection.id] = connection
             return (connection, isFirst)

@@ -31,7 +31,7 @@ struct Gateway: Sendable {
             try? await outbound.close(.policyViolation, reason: "unauthorized")
             return
         }
-        let (connection, isFirst) = fanOut.register(identity)
+        let (connection, isFirst) = fanOut.register(identity, outbound: outbound)
         if isFirst { await signals.cameOnline(identity) }
         var logger = logger
         logger[metadataKey: "userId"] = "\(identity.userId)"
@@ -43,29 +43,15 @@ struct Gateway: Sendable {
         hello.lastSeenAt = nil
         send(ServerEvent.hello(HelloEvent(user: hello, sessionId: "\(EntityID())", heartbeatSeconds: heartbeatSeconds)), on: connection)
 
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                for await frame in connection.frames {
-                    do {
-                        try await outbound.write(.custom(.init(fin: true, opcode: .text, data: frame)))
-                    } catch {
-                        break
-                    }
-                }
-                if let (code, reason) = connection.requestedClose {
-                    try? await outbound.close(code, reason: reason)
-                }
+        do {
+            for try await message in inbound.messages(maxSize: Self.transportLimit) {
+                await handle(message, on: connection, logger: logger)
             }
-            do {
-                for try await message in inbound.messages(maxSize: Self.transportLimit) {
-                    await handle(message, on: connection, logger: logger)
-                }
-            } catch {
-                logger.debug("WebSocket read ended", metadata: ["error": "\(error)"])
-            }
-            // The reader is done: stop the writer (it flushes nothing more to a closed socket).
-            connection.close(.normalClosure, reason: "")
+        } catch {
+            logger.debug("WebSocket read ended", metadata: ["error": "\(error)"])
         }
+        // The reader is done: whatever is still queued is dropped with the connection.
+        connection.close(.normalClosure, reason: "")
         if fanOut.unregister(connection) {
             await signals.wentOffline(identity)
         }
