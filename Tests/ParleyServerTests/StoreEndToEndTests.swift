@@ -69,6 +69,15 @@ import Testing
         #expect(!configuration.usesPostgres)
     }
 
+    @Test func anUnreachableDatabaseStopsTheStartWithinItsTimeout() async throws {
+        let started = ContinuousClock.now
+        let error = await #expect(throws: ServerStartError.self) {
+            try await PostgresStore.connect(url: "postgres://parley:secret@127.0.0.1:1/nothing", startTimeout: .seconds(1))
+        }
+        #expect(error?.description.contains("secret") == false)
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+
     @Test func anUnsupportedDatabaseURLStopsTheStart() async throws {
         var configuration = ServerConfiguration()
         configuration.dataDirectory = TestServer.temporaryDirectory()
