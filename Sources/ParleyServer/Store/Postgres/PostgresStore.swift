@@ -22,7 +22,7 @@ public final class PostgresStore: ParleyStore {
     private let runner: Task<Void, Never>
 
     /// A store on a pool with this configuration; it connects lazily and does not migrate
-    /// (use ``connect(url:logger:)``, or call ``migrate()`` before use).
+    /// (use ``connect(url:logger:startTimeout:)``, or call ``migrate()`` before use).
     public init(configuration: PostgresClient.Configuration, logger: Logger) {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
