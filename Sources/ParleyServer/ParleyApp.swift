@@ -115,7 +115,7 @@ public struct ParleyApp: Sendable {
         ReceiptController(signals: signals).addRoutes(to: authenticated)
         DeviceController(store: store, now: chat.now).addRoutes(to: authenticated)
         AttachmentController(
-            store: store, directory: (configuration.dataDirectory as NSString).appendingPathComponent("attachments"),
+            store: store, directory: configuration.attachmentsDirectory,
             maxBytes: configuration.maxAttachmentBytes, now: chat.now
         ).addRoutes(to: authenticated)
         return router

@@ -38,6 +38,15 @@ public struct ServerConfiguration: Sendable {
     /// The defaults.
     public init() {}
 
+    /// Where uploaded files live; nil means `<data-dir>/attachments`. Nodes of one cluster
+    /// serve each other's uploads when this is shared storage.
+    public var attachmentsPath: String?
+
+    /// The folder of uploaded files.
+    public var attachmentsDirectory: String {
+        attachmentsPath ?? (dataDirectory as NSString).appendingPathComponent("attachments")
+    }
+
     /// The path of the SQLite database file.
     public var databasePath: String { (dataDirectory as NSString).appendingPathComponent("parley.sqlite") }
 

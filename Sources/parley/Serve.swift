@@ -29,6 +29,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest attachment upload in bytes (env PARLEY_MAX_ATTACHMENT_BYTES; default 26214400).")
     var maxAttachmentBytes: Int64?
 
+    @Option(name: .customLong("attachments-dir"), help: "Uploaded files (env PARLEY_ATTACHMENTS_DIR; default <data-dir>/attachments; shared storage for several nodes).")
+    var attachmentsDirectory: String?
+
     @Option(name: .customLong("node-id"), help: "This node's name in a PostgreSQL cluster (env PARLEY_NODE_ID; default random).")
     var nodeId: String?
 
@@ -80,6 +83,9 @@ struct Serve: AsyncParsableCommand {
         }
 
         configuration.apns = try apnsConfiguration()
+        if let path = attachmentsDirectory ?? ProcessInfo.processInfo.environment["PARLEY_ATTACHMENTS_DIR"], !path.isEmpty {
+            configuration.attachmentsPath = path
+        }
         if configuration.usesPostgres, let url = configuration.databaseURL {
             var cluster = try ClusterConfiguration(url: url)
             if let id = nodeId ?? ProcessInfo.processInfo.environment["PARLEY_NODE_ID"], !id.isEmpty {

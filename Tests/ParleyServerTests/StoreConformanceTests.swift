@@ -554,6 +554,13 @@ import Testing
             #expect(first.results.map(\.message.id) == [hidden.id, new.id] && first.nextOffset == 2)
             let rest = try await store.search("launch", viewer: bob.id, conversationId: nil, limit: 2, offset: 2)
             #expect(rest.results.map(\.message.id) == [old.id] && rest.nextOffset == nil)
+            // A long text's snippet is an excerpt around the match, marked where it was cut.
+            let words = (1...30).map { "word\($0)" }
+            let long = try await send(store, ab.id, bob, (words[..<20] + ["Rendezvous"] + words[20...]).joined(separator: " "), at: t0.addingTimeInterval(50))
+            let excerpt = try #require(try await store.search("rendez", viewer: alice.id, conversationId: nil, limit: 10, offset: 0).results.first)
+            #expect(excerpt.message.id == long.id)
+            #expect(excerpt.snippet.contains("[Rendezvous]") && excerpt.snippet.hasPrefix("…"))
+            #expect(excerpt.snippet.split(separator: " ").count <= 13 && !excerpt.snippet.contains("word1 "))
             // Deleted and edited text; nothing for blank or quote-laden queries.
             _ = try await store.change(.delete, messageId: new.id, in: ab.id, by: bob.id, now: t0)
             _ = try await store.change(.text("The rocket is on Friday"), messageId: old.id, in: ab.id, by: alice.id, now: t0)

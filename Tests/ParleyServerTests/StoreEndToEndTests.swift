@@ -44,3 +44,44 @@ import Testing
         await aliceSocket.close()
     }
 }
+
+/// Reading the database URL of `--database` / `PARLEY_DATABASE_URL` (no server needed).
+@Suite struct DatabaseURLTests {
+    @Test func postgresURLsBecomeClientConfigurations() throws {
+        let full = try PostgresStore.configuration(url: "postgresql://app:p%40ss%3Aword@db.example.com:6543/parley_prod?sslmode=require")
+        #expect(full.host == "db.example.com" && full.port == 6543)
+        #expect(full.username == "app" && full.password == "p@ss:word" && full.database == "parley_prod")
+        let minimal = try PostgresStore.configuration(url: "postgres://127.0.0.1/")
+        #expect(minimal.host == "127.0.0.1" && minimal.port == 5432)
+        #expect(minimal.username == "postgres" && minimal.password == nil && minimal.database == nil)
+        for bad in ["mysql://u@h/db", "postgres:///db", "not a url", "postgres://u@h/db?sslmode=maybe"] {
+            #expect(throws: (any Error).self, "\(bad)") { try PostgresStore.configuration(url: bad) }
+        }
+    }
+
+    @Test func theConfigurationNamesItsStore() {
+        var configuration = ServerConfiguration()
+        #expect(!configuration.usesPostgres && configuration.databaseDescription == configuration.databasePath)
+        configuration.databaseURL = "postgres://app:secret@db:5432/parley"
+        #expect(configuration.usesPostgres)
+        #expect(!configuration.databaseDescription.contains("secret") && configuration.databaseDescription.contains("db:5432/parley"))
+        configuration.databaseURL = "sqlite:///tmp/x"
+        #expect(!configuration.usesPostgres)
+    }
+
+    @Test func anUnreachableDatabaseStopsTheStartWithinItsTimeout() async throws {
+        let started = ContinuousClock.now
+        let error = await #expect(throws: ServerStartError.self) {
+            try await PostgresStore.connect(url: "postgres://parley:secret@127.0.0.1:1/nothing", startTimeout: .seconds(1))
+        }
+        #expect(error?.description.contains("secret") == false)
+        #expect(ContinuousClock.now - started < .seconds(10))
+    }
+
+    @Test func anUnsupportedDatabaseURLStopsTheStart() async throws {
+        var configuration = ServerConfiguration()
+        configuration.dataDirectory = TestServer.temporaryDirectory()
+        configuration.databaseURL = "mysql://u@h/db"
+        await #expect(throws: ServerStartError.self) { try await ParleyApp(configuration: configuration) }
+    }
+}

@@ -5,7 +5,9 @@ import PostgresNIO
 
 /// The stores a test can run on: SQLite always, PostgreSQL when `PARLEY_TEST_POSTGRES_URL` is set.
 public enum StoreKind: String, Sendable, CustomStringConvertible, CaseIterable {
+    /// `SQLiteStore` on a file in a temporary folder.
     case sqlite
+    /// `PostgresStore` on a fresh database of the `PARLEY_TEST_POSTGRES_URL` server.
     case postgres
 
     /// The kinds this run covers: `[.sqlite]`, plus `.postgres` when `PARLEY_TEST_POSTGRES_URL` is set.

@@ -10,9 +10,8 @@ extension ServerConfiguration {
 
     /// Where the data is, for logs: the SQLite file, or the PostgreSQL URL without its password.
     public var databaseDescription: String {
-        guard usesPostgres, let url = databaseURL, var components = URLComponents(string: url) else { return databasePath }
-        if components.password != nil { components.password = "***" }
-        return components.string ?? "postgres"
+        guard usesPostgres, let url = databaseURL else { return databasePath }
+        return PostgresStore.redacted(url)
     }
 
     /// Opens the store this configuration names, migrated and ready: PostgreSQL when

@@ -68,7 +68,7 @@ extension PostgresStore {
             // conversations (and so to their organization).
             let rows = try await c.all(
                 """
-                SELECT m.id, ts_headline('simple', m.text, q, 'StartSel=[, StopSel=], MaxWords=12, MinWords=5')
+                SELECT m.id, m.text, ts_headline('simple', m.text, q, 'StartSel=[, StopSel=], MaxWords=12, MinWords=11')
                 FROM messages m
                 JOIN participants p ON p.conversation_id = m.conversation_id AND p.user_id = \(viewer.uuid)
                 CROSS JOIN to_tsquery('simple', \(match)) AS q
@@ -77,7 +77,10 @@ extension PostgresStore {
                 ORDER BY m.created_at DESC, m.seq DESC
                 LIMIT \(limit + 1) OFFSET \(offset)
                 """, logger)
-            let page = try rows.prefix(limit).map { try $0.decode((UUID, String).self) }
+            let page = try rows.prefix(limit).map {
+                let (id, text, headline) = try $0.decode((UUID, String, String).self)
+                return (id, Self.snippet(headline, of: text))
+            }
             let messages = page.isEmpty ? [] : try await c.all(
                 "\(unescaped: PostgresRows.messageSelect) WHERE m.id = ANY(\(page.map(\.0)))", logger
             ).map(PostgresRows.message)
@@ -88,6 +91,20 @@ extension PostgresStore {
             }
             return SearchResponse(results: results, nextOffset: rows.count > limit ? offset + limit : nil)
         }
+    }
+
+    /// A headline as FTS5's `snippet()` shows it: "…" where the text goes on before or after.
+    ///
+    /// `ts_headline` cuts a long text to about 12 words around the matches (marked `[` `]`) but
+    /// does not say it did; comparing letters and digits only (the marks and spacing aside)
+    /// tells whether the excerpt starts or ends where the text does.
+    static func snippet(_ headline: String, of text: String) -> String {
+        func letters(_ string: String) -> String {
+            String(String.UnicodeScalarView(string.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) }))
+        }
+        let whole = letters(text), part = letters(headline)
+        guard !part.isEmpty else { return headline }
+        return (whole.hasPrefix(part) ? "" : "…") + headline + (whole.hasSuffix(part) ? "" : "…")
     }
 
     /// The user's words as a `tsquery` that cannot be a syntax error: each word a quoted lexeme

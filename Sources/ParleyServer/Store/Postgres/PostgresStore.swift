@@ -22,7 +22,7 @@ public final class PostgresStore: ParleyStore {
     private let runner: Task<Void, Never>
 
     /// A store on a pool with this configuration; it connects lazily and does not migrate
-    /// (use ``connect(url:logger:)``, or call ``migrate()`` before use).
+    /// (use ``connect(url:logger:startTimeout:)``, or call ``migrate()`` before use).
     public init(configuration: PostgresClient.Configuration, logger: Logger) {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.client = client
@@ -32,15 +32,40 @@ public final class PostgresStore: ParleyStore {
 
     /// Connects to the database at `url` (see ``configuration(url:)``) and brings its schema up
     /// to date before returning, so a server using it never serves on an old schema.
-    public static func connect(url: String, logger: Logger = Logger(label: "parley.postgres")) async throws -> PostgresStore {
+    ///
+    /// The pool retries a refused connection forever; at start that would hang silently, so
+    /// without an answer within `startTimeout` this gives up with a ``ServerStartError``.
+    public static func connect(
+        url: String, logger: Logger = Logger(label: "parley.postgres"), startTimeout: Duration = .seconds(30)
+    ) async throws -> PostgresStore {
         let store = PostgresStore(configuration: try configuration(url: url), logger: logger)
         do {
-            try await store.migrate()
+            let timedOut = try await withThrowingTaskGroup(of: Bool.self) { group in
+                group.addTask { try await store.migrate(); return false }
+                group.addTask { try await Task.sleep(for: startTimeout); return true }
+                let timedOut = try await group.next() ?? false
+                group.cancelAll()
+                // Stopping the pool fails the migration's waiting lease, so the group can end.
+                if timedOut { try? await store.close() }
+                while !group.isEmpty { _ = try? await group.next() }
+                return timedOut
+            }
+            if timedOut {
+                throw ServerStartError(
+                    "No usable answer from PostgreSQL at \(redacted(url)) within \(startTimeout) (see the log for each attempt)")
+            }
         } catch {
             try? await store.close()
             throw error
         }
         return store
+    }
+
+    /// The URL without its password, for messages and logs.
+    public static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url) else { return "the database URL" }
+        if components.password != nil { components.password = "***" }
+        return components.string ?? "the database URL"
     }
 
     /// Applies the migrations the database lacks, in one transaction under an advisory lock so
