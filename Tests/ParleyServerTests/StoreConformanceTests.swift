@@ -726,7 +726,7 @@ struct StoreFixture: Sendable {
 }
 
 /// Runs `body` on a fresh store of `kind`, closing and destroying it after.
-private func withStore(_ kind: StoreKind, _ body: (any ParleyStore, StoreFixture) async throws -> Void) async throws {
+func withStore(_ kind: StoreKind, _ body: (any ParleyStore, StoreFixture) async throws -> Void) async throws {
     let fixture = try await StoreFixture.make(kind)
     do {
         let store = try await fixture.open()

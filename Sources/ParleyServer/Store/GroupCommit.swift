@@ -2,9 +2,9 @@ import Synchronization
 
 /// Coalesces concurrent writes into one transaction (group commit).
 ///
-/// The first job to arrive while nothing is committing starts a commit at once, so a lone
-/// send waits for nothing; jobs that arrive while a commit is in flight wait for it and then
-/// go together in the next one. Each job still gets its own result: the executor runs each in
+/// The first job to arrive while a committer is free starts a commit at once, so a lone send
+/// waits for nothing; jobs that arrive while every committer is busy wait and then go
+/// together in the next transaction. Each job still gets its own result: the executor runs each in
 /// a savepoint, so one job's error does not undo the others. Every caller is answered only
 /// after the transaction that holds its write has committed.
 final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
@@ -13,17 +13,21 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
 
     private struct State {
         var queue: [(job: Job, continuation: CheckedContinuation<Output, any Error>)] = []
-        var committing = false
+        var committing = 0
     }
 
     private let state = Mutex(State())
     private let execute: Executor
     private let maxBatch: Int
+    private let maxConcurrent: Int
     /// How many transactions ran and how many jobs they carried (for benchmarks).
     private let counters = Mutex<(batches: Int, jobs: Int)>((0, 0))
 
-    init(maxBatch: Int = 512, execute: @escaping Executor) {
+    /// `maxConcurrent` transactions may be committing at once: 1 for SQLite (one writer); more
+    /// for PostgreSQL, which runs transactions in parallel and shares WAL flushes among them.
+    init(maxBatch: Int = 512, maxConcurrent: Int = 1, execute: @escaping Executor) {
         self.maxBatch = maxBatch
+        self.maxConcurrent = max(1, maxConcurrent)
         self.execute = execute
     }
 
@@ -35,8 +39,8 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
         try await withCheckedThrowingContinuation { continuation in
             let startCommitting = state.withLock { state in
                 state.queue.append((job, continuation))
-                guard !state.committing else { return false }
-                state.committing = true
+                guard state.committing < maxConcurrent else { return false }
+                state.committing += 1
                 return true
             }
             if startCommitting {
@@ -49,7 +53,7 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
         while true {
             let batch = state.withLock { state -> [(job: Job, continuation: CheckedContinuation<Output, any Error>)] in
                 guard !state.queue.isEmpty else {
-                    state.committing = false
+                    state.committing -= 1
                     return []
                 }
                 let batch = Array(state.queue.prefix(maxBatch))
@@ -71,3 +75,12 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
 
 /// An executor answered fewer results than jobs (a bug, reported rather than hung).
 struct GroupCommitError: Error {}
+
+/// A store whose sends go through group commit.
+public protocol GroupCommitting {
+    /// Sends committed and the transactions that carried them.
+    var sendBatchStats: (batches: Int, sends: Int) { get }
+}
+
+extension SQLiteStore: GroupCommitting {}
+extension PostgresStore: GroupCommitting {}

@@ -20,6 +20,8 @@ public final class PostgresStore: ParleyStore {
     let client: PostgresClient
     let logger: Logger
     private let runner: Task<Void, Never>
+    /// Concurrent sends share one transaction (one commit) instead of one each.
+    private let sends: GroupCommit<MessageDraft, SendResult>
 
     /// A store on a pool with this configuration; it connects lazily and does not migrate
     /// (use ``connect(url:logger:startTimeout:)``, or call ``migrate()`` before use).
@@ -28,6 +30,18 @@ public final class PostgresStore: ParleyStore {
         self.client = client
         self.logger = logger
         runner = Task { await client.run() }
+        sends = GroupCommit(maxBatch: 64, maxConcurrent: Self.concurrentSendTransactions) { drafts in
+            await Self.sendBatch(drafts, client: client, logger: logger)
+        }
+    }
+
+    /// Send transactions in flight at once (each carrying whatever queued meanwhile).
+    static let concurrentSendTransactions = 8
+
+    /// Sends committed and the transactions that carried them (group commit's effect).
+    public var sendBatchStats: (batches: Int, sends: Int) {
+        let stats = sends.batchStats
+        return (stats.batches, stats.jobs)
     }
 
     /// Connects to the database at `url` (see ``configuration(url:)``) and brings its schema up
@@ -228,36 +242,12 @@ public final class PostgresStore: ParleyStore {
     /// Thrown inside a send's transaction when the insert met an existing `(senderId,
     /// clientMessageId)`: the transaction rolls back (returning the seq it took) and the send
     /// answers with the original.
-    private struct RetryRace: Error {}
+    struct RetryRace: Error {}
 
     public func send(_ draft: MessageDraft) async throws -> SendResult {
         let logger = self.logger
         do {
-            return try await write { c in
-                let conversationId = draft.conversationId.uuid
-                // The row lock first: after it, any earlier send to this conversation has
-                // committed, so the check below sees a retry's original.
-                guard try await PostgresRows.lockConversation(c, conversationId, logger) else {
-                    throw APIError.notFound("Conversation")
-                }
-                let needsChecks = draft.replyToId != nil || draft.forwardedFromId != nil || draft.attachmentId != nil
-                // A plain message: check and insert in one statement. Otherwise check, validate
-                // the reply, forward or attachment, then insert.
-                var insertion = try await PostgresRows.insertMessage(c, draft, guarded: true, checkOnly: needsChecks, logger)
-                guard insertion.participantIds.contains(draft.senderId) else { throw APIError.notFound("Conversation") }
-                if let existingId = insertion.existingId {
-                    let existing = try await PostgresRows.message(c, id: existingId, logger)!
-                    guard existing.conversationId == draft.conversationId else {
-                        throw APIError(.conflict, "clientMessageId was already used in another conversation")
-                    }
-                    return SendResult(message: existing, created: false, participantIds: insertion.participantIds)
-                }
-                if needsChecks {
-                    insertion = try await PostgresRows.insertMessage(c, try await Self.checked(c, draft, logger), guarded: false, logger)
-                }
-                guard let message = insertion.message, !insertion.lostRace else { throw RetryRace() }
-                return SendResult(message: message, created: true, participantIds: insertion.participantIds)
-            }
+            return try await sends.submit(draft)
         } catch is RetryRace {
             // The original (sent to another conversation at the same moment) has committed.
             return try await read { c in
@@ -275,6 +265,67 @@ public final class PostgresStore: ParleyStore {
                     participantIds: try await PostgresRows.participantIds(c, draft.conversationId.uuid, logger))
             }
         }
+    }
+
+    /// Sends of a group commit in one transaction, each in a savepoint (a refused one rolls
+    /// back alone, its seq included). Conversations are locked in id order, so two nodes'
+    /// batches can never wait on each other in a cycle.
+    static func sendBatch(_ drafts: [MessageDraft], client: PostgresClient, logger: Logger) async -> [Result<SendResult, any Error>] {
+        let order = drafts.indices.sorted {
+            (drafts[$0].conversationId.uuid.uuidString, $0) < (drafts[$1].conversationId.uuid.uuidString, $1)
+        }
+        do {
+            return try await client.withConnection { c in
+                try await c.inTransaction(logger: logger) { c -> [Result<SendResult, any Error>] in
+                    var results = [Result<SendResult, any Error>](repeating: .failure(GroupCommitError()), count: drafts.count)
+                    if drafts.count == 1 {
+                        // Alone: its error rolls back the whole (one-send) transaction.
+                        return [.success(try await sendInTransaction(drafts[0], on: c, logger: logger))]
+                    }
+                    for index in order {
+                        try await c.run("SAVEPOINT send", logger)
+                        do {
+                            results[index] = .success(try await sendInTransaction(drafts[index], on: c, logger: logger))
+                            try await c.run("RELEASE SAVEPOINT send", logger)
+                        } catch {
+                            try await c.run("ROLLBACK TO SAVEPOINT send", logger)
+                            results[index] = .failure(error)
+                        }
+                    }
+                    return results
+                }
+            }
+        } catch {
+            // The transaction itself failed: nothing of the batch was written.
+            return drafts.map { _ in .failure(error) }
+        }
+    }
+
+    /// One send inside a transaction: lock the conversation, check, insert with the next seq.
+    private static func sendInTransaction(_ draft: MessageDraft, on c: PostgresConnection, logger: Logger) async throws -> SendResult {
+        let conversationId = draft.conversationId.uuid
+        // The row lock first: after it, any earlier send to this conversation has
+        // committed, so the check below sees a retry's original.
+        guard try await PostgresRows.lockConversation(c, conversationId, logger) else {
+            throw APIError.notFound("Conversation")
+        }
+        let needsChecks = draft.replyToId != nil || draft.forwardedFromId != nil || draft.attachmentId != nil
+        // A plain message: check and insert in one statement. Otherwise check, validate
+        // the reply, forward or attachment, then insert.
+        var insertion = try await PostgresRows.insertMessage(c, draft, guarded: true, checkOnly: needsChecks, logger)
+        guard insertion.participantIds.contains(draft.senderId) else { throw APIError.notFound("Conversation") }
+        if let existingId = insertion.existingId {
+            let existing = try await PostgresRows.message(c, id: existingId, logger)!
+            guard existing.conversationId == draft.conversationId else {
+                throw APIError(.conflict, "clientMessageId was already used in another conversation")
+            }
+            return SendResult(message: existing, created: false, participantIds: insertion.participantIds)
+        }
+        if needsChecks {
+            insertion = try await PostgresRows.insertMessage(c, try await Self.checked(c, draft, logger), guarded: false, logger)
+        }
+        guard let message = insertion.message, !insertion.lostRace else { throw RetryRace() }
+        return SendResult(message: message, created: true, participantIds: insertion.participantIds)
     }
 
     /// Checks a reply's target, and fills a forward from its source or checks an attachment.

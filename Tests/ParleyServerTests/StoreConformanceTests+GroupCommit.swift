@@ -4,12 +4,12 @@ import ParleyServer
 import ParleyTestSupport
 import Testing
 
-/// Group commit on the SQLite store: concurrent sends share transactions, each still gets its
-/// own answer, a refused send does not undo its batch, and nothing is acknowledged unstored.
-@Suite struct GroupCommitTests {
-    @Test func concurrentSendsShareTransactionsAndKeepEveryInvariant() async throws {
-        let path = TestServer.temporaryDirectory() + "/group.sqlite"
-        let store = try SQLiteStore(path: path)
+/// Group commit on every store: concurrent sends share transactions, each still gets its own
+/// answer, a refused send does not undo its batch, and nothing is acknowledged unstored.
+extension StoreConformanceTests {
+    @Test(arguments: StoreKind.available)
+    func concurrentSendsShareTransactionsAndKeepEveryInvariant(kind: StoreKind) async throws {
+      try await withStore(kind) { store, _ in
         let now = Date()
         let alice = try await store.register(organization: "acme", email: "a@x.io", displayName: "A", passwordHash: "x", now: now)
         let bob = try await store.register(organization: "acme", email: "b@x.io", displayName: "B", passwordHash: "x", now: now)
@@ -46,11 +46,11 @@ import Testing
         #expect(page.messages.map(\.seq) == Array((base + 1)...(base + Int64(stored.count))), "gapless")
         #expect(Set(page.messages.map(\.id)) == Set(stored.keys), "every answer is stored, nothing else is")
         #expect(Set(page.messages.map { "\($0.senderId)/\($0.clientMessageId)" }).count == page.messages.count, "exactly once")
-        let stats = store.sendBatchStats
+        let stats = try #require(store as? any GroupCommitting).sendBatchStats
         #expect(stats.sends == 400)
         #expect(stats.batches < stats.sends, "concurrent sends were coalesced")
-        print("group commit: 400 concurrent sends in \(stats.batches) transactions")
-        try await store.close()
+        print("[\(kind)] group commit: 400 concurrent sends in \(stats.batches) transactions")
+      }
     }
 }
 
