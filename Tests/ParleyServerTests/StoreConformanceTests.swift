@@ -244,7 +244,12 @@ import Testing
                     tasks.addTask {
                         var seqs: [Int64] = []
                         for index in 0..<200 {
-                            seqs.append(try await store.send(draft(conversation, user, "rate \(index)")).message.seq)
+                            do {
+                                seqs.append(try await store.send(draft(conversation, user, "rate \(index)")).message.seq)
+                            } catch {
+                                Issue.record("send \(index) failed: \(String(reflecting: error))")
+                                throw error
+                            }
                         }
                         return (conversation, seqs)
                     }
