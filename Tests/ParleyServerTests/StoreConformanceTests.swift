@@ -684,14 +684,19 @@ import Testing
     @Test(arguments: StoreKind.available)
     func freshDatabasesMigratedConcurrentlyBothWork(kind: StoreKind) async throws {
         let fixture = try await StoreFixture.make(kind)
-        defer { Task { await fixture.destroy() } }
-        let stores = try await withThrowingTaskGroup(of: (any ParleyStore).self) { group in
-            for _ in 0..<3 { group.addTask { try await fixture.open() } }
-            return try await group.reduce(into: []) { $0.append($1) }
+        do {
+            let stores = try await withThrowingTaskGroup(of: (any ParleyStore).self) { group in
+                for _ in 0..<3 { group.addTask { try await fixture.open() } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let alice = try await register(stores[0], "alice@x.io")
+            #expect(try await stores[2].user(id: alice.id) == alice)
+            for store in stores { try await store.close() }
+        } catch {
+            await fixture.destroy()
+            throw error
         }
-        let alice = try await register(stores[0], "alice@x.io")
-        #expect(try await stores[2].user(id: alice.id) == alice)
-        for store in stores { try await store.close() }
+        await fixture.destroy()
     }
 }
 

@@ -11,7 +11,17 @@ import Testing
     @Test(arguments: StoreKind.available)
     func registerConverseOverWebSocketAndRetry(kind: StoreKind) async throws {
         let server = try await TestServer.start(store: kind)
-        defer { Task { await server.stop() } }
+        do {
+            try await converse(on: server, kind: kind)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        // Awaited (not deferred) so the PostgreSQL database is dropped before the run ends.
+        await server.stop()
+    }
+
+    private func converse(on server: TestServer, kind: StoreKind) async throws {
         #expect((server.app.store is PostgresStore) == (kind == .postgres))
         #expect((server.app.store is SQLiteStore) == (kind == .sqlite))
         let (alice, bob, direct) = try await server.directPair()

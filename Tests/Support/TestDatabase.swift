@@ -39,7 +39,8 @@ public struct TestDatabase: Sendable {
         let name = "parley_t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
         try await admin { client in
             // The name is ours (hex), not input: identifiers cannot be bound as parameters.
-            try await client.query("CREATE DATABASE \(unescaped: name)")
+            // Read to the end: the statement has finished before the client stops.
+            _ = try await client.query("CREATE DATABASE \(unescaped: name)").collect()
         }
         components.path = "/" + name
         return TestDatabase(name: name, url: components.string!)
@@ -49,7 +50,7 @@ public struct TestDatabase: Sendable {
     public func drop() async {
         do {
             try await Self.admin { client in
-                try await client.query("DROP DATABASE IF EXISTS \(unescaped: name) WITH (FORCE)")
+                _ = try await client.query("DROP DATABASE IF EXISTS \(unescaped: name) WITH (FORCE)").collect()
             }
         } catch {
             print("Could not drop test database \(name): \(error)")
