@@ -199,12 +199,6 @@ func find(_ needle: [UInt8], in haystack: UnsafeRawBufferPointer, from: Int = 0,
     }
 }
 
-@inline(__always)
-func hasPrefix(_ prefix: [UInt8], _ bytes: UnsafeRawBufferPointer) -> Bool {
-    guard bytes.count >= prefix.count else { return false }
-    return prefix.withUnsafeBytes { memcmp(bytes.baseAddress!, $0.baseAddress!, prefix.count) == 0 }
-}
-
 /// Reads a decimal number at `index`; returns it and the index after it.
 @inline(__always)
 func readNumber(_ bytes: UnsafeRawBufferPointer, _ index: Int) -> (UInt64, Int) {

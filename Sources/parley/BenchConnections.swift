@@ -24,7 +24,8 @@ struct Connections: AsyncParsableCommand {
         guard count >= 2, users >= 20, perWorker > 0 else { throw fail("need at least 2 connections and 20 users") }
         let parley = try await measure(bare: false)
         let floor = noFloor ? nil : try await measure(bare: true)
-        print("parley bench connections: \(count) idle WebSockets from \((count + perWorker - 1) / perWorker)+ worker processes over 127.0.0.2+; servers are separate processes")
+        let workers = (count / 2 + perWorker - 1) / perWorker + (count - count / 2 + perWorker - 1) / perWorker
+        print("parley bench connections: \(count) idle WebSockets (opened in two halves) from \(workers) worker processes, one loopback source address each (127.0.0.2, ...); each server is a separate process, RSS read \(settle) s after the last connection")
         print("server                  baseline MB  at N/2 MB    at N MB   KB/conn (0→N)  KB/conn (N/2→N)  failed")
         func row(_ name: String, _ m: Measurement) {
             print(pad(name, 22) + String(format: "%12.1f %10.1f %10.1f %15.1f %16.1f %7d", m.baseline / 1024, m.half / 1024, m.full / 1024, m.perConnection, m.marginal, m.failed))
