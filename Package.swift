@@ -72,12 +72,31 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .target(
+            name: "ParleyBench",
+            dependencies: [
+                "ParleyProtocol",
+                "ParleyServer",
+                "ParleyClient",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "parley",
             dependencies: [
                 "ParleyProtocol",
                 "ParleyServer",
                 "ParleyClient",
+                "ParleyBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
@@ -116,7 +135,7 @@ let package = Package(
         .testTarget(
             name: "ParleyServerTests",
             dependencies: [
-                "ParleyProtocol", "ParleyServer", "ParleyClient", "ParleyTestSupport",
+                "ParleyProtocol", "ParleyServer", "ParleyClient", "ParleyTestSupport", "ParleyBench",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -8,7 +8,10 @@ import ParleyServer
 /// `parley bench`: measurements of a real server over the real protocol.
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Measure Parley: the server over the real protocol, and the SDK's local paths.", subcommands: [Latency.self, ClientBench.self])
+        abstract: "Measure Parley: the server over the real protocol, and the SDK's local paths.", subcommands: [
+            Latency.self, ClientBench.self, Fanout.self, Durable.self, Connections.self, Catchup.self, Multinode.self,
+            BareServerCommand.self, ConnectionsWorker.self,
+        ])
 }
 
 /// Send→receive latency over WebSocket, one message at a time, against a ping floor.

@@ -1,0 +1,76 @@
+import Foundation
+import ParleyProtocol
+
+/// Group fan-out: G groups of S members, one WebSocket each, senders sending into their
+/// group; against Parley and against the bare broadcast floor, with the same generator.
+public struct FanoutOptions: Sendable {
+    public var groups = 5
+    public var size = 20
+    /// Total messages/s; 0 = as fast as the server keeps up.
+    public var rate: Double = 0
+    public var duration: Double = 10
+    public var warmup: Double = 2
+    public var inFlight = 2
+    /// Members of each group that send (the first ones); nil = all.
+    public var sendersPerGroup: Int?
+    public var threads = 1
+    /// With `servers` of more than one node: senders on the first node, receivers on the others.
+    public var cross = false
+    public var verify = false
+    /// Per sender, when set: stop after this many (tests).
+    public var messagesPerSender: Int?
+
+    public init() {}
+
+    public var connections: Int { groups * size }
+    var senders: Int { Swift.min(size, sendersPerGroup ?? size) }
+
+    var policy: SendPolicy {
+        var policy = SendPolicy()
+        policy.rate = rate
+        policy.inFlight = inFlight
+        policy.verify = verify
+        policy.messagesPerSender = messagesPerSender
+        return policy
+    }
+}
+
+public enum FanoutScenario {
+    /// Against Parley servers (one URL, or several nodes on one database): users, groups and
+    /// tokens are set up through the first.
+    public static func runParley(servers: [URL], options: FanoutOptions) async throws -> RunResult {
+        guard let first = servers.first else { throw BenchError("no server") }
+        let endpoints = try servers.map { try BenchEndpoint(parley: $0) }
+        debug("setting up \(options.groups) groups of \(options.size)")
+        let members = try await ParleySetup.groups(baseURL: first, groups: options.groups, size: options.size)
+        let cross = options.cross && endpoints.count > 1
+        let specs = LoadRun.specs(
+            members: members.map { ($0.group, $0.conversationId.description, $0.token) }, size: options.size,
+            sendersPerGroup: options.senders
+        ) { index, isSender in
+            if cross { return isSender ? endpoints[0] : endpoints[1 + index % (endpoints.count - 1)] }
+            return endpoints[index % endpoints.count]
+        }
+        return try await LoadRun.run(
+            specs: specs, policy: options.policy, threads: options.threads, warmup: options.warmup, duration: options.duration)
+    }
+
+    /// Against the bare broadcast server started in this process.
+    public static func runFloor(options: FanoutOptions) async throws -> RunResult {
+        let server = try await BareServer.start()
+        do {
+            let endpoint = BenchEndpoint(host: "127.0.0.1", port: server.port, path: "/ws")
+            let members = (0..<options.connections).map { index in
+                (group: index / options.size, conversationId: "g\(index / options.size)", token: String?.none)
+            }
+            let specs = LoadRun.specs(members: members, size: options.size, sendersPerGroup: options.senders) { _, _ in endpoint }
+            let result = try await LoadRun.run(
+                specs: specs, policy: options.policy, threads: options.threads, warmup: options.warmup, duration: options.duration)
+            await server.stop()
+            return result
+        } catch {
+            await server.stop()
+            throw error
+        }
+    }
+}

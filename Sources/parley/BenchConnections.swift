@@ -1,0 +1,251 @@
+import ArgumentParser
+import Foundation
+import ParleyBench
+import ParleyClient
+import ParleyProtocol
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `parley bench connections`: server RSS per idle WebSocket, Parley against the bare floor,
+/// each server in its own process, connections opened by worker processes.
+struct Connections: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Server memory per idle WebSocket (VmRSS growth / N) of a spawned `parley serve`, against a spawned bare Hummingbird server.")
+
+    @Option(help: "Idle connections to open.") var count: Int = 1000
+    @Option(help: "Users to register; their tokens are reused across connections (groups of 20 share a conversation).") var users: Int = 200
+    @Option(name: .customLong("per-worker"), help: "Connections per generator process (the open-files limit is 20,000 per process).")
+    var perWorker: Int = 10_000
+    @Option(help: "Seconds to wait after the last connection before reading VmRSS.") var settle: Double = 3
+    @Flag(name: .customLong("no-floor"), help: "Skip the bare server.") var noFloor = false
+
+    func run() async throws {
+        guard count >= 2, users >= 20, perWorker > 0 else { throw fail("need at least 2 connections and 20 users") }
+        let parley = try await measure(bare: false)
+        let floor = noFloor ? nil : try await measure(bare: true)
+        let workers = (count / 2 + perWorker - 1) / perWorker + (count - count / 2 + perWorker - 1) / perWorker
+        print("parley bench connections: \(count) idle WebSockets (opened in two halves) from \(workers) worker processes, one loopback source address each (127.0.0.2, ...); each server is a separate process, RSS read \(settle) s after the last connection")
+        print("server                  baseline MB  at N/2 MB    at N MB   KB/conn (0→N)  KB/conn (N/2→N)  failed")
+        func row(_ name: String, _ m: Measurement) {
+            print(pad(name, 22) + String(format: "%12.1f %10.1f %10.1f %15.1f %16.1f %7d", m.baseline / 1024, m.half / 1024, m.full / 1024, m.perConnection, m.marginal, m.failed))
+        }
+        row("parley serve", parley)
+        if let floor {
+            row("bare Hummingbird WS", floor)
+            print(String(format: "parley / floor: %.2fx per connection (0→N)", parley.perConnection / max(floor.perConnection, 0.001)))
+        }
+        var json: [String: Any] = ["scenario": "connections", "count": count, "users": users, "parley": parley.json]
+        if let floor {
+            json["floor"] = floor.json
+            json["ratio"] = parley.perConnection / max(floor.perConnection, 0.001)
+        }
+        printJSONLine(json)
+    }
+
+    struct Measurement {
+        var baseline: Double, half: Double, full: Double, failed: Int, count: Int
+        var perConnection: Double { (full - baseline) / Double(count) }
+        var marginal: Double { (full - half) / Double(count - count / 2) }
+        var json: [String: Any] {
+            ["baseline_kb": baseline, "half_kb": half, "full_kb": full, "kb_per_connection": perConnection, "kb_per_connection_marginal": marginal, "failed": failed]
+        }
+    }
+
+    /// Spawns the server, opens the connections in two halves (RSS read after each), stops it all.
+    func measure(bare: Bool) async throws -> Measurement {
+        let port = try freePort()
+        let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-conn-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
+        let server = Process()
+        server.executableURL = selfExecutable()
+        server.arguments = bare
+            ? ["bench", "bare-server", "--port", "\(port)"]
+            : ["serve", "--port", "\(port)", "--data-dir", dataDirectory, "--log-level", "error"]
+        var environment = ProcessInfo.processInfo.environment
+        environment["PARLEY_BCRYPT_COST"] = "4"
+        server.environment = environment
+        server.standardOutput = FileHandle.nullDevice
+        try server.run()
+        defer { if server.isRunning { server.terminate(); server.waitUntilExit() } }
+        let url = URL(string: "http://127.0.0.1:\(port)")!
+        try await waitUntilListening(port: port, process: server)
+
+        var tokens: [String] = [], conversations: [String] = []
+        if !bare {
+            let groups = users / 20
+            let members = try await ParleySetup.groups(baseURL: url, groups: groups, size: 20)
+            tokens = members.map(\.token)
+            conversations = members.map(\.conversationId.description)
+        }
+        let tokensFile = dataDirectory + "-tokens"
+        try (tokens.joined(separator: "\n") + "\n").write(toFile: tokensFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: tokensFile) }
+        _ = conversations
+
+        try await Task.sleep(for: .seconds(1))
+        let baseline = try rssKB(server.processIdentifier)
+        var workers: [Worker] = []
+        defer { for worker in workers { worker.stop() } }
+        var failed = 0
+        var opened = 0
+        var sourceIndex = 0
+        var half = baseline
+        for (phase, share) in [count / 2, count - count / 2].enumerated() {
+            var remaining = share
+            var started: [Worker] = []
+            while remaining > 0 {
+                let n = min(remaining, perWorker)
+                let worker = try Worker.spawn(
+                    port: port, path: bare ? "/ws" : "/api/v1/ws", count: n, firstIndex: opened,
+                    source: "127.0.0.\(2 + sourceIndex)", tokensFile: bare ? nil : tokensFile)
+                sourceIndex += 1
+                opened += n
+                remaining -= n
+                started.append(worker)
+            }
+            workers += started
+            for worker in started {
+                let report = try await worker.ready()
+                failed += report.failed
+                if let error = report.error { FileHandle.standardError.write(Data("worker: \(error)\n".utf8)) }
+            }
+            try await Task.sleep(for: .milliseconds(Int(settle * 1000)))
+            let rss = try rssKB(server.processIdentifier)
+            if phase == 0 { half = rss } else {
+                return Measurement(baseline: baseline, half: half, full: rss, failed: failed, count: count)
+            }
+        }
+        fatalError("unreachable")
+    }
+
+    func waitUntilListening(port: Int, process: Process) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(60)
+        let url = URL(string: "http://127.0.0.1:\(port)/api/v1/health")!
+        while clock.now < deadline {
+            guard process.isRunning else { throw fail("the server process exited") }
+            if let (_, response) = try? await URLSession.shared.data(from: url), response is HTTPURLResponse { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw fail("the server did not listen on \(port)")
+    }
+}
+
+/// This executable (for spawning servers and workers).
+func selfExecutable() -> URL {
+    URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+}
+
+/// A free TCP port on loopback (bound, read, closed).
+func freePort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw fail("socket() failed") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard bound else { throw fail("bind() failed") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// VmRSS of a process, in KB.
+func rssKB(_ pid: Int32) throws -> Double {
+    let text = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+    guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+        let kb = Double(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+    else { throw fail("no VmRSS for \(pid)") }
+    return kb
+}
+
+/// A `bench connections-worker` process: opens its share, says READY, holds them until its
+/// stdin closes.
+final class Worker: @unchecked Sendable {
+    let process: Process
+    let input: Pipe
+    let output: Pipe
+
+    private init(process: Process, input: Pipe, output: Pipe) {
+        self.process = process
+        self.input = input
+        self.output = output
+    }
+
+    static func spawn(port: Int, path: String, count: Int, firstIndex: Int, source: String, tokensFile: String?) throws -> Worker {
+        let process = Process()
+        process.executableURL = selfExecutable()
+        process.arguments = [
+            "bench", "connections-worker", "--port", "\(port)", "--path", path, "--count", "\(count)", "--first-index", "\(firstIndex)",
+            "--source", source,
+        ] + (tokensFile.map { ["--tokens-file", $0] } ?? [])
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try process.run()
+        return Worker(process: process, input: input, output: output)
+    }
+
+    /// Waits for `READY <opened> <failed> [error]`.
+    func ready() async throws -> (opened: Int, failed: Int, error: String?) {
+        let fd = output.fileHandleForReading.fileDescriptor
+        let line: String? = await Task.detached {
+            var bytes: [UInt8] = []
+            var byte: UInt8 = 0
+            while read(fd, &byte, 1) == 1 {
+                if byte == 10 { return String(decoding: bytes, as: UTF8.self) }
+                bytes.append(byte)
+            }
+            return nil
+        }.value
+        guard let line, line.hasPrefix("READY ") else { throw fail("a connections worker stopped: \(line ?? "no output")") }
+        let parts = line.split(separator: " ", maxSplits: 3)
+        return (Int(parts[1]) ?? 0, Int(parts[2]) ?? 0, parts.count > 3 ? String(parts[3]) : nil)
+    }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
+
+struct ConnectionsWorker: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "connections-worker", abstract: "Opens idle WebSockets for `bench connections` and holds them until stdin closes.",
+        shouldDisplay: false)
+
+    @Option var host: String = "127.0.0.1"
+    @Option var port: Int
+    @Option var path: String = "/api/v1/ws"
+    @Option var count: Int
+    @Option(name: .customLong("first-index")) var firstIndex: Int = 0
+    @Option(help: "Loopback source address to bind.") var source: String?
+    @Option(name: .customLong("tokens-file")) var tokensFile: String?
+    @Option var threads: Int = 1
+
+    func run() async throws {
+        let tokens = try tokensFile.map { try String(contentsOfFile: $0, encoding: .utf8).split(separator: "\n").map(String.init) } ?? []
+        let specs = (0..<count).map { i -> SocketSpec in
+            let index = firstIndex + i
+            let group = index % 50
+            let token = tokens.isEmpty ? nil : tokens[index % tokens.count]
+            return SocketSpec(
+                index: index, group: group, host: host, port: port, path: token == nil ? "\(path)?group=\(group)" : path, token: token,
+                conversationId: "", isSender: false, localAddress: source)
+        }
+        let generator = LoadGenerator(threads: threads, policy: SendPolicy())
+        let result = await generator.connect(specs, parallel: 32)
+        print("READY \(count - result.failed) \(result.failed)" + (result.firstError.map { " \($0)" } ?? ""))
+        fflush(nil)
+        await Task.detached {
+            var byte: UInt8 = 0
+            while read(0, &byte, 1) == 1 {}
+        }.value
+        await generator.closeAll()
+        await generator.shutdown()
+    }
+}

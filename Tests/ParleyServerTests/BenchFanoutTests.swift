@@ -1,0 +1,62 @@
+import Foundation
+import ParleyBench
+import Testing
+
+/// The `bench fanout` scenario, tiny and in-process, through the same generator and setup:
+/// every message reaches every other member of its group exactly once (counts, no timings).
+@Suite struct BenchFanoutTests {
+    static var options: FanoutOptions {
+        var options = FanoutOptions()
+        options.groups = 2
+        options.size = 3
+        options.warmup = 0
+        options.duration = 60  // an upper bound: the run ends once every sender's 5 messages are answered
+        options.inFlight = 2
+        options.messagesPerSender = 5
+        options.verify = true
+        return options
+    }
+
+    @Test func parleyDeliversEveryMessageToEveryOtherMemberOnce() async throws {
+        let server = try await ParleySetup.startServer()
+        let result = try await FanoutScenario.runParley(servers: [server.url], options: Self.options)
+        await server.stop()
+        #expect(result.connectFailures == 0)
+        #expect(result.stats.totalErrors == 0)
+        #expect(result.stats.totalAcked == 2 * 3 * 5)
+        let check = LoadRun.verify(result)
+        #expect(check.expected == 2 * 3 * 5 * 2)
+        #expect(check.delivered == check.expected)
+        #expect(check.missing == 0)
+        #expect(check.duplicates == 0)
+        #expect(check.strays == 0)
+        #expect(result.stats.totalEchoes == 2 * 3 * 5)
+    }
+
+    @Test func bareFloorDeliversEveryMessageToEveryOtherMemberOnce() async throws {
+        let result = try await FanoutScenario.runFloor(options: Self.options)
+        #expect(result.connectFailures == 0)
+        #expect(result.stats.totalAcked == 2 * 3 * 5)
+        let check = LoadRun.verify(result)
+        #expect(check.expected == 2 * 3 * 5 * 2)
+        #expect(check.delivered == check.expected)
+        #expect(check.missing == 0)
+        #expect(check.duplicates == 0)
+        #expect(check.strays == 0)
+    }
+
+    @Test func twoURLsOfOneServerActAsTwoNodes() async throws {
+        let server = try await ParleySetup.startServer()
+        var options = Self.options
+        options.sendersPerGroup = 1
+        options.cross = true
+        let alias = URL(string: server.url.absoluteString.replacingOccurrences(of: "127.0.0.1", with: "localhost"))!
+        let result = try await FanoutScenario.runParley(servers: [server.url, alias], options: options)
+        await server.stop()
+        let check = LoadRun.verify(result)
+        #expect(result.stats.totalAcked == 2 * 5)
+        #expect(check.expected == 2 * 5 * 2)
+        #expect(check.missing == 0)
+        #expect(check.duplicates == 0)
+    }
+}
