@@ -67,9 +67,10 @@ public enum ParleySetup {
         return members
     }
 
-    /// An in-process Parley server on a temporary SQLite file (bcrypt cost 4).
-    public static func startServer() async throws -> (url: URL, databasePath: String, stop: @Sendable () async -> Void) {
+    /// An in-process Parley server on a temporary SQLite file, or on `databaseURL` (PostgreSQL), with bcrypt cost 4.
+    public static func startServer(databaseURL: String? = nil) async throws -> (url: URL, databasePath: String, stop: @Sendable () async -> Void) {
         var configuration = ServerConfiguration()
+        configuration.databaseURL = databaseURL
         configuration.port = 0
         configuration.dataDirectory = FileManager.default.temporaryDirectory
             .appendingPathComponent("parley-bench-\(UUID().uuidString)").path

@@ -170,13 +170,13 @@ struct Durable: AsyncParsableCommand {
     @Option(help: "Seconds of sending before measuring.") var warmup: Double = 2
     @Option(help: "Generator event-loop threads.") var threads: Int = 1
     @Option(help: "Server URL to drive; default: in-process on a temporary SQLite file.") var server: String?
-    @Option(help: "PostgreSQL URL for the server (only with --server here: this tree's server has no database URL setting).")
+    @Option(help: "PostgreSQL URL for the in-process server (default: a temporary SQLite file).")
     var database: String?
 
     func run() async throws {
         guard senders > 0, inFlight > 0, duration > 0 else { throw fail("bad senders, in-flight or duration") }
-        if database != nil && server == nil {
-            throw fail("--database works only with --server (an already-running server on that database): ServerConfiguration has no databaseURL in this tree")
+        if database != nil && server != nil {
+            throw fail("--database sets up the in-process server; with --server the running server's own database is used")
         }
         let conversationCount = min(conversations ?? senders, senders)
         var stop: (@Sendable () async -> Void)?
@@ -185,7 +185,7 @@ struct Durable: AsyncParsableCommand {
             guard let parsed = URL(string: server) else { throw fail("bad server URL") }
             url = parsed
         } else {
-            let started = try await ParleySetup.startServer()
+            let started = try await ParleySetup.startServer(databaseURL: database)
             url = started.url
             stop = started.stop
         }
