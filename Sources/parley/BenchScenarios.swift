@@ -217,7 +217,7 @@ struct Durable: AsyncParsableCommand {
         let batched = try await Self.floor(rows: rows, writers: senders, oneTransaction: true)
         let ack = LatencySummary(result.stats.ack)
         let floorRate = Double(rows) / perRow.seconds, batchRate = Double(rows) / batched.seconds
-        print("parley bench durable: \(senders) senders × ≤\(inFlight) in flight, \(conversationCount) conversations, \(duration) s after \(warmup) s warm-up; \(server ?? "in-process server, SQLite (WAL, synchronous=FULL)")")
+        print("parley bench durable: \(senders) senders × ≤\(inFlight) in flight, \(conversationCount) conversations, \(duration) s after \(warmup) s warm-up; \(server ?? (database == nil ? "in-process server, SQLite (WAL, synchronous=FULL)" : "in-process server, PostgreSQL"))")
         print("                                          sends/s | ack ms: p50      p90      p99    p99.9      max | errors")
         print(pad("parley acked sends", 36) + String(format: "%13.0f |        ", result.messagesPerSecond) + ack.row + String(format: " | %6d", result.stats.errors))
         print(pad("floor: GRDB insert, 1 tx per row", 36) + String(format: "%13.0f |   (\(rows) rows from \(senders) tasks, WAL, synchronous=FULL)", floorRate))
