@@ -34,7 +34,7 @@ else
   fi
   # Tuned for tests on a small machine: durable (fsync on) but with room for many connections.
   as_pg "$BIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" -w \
-    -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DATA -c max_connections=300 -c shared_buffers=256MB" start >&2
+    -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DATA -c max_connections=500 -c shared_buffers=256MB" start >&2
 fi
 as_pg "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='parley'" | grep -q 1 \
   || as_pg "$BIN/createdb" -h 127.0.0.1 -p "$PORT" -U postgres parley
