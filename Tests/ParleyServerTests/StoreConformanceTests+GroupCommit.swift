@@ -7,6 +7,37 @@ import Testing
 /// Group commit on every store: concurrent sends share transactions, each still gets its own
 /// answer, a refused send does not undo its batch, and nothing is acknowledged unstored.
 extension StoreConformanceTests {
+    /// Pipelined sends (queued one after another without waiting, as a WebSocket connection
+    /// does) take their seqs in the order they were queued, across several conversations.
+    @Test(arguments: StoreKind.available)
+    func pipelinedSendsKeepTheirOrder(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let now = Date()
+            let alice = try await store.register(organization: "acme", email: "a@x.io", displayName: "A", passwordHash: "x", now: now)
+            let bob = try await store.register(organization: "acme", email: "b@x.io", displayName: "B", passwordHash: "x", now: now)
+            var conversations: [EntityID] = []
+            for n in 0..<4 {
+                conversations.append(try await store.createConversation(NewConversation(
+                    organizationId: alice.organizationId, creatorId: alice.id, type: .group, name: "g\(n)",
+                    participantIds: [bob.id], now: now)).conversation.id)
+            }
+            var pending: [(conversation: EntityID, n: Int, send: PendingSend)] = []
+            for n in 0..<400 {
+                let conversation = conversations[n % 4]
+                pending.append((conversation, n, store.enqueueSend(MessageDraft(
+                    conversationId: conversation, senderId: alice.id, clientMessageId: "p\(n)", type: .text, text: "p\(n)", now: now))))
+            }
+            var seqs: [EntityID: [(n: Int, seq: Int64)]] = [:]
+            for item in pending {
+                seqs[item.conversation, default: []].append((item.n, try await item.send.result().message.seq))
+            }
+            for (_, list) in seqs {
+                #expect(list.map(\.seq) == list.map(\.seq).sorted(), "queued order is seq order")
+                #expect(Set(list.map(\.seq)).count == list.count)
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.available)
     func concurrentSendsShareTransactionsAndKeepEveryInvariant(kind: StoreKind) async throws {
       try await withStore(kind) { store, _ in

@@ -26,18 +26,30 @@ public struct ChatService: Sendable {
 
     /// Sends a message; a repeated clientMessageId returns the original and tells nobody again.
     public func send(_ request: SendMessageRequest, in conversationId: EntityID, by identity: Identity) async throws -> SendResult {
+        try await beginSend(request, in: conversationId, by: identity)()
+    }
+
+    /// Validates and queues a send now (sends queued one after another into a conversation
+    /// take their seqs in that order); the returned function waits for the commit, then fans
+    /// out. A WebSocket connection pipelines its sends with it.
+    public func beginSend(
+        _ request: SendMessageRequest, in conversationId: EntityID, by identity: Identity
+    ) throws -> @Sendable () async throws -> SendResult {
         let draft = try MessageValidation.draft(
             request, conversationId: conversationId, senderId: identity.userId, now: now())
-        let result = try await store.send(draft)
-        if result.created {
-            fanOut.deliver(.messageCreated(MessageEvent(message: result.message)), to: result.participantIds)
-            // Offline recipients: queued for APNs, never awaited.
-            push?.messageCommitted(result.message, participants: result.participantIds)
-            // List screens get the new activity too, off the send's path (the reply does not
-            // wait), folded per conversation under load.
-            activity.touch(conversationId, participants: result.participantIds)
+        let pending = store.enqueueSend(draft)
+        return { [self] in
+            let result = try await pending.result()
+            if result.created {
+                fanOut.deliver(.messageCreated(MessageEvent(message: result.message)), to: result.participantIds)
+                // Offline recipients: queued for APNs, never awaited.
+                push?.messageCommitted(result.message, participants: result.participantIds)
+                // List screens get the new activity too, off the send's path (the reply does not
+                // wait), folded per conversation under load.
+                activity.touch(conversationId, participants: result.participantIds)
+            }
+            return result
         }
-        return result
     }
 
     /// Edits, deletes or reacts to a message; a change goes to every participant as `message.updated`.

@@ -7,9 +7,11 @@ import ParleyProtocol
 
 /// The WebSocket endpoint: `hello`, commands with exactly one reply each, and event delivery.
 ///
-/// Each connection runs two loops: a reader that handles commands one at a time (so a
-/// client's pipelined sends are stored in the order it sent them) and a writer that drains the
-/// connection's bounded queue of pre-encoded frames.
+/// Each connection has a reader that handles commands in arrival order. `message.send` is
+/// pipelined: it is validated and queued for the store at once (so a client's sends take
+/// their seqs in the order it sent them) and answered when its transaction commits, while the
+/// reader goes on; at most ``maxPipelinedSends`` wait at a time. Other commands run one at a
+/// time. Frames out go through the connection's bounded queue (see ``LiveConnection``).
 struct Gateway: Sendable {
     let authenticator: Authenticator
     let store: any ParleyStore
@@ -19,6 +21,8 @@ struct Gateway: Sendable {
     let heartbeatSeconds: Int
     /// Largest WebSocket message read at all; bigger ones close the connection (1009).
     static let transportLimit = 1 << 20
+    /// Sends of one connection waiting for their commit at once; the reader waits beyond it.
+    static let maxPipelinedSends = 64
 
     func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, request: Request, logger: Logger) async {
         let identity: Identity
@@ -43,9 +47,10 @@ struct Gateway: Sendable {
         hello.lastSeenAt = nil
         send(ServerEvent.hello(HelloEvent(user: hello, sessionId: "\(EntityID())", heartbeatSeconds: heartbeatSeconds)), on: connection)
 
+        let window = ConcurrencyGate(limit: Self.maxPipelinedSends)
         do {
             for try await message in inbound.messages(maxSize: Self.transportLimit) {
-                await handle(message, on: connection, logger: logger)
+                await handle(message, on: connection, window: window, logger: logger)
             }
         } catch {
             logger.debug("WebSocket read ended", metadata: ["error": "\(error)"])
@@ -59,7 +64,7 @@ struct Gateway: Sendable {
     }
 
     /// Handles one inbound message; every command gets exactly one reply.
-    func handle(_ message: WebSocketMessage, on connection: LiveConnection, logger: Logger) async {
+    func handle(_ message: WebSocketMessage, on connection: LiveConnection, window: ConcurrencyGate, logger: Logger) async {
         guard case .text(let text) = message else {
             return reply(nil, APIError.invalid("Binary frames are not supported; send JSON text frames"), on: connection)
         }
@@ -80,11 +85,38 @@ struct Gateway: Sendable {
         } catch {
             return reply(id, APIError.invalid("Malformed frame"), on: connection)
         }
+        if case .sendMessage(let request) = frame.command, let conversationId = request.conversationId {
+            // Queued now, in arrival order; answered after its commit without holding the reader.
+            let finish: @Sendable () async throws -> SendResult
+            do {
+                finish = try chat.beginSend(request, in: conversationId, by: connection.identity)
+            } catch {
+                return fail(id, error, frame: frame, on: connection, logger: logger)
+            }
+            await window.acquire()
+            Task {
+                do {
+                    let result = try await finish()
+                    send(ReplyFrame(replyTo: id, data: result.message), on: connection)
+                } catch {
+                    fail(id, error, frame: frame, on: connection, logger: logger)
+                }
+                await window.release()
+            }
+            return
+        }
         do {
             try await execute(frame, on: connection)
-        } catch let error as APIError {
-            reply(id, error, on: connection)
         } catch {
+            fail(id, error, frame: frame, on: connection, logger: logger)
+        }
+    }
+
+    /// The error reply: a contract error as it is, anything else logged and answered `internal`.
+    private func fail(_ id: String, _ error: any Error, frame: ClientFrame, on connection: LiveConnection, logger: Logger) {
+        if let error = error as? APIError {
+            reply(id, error, on: connection)
+        } else {
             logger.error("Command failed", metadata: ["type": "\(frame.command.type)", "error": "\(String(reflecting: error))"])
             reply(id, APIError(.internal, "Internal server error"), on: connection)
         }

@@ -1,63 +1,99 @@
 import Synchronization
 
+/// The answer to one queued job, once its transaction has committed.
+final class CommitTicket<Output: Sendable>: Sendable {
+    private let state = Mutex<(result: Result<Output, any Error>?, waiters: [CheckedContinuation<Output, any Error>])>((nil, []))
+
+    func complete(_ result: Result<Output, any Error>) {
+        let waiters = state.withLock { state in
+            state.result = result
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(with: result) }
+    }
+
+    /// Waits for the job's result.
+    var value: Output {
+        get async throws {
+            try await withCheckedThrowingContinuation { continuation in
+                let ready = state.withLock { state -> Result<Output, any Error>? in
+                    if let result = state.result { return result }
+                    state.waiters.append(continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        }
+    }
+}
+
 /// Coalesces concurrent writes into one transaction (group commit).
 ///
-/// The first job to arrive while a committer is free starts a commit at once, so a lone send
-/// waits for nothing; jobs that arrive while every committer is busy wait and then go
-/// together in the next transaction. Each job still gets its own result: the executor runs each in
-/// a savepoint, so one job's error does not undo the others. Every caller is answered only
-/// after the transaction that holds its write has committed.
+/// Jobs are queued in lanes (by a key, e.g. the conversation): each lane has one committer, so
+/// jobs of one key commit in the order they were enqueued, while lanes commit in parallel. The
+/// first job of an idle lane starts a commit at once, so a lone send waits for nothing; jobs
+/// that arrive while the lane commits go together in its next transaction. Each job still gets
+/// its own result: the executor runs each in a savepoint, so one job's error does not undo the
+/// others. Every caller is answered only after the transaction that holds its write committed.
 final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
     /// Runs a batch in one transaction; returns one result per job, in order.
     typealias Executor = @Sendable ([Job]) async -> [Result<Output, any Error>]
 
-    private struct State {
-        var queue: [(job: Job, continuation: CheckedContinuation<Output, any Error>)] = []
-        var committing = 0
+    private struct Lane {
+        var queue: [(job: Job, ticket: CommitTicket<Output>)] = []
+        var committing = false
     }
 
-    private let state = Mutex(State())
+    private let lanes: Mutex<[Lane]>
+    private let laneCount: Int
     private let execute: Executor
     private let maxBatch: Int
-    private let maxConcurrent: Int
     /// How many transactions ran and how many jobs they carried (for benchmarks).
     private let counters = Mutex<(batches: Int, jobs: Int)>((0, 0))
 
-    /// `maxConcurrent` transactions may be committing at once: 1 for SQLite (one writer); more
-    /// for PostgreSQL, which runs transactions in parallel and shares WAL flushes among them.
-    init(maxBatch: Int = 512, maxConcurrent: Int = 1, execute: @escaping Executor) {
+    /// `lanes` transactions may be committing at once: 1 for SQLite (one writer); more for
+    /// PostgreSQL, which runs transactions in parallel and shares WAL flushes among them.
+    init(maxBatch: Int = 512, lanes: Int = 1, execute: @escaping Executor) {
         self.maxBatch = maxBatch
-        self.maxConcurrent = max(1, maxConcurrent)
+        laneCount = max(1, lanes)
+        self.lanes = Mutex(Array(repeating: Lane(), count: max(1, lanes)))
         self.execute = execute
     }
 
     /// Transactions committed and jobs carried so far.
     var batchStats: (batches: Int, jobs: Int) { counters.withLock { $0 } }
 
-    /// Queues a job and returns its result once its transaction has committed.
-    func submit(_ job: Job) async throws -> Output {
-        try await withCheckedThrowingContinuation { continuation in
-            let startCommitting = state.withLock { state in
-                state.queue.append((job, continuation))
-                guard state.committing < maxConcurrent else { return false }
-                state.committing += 1
-                return true
-            }
-            if startCommitting {
-                Task { await self.drain() }
-            }
+    /// Queues a job now (jobs with the same key commit in this order) and returns its ticket.
+    func enqueue(_ job: Job, key: Int = 0) -> CommitTicket<Output> {
+        let ticket = CommitTicket<Output>()
+        let index = Int(UInt(bitPattern: key) % UInt(laneCount))
+        let startCommitting = lanes.withLock { lanes in
+            lanes[index].queue.append((job, ticket))
+            guard !lanes[index].committing else { return false }
+            lanes[index].committing = true
+            return true
         }
+        if startCommitting {
+            Task { await self.drain(index) }
+        }
+        return ticket
     }
 
-    private func drain() async {
+    /// Queues a job and returns its result once its transaction has committed.
+    func submit(_ job: Job, key: Int = 0) async throws -> Output {
+        try await enqueue(job, key: key).value
+    }
+
+    private func drain(_ index: Int) async {
         while true {
-            let batch = state.withLock { state -> [(job: Job, continuation: CheckedContinuation<Output, any Error>)] in
-                guard !state.queue.isEmpty else {
-                    state.committing -= 1
+            let batch = lanes.withLock { lanes -> [(job: Job, ticket: CommitTicket<Output>)] in
+                guard !lanes[index].queue.isEmpty else {
+                    lanes[index].committing = false
                     return []
                 }
-                let batch = Array(state.queue.prefix(maxBatch))
-                state.queue.removeFirst(batch.count)
+                let batch = Array(lanes[index].queue.prefix(maxBatch))
+                lanes[index].queue.removeFirst(batch.count)
                 return batch
             }
             guard !batch.isEmpty else { return }
@@ -67,7 +103,7 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
                 $0.jobs += batch.count
             }
             for (index, item) in batch.enumerated() {
-                item.continuation.resume(with: index < results.count ? results[index] : .failure(GroupCommitError()))
+                item.ticket.complete(index < results.count ? results[index] : .failure(GroupCommitError()))
             }
         }
     }

@@ -148,6 +148,18 @@ public struct NewConversation: Sendable, Equatable {
     }
 }
 
+/// A send queued in arrival order; its answer comes once it has committed.
+public struct PendingSend: Sendable {
+    private let wait: @Sendable () async throws -> SendResult
+
+    public init(_ wait: @escaping @Sendable () async throws -> SendResult) {
+        self.wait = wait
+    }
+
+    /// The stored message (or the original of a retry), after commit.
+    public func result() async throws -> SendResult { try await wait() }
+}
+
 /// Where Parley keeps everything; the truth every connection and client catches up from.
 ///
 /// Implementations must keep the invariants themselves, inside their transactions: the gapless
@@ -184,6 +196,9 @@ public protocol ParleyStore: Sendable {
 
     /// Stores a message with the next seq, or returns the original for a repeated clientMessageId.
     func send(_ draft: MessageDraft) async throws -> SendResult
+    /// Queues a send now without waiting for it: sends queued one after another into one
+    /// conversation take their seqs in that order (a connection pipelines its sends this way).
+    func enqueueSend(_ draft: MessageDraft) -> PendingSend
     /// A page of messages ascending by seq (see the contract for `before`/`after`).
     func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage
     /// The catch-up feed: messages changed after `since`, ascending by updatedSeq.
@@ -215,4 +230,13 @@ public protocol ParleyStore: Sendable {
 
     /// Flushes and releases the store; called once after the server has stopped.
     func close() async throws
+}
+
+extension ParleyStore {
+    /// A store without a send queue: the send starts in a task (order between pipelined sends
+    /// is then not guaranteed).
+    public func enqueueSend(_ draft: MessageDraft) -> PendingSend {
+        let task = Task { try await send(draft) }
+        return PendingSend { try await task.value }
+    }
 }

@@ -30,12 +30,13 @@ public final class PostgresStore: ParleyStore {
         self.client = client
         self.logger = logger
         runner = Task { await client.run() }
-        sends = GroupCommit(maxBatch: 64, maxConcurrent: Self.concurrentSendTransactions) { drafts in
+        sends = GroupCommit(maxBatch: 64, lanes: Self.concurrentSendTransactions) { drafts in
             await Self.sendBatch(drafts, client: client, logger: logger)
         }
     }
 
-    /// Send transactions in flight at once (each carrying whatever queued meanwhile).
+    /// Send transactions in flight at once (one lane each, conversations spread over the lanes
+    /// by id; each carries whatever its lane queued meanwhile).
     static let concurrentSendTransactions = 8
 
     /// Sends committed and the transactions that carried them (group commit's effect).
@@ -245,25 +246,36 @@ public final class PostgresStore: ParleyStore {
     struct RetryRace: Error {}
 
     public func send(_ draft: MessageDraft) async throws -> SendResult {
-        let logger = self.logger
-        do {
-            return try await sends.submit(draft)
-        } catch is RetryRace {
-            // The original (sent to another conversation at the same moment) has committed.
-            return try await read { c in
-                guard let existing = try await c.first(
-                    """
-                    \(unescaped: PostgresRows.messageSelect)
-                    WHERE m.sender_id = \(draft.senderId.uuid) AND m.client_message_id = \(draft.clientMessageId)
-                    """, logger
-                ).map(PostgresRows.message) else { throw APIError(.internal, "A clientMessageId conflict without its message") }
-                guard existing.conversationId == draft.conversationId else {
-                    throw APIError(.conflict, "clientMessageId was already used in another conversation")
-                }
-                return SendResult(
-                    message: existing, created: false,
-                    participantIds: try await PostgresRows.participantIds(c, draft.conversationId.uuid, logger))
+        try await enqueueSend(draft).result()
+    }
+
+    public func enqueueSend(_ draft: MessageDraft) -> PendingSend {
+        let ticket = sends.enqueue(draft, key: draft.conversationId.hashValue)
+        return PendingSend { [self] in
+            do {
+                return try await ticket.value
+            } catch is RetryRace {
+                return try await original(of: draft)
             }
+        }
+    }
+
+    /// The original of a retry that raced it (sent to another conversation at the same moment).
+    private func original(of draft: MessageDraft) async throws -> SendResult {
+        let logger = self.logger
+        return try await read { c in
+            guard let existing = try await c.first(
+                """
+                \(unescaped: PostgresRows.messageSelect)
+                WHERE m.sender_id = \(draft.senderId.uuid) AND m.client_message_id = \(draft.clientMessageId)
+                """, logger
+            ).map(PostgresRows.message) else { throw APIError(.internal, "A clientMessageId conflict without its message") }
+            guard existing.conversationId == draft.conversationId else {
+                throw APIError(.conflict, "clientMessageId was already used in another conversation")
+            }
+            return SendResult(
+                message: existing, created: false,
+                participantIds: try await PostgresRows.participantIds(c, draft.conversationId.uuid, logger))
         }
     }
 

@@ -165,7 +165,12 @@ public struct SQLiteStore: ParleyStore {
     // MARK: Messages
 
     public func send(_ draft: MessageDraft) async throws -> SendResult {
-        try await sends.submit(draft)
+        try await enqueueSend(draft).result()
+    }
+
+    public func enqueueSend(_ draft: MessageDraft) -> PendingSend {
+        let ticket = sends.enqueue(draft)
+        return PendingSend { try await ticket.value }
     }
 
     /// One send inside a write transaction: participant check, idempotency, reply and forward
