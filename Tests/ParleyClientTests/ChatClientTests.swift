@@ -176,6 +176,8 @@ import Testing
         }
         await chat.send("hi Bob")
         #expect(await chat.messages.map(\.text) == ["hi Bob"])
+        // Bob answers once Alice's message is stored (else his could take the first seq).
+        try await Self.eventually("alice's message stored") { try await client.database.outboxCount() == 0 }
         _ = try await bob.api.send(.init(clientMessageId: "r", text: "hi Alice"), to: direct.id)
         try await Self.eventually("the reply shows") { await chat.messages.map(\.text) == ["hi Bob", "hi Alice"] }
         try await Self.eventually("the badge counts it") { await list.totalUnread == 1 }
