@@ -117,7 +117,11 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
     /// quick connect-disconnect-connect never leaves the table wrong).
     private func reconcile(_ identity: Identity) async {
         await presenceGate.acquire()
-        defer { Task { await presenceGate.release() } }
+        await writePresence(identity)
+        await presenceGate.release()
+    }
+
+    private func writePresence(_ identity: Identity) async {
         let here = fanOut.isOnlineHere(identity.userId)
         guard here != recorded.withLock({ $0.contains(identity.userId) }) else { return }
         do {

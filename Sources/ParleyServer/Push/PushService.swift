@@ -134,32 +134,6 @@ public final class PushService: Service, Sendable {
     }
 }
 
-/// At most `limit` holders at once; others wait in order.
-actor ConcurrencyGate {
-    private var available: Int
-    private var waiters: [CheckedContinuation<Void, Never>] = []
-
-    init(limit: Int) {
-        available = max(1, limit)
-    }
-
-    func acquire() async {
-        if available > 0 {
-            available -= 1
-            return
-        }
-        await withCheckedContinuation { waiters.append($0) }
-    }
-
-    func release() {
-        if waiters.isEmpty {
-            available += 1
-        } else {
-            waiters.removeFirst().resume()
-        }
-    }
-}
-
 enum PushPayload {
     /// The contract's JSON for a notice.
     static func encode(_ notice: PushCoalescer.Notice, senderName: String, badge: Int) throws -> [UInt8] {
