@@ -27,10 +27,18 @@ public final class LiveConnection: Sendable {
     private let state = Mutex(State())
     private let outbound: WebSocketOutboundWriter
 
-    init(id: Int, identity: Identity, outbound: WebSocketOutboundWriter) {
+    /// A connection whose queue starts with `first` (its `hello`): nothing can be queued before it.
+    init(id: Int, identity: Identity, outbound: WebSocketOutboundWriter, first: ByteBuffer? = nil) {
         self.id = id
         self.identity = identity
         self.outbound = outbound
+        if let first {
+            state.withLock { state in
+                state.queue.append(first)
+                state.writing = true
+            }
+            Task { await self.write() }
+        }
     }
 
     /// Queues a frame; a connection whose queue is full is closed rather than allowed to grow.
@@ -130,11 +138,15 @@ public final class FanOut: Sendable {
     /// An empty registry.
     public init(logger: Logger) { self.logger = logger }
 
-    /// Adds a connection; returns it and whether it is the user's first on this node.
-    func register(_ identity: Identity, outbound: WebSocketOutboundWriter) -> (connection: LiveConnection, isFirst: Bool) {
+    /// Adds a connection whose first frame is `hello`; returns it and whether it is the user's
+    /// first on this node.
+    ///
+    /// The connection is created with `hello` already queued before any delivery can find it,
+    /// so no event (another user's presence, a message) can reach the socket ahead of it.
+    func register(_ identity: Identity, outbound: WebSocketOutboundWriter, hello: ByteBuffer) -> (connection: LiveConnection, isFirst: Bool) {
         state.withLock { state in
             state.nextId += 1
-            let connection = LiveConnection(id: state.nextId, identity: identity, outbound: outbound)
+            let connection = LiveConnection(id: state.nextId, identity: identity, outbound: outbound, first: hello)
             let isFirst = state.byUser[identity.userId]?.isEmpty ?? true
             state.byUser[identity.userId, default: [:]][connection.id] = connection
             return (connection, isFirst)

@@ -35,17 +35,21 @@ struct Gateway: Sendable {
             try? await outbound.close(.policyViolation, reason: "unauthorized")
             return
         }
-        let (connection, isFirst) = fanOut.register(identity, outbound: outbound)
+        var me = user
+        me.isOnline = true
+        me.lastSeenAt = nil
+        let hello = ServerEvent.hello(HelloEvent(user: me, sessionId: "\(EntityID())", heartbeatSeconds: heartbeatSeconds))
+        guard let helloFrame = try? WireCoding.makeEncoder().encode(hello) else {
+            try? await outbound.close(.unexpectedServerError, reason: "internal")
+            return
+        }
+        // `hello` is queued inside registration: nothing fanned out can overtake it.
+        let (connection, isFirst) = fanOut.register(identity, outbound: outbound, hello: ByteBuffer(bytes: helloFrame))
         if isFirst { await signals.cameOnline(identity) }
         var logger = logger
         logger[metadataKey: "userId"] = "\(identity.userId)"
         logger[metadataKey: "connection"] = "\(connection.id)"
         logger.debug("WebSocket connected")
-
-        var hello = user
-        hello.isOnline = true
-        hello.lastSeenAt = nil
-        send(ServerEvent.hello(HelloEvent(user: hello, sessionId: "\(EntityID())", heartbeatSeconds: heartbeatSeconds)), on: connection)
 
         let window = ConcurrencyGate(limit: Self.maxPipelinedSends)
         do {
