@@ -28,7 +28,8 @@ public struct ParleyApp: Sendable {
     public let metrics: Metrics
     /// The link to the other nodes on the same PostgreSQL; nil for a single node.
     public let cluster: ClusterNode?
-    let tokens: TokenService
+    /// Signs and verifies access tokens with the keys every node shares.
+    public let tokens: TokenService
     let passwords: PasswordHasher
     let logger: Logger
 
@@ -77,7 +78,7 @@ public struct ParleyApp: Sendable {
                 for identity in identities { await signals.announceOffline(identity) }
             }
         }
-        tokens = try await TokenService(secret: try configuration.resolveSecret(), lifetime: configuration.tokenLifetime)
+        tokens = try await configuration.makeTokenService(store: store, now: Date())
         passwords = PasswordHasher(cost: configuration.bcryptCost)
     }
 

@@ -12,7 +12,8 @@ public struct ServerConfiguration: Sendable {
     /// A PostgreSQL URL (`postgres://user[:password]@host:port/db`) to keep the data in;
     /// nil (the default) keeps it in SQLite in the data directory.
     public var databaseURL: String?
-    /// The HS256 secret; when nil, read from (or generated into) `<data-dir>/jwt-secret`.
+    /// A fixed HS256 secret (`PARLEY_JWT_SECRET`); when nil, the signing keys live in the store,
+    /// shared by every node on it, and can be rotated (`parley keys`).
     public var jwtSecret: String?
     /// How long an access token is valid.
     public var tokenLifetime: Duration = .seconds(30 * 24 * 3600)
@@ -50,21 +51,25 @@ public struct ServerConfiguration: Sendable {
     /// The path of the SQLite database file.
     public var databasePath: String { (dataDirectory as NSString).appendingPathComponent("parley.sqlite") }
 
-    /// The secret from configuration, or from the data directory, generated there (mode 0600) on first start.
-    func resolveSecret() throws -> [UInt8] {
-        if let jwtSecret { return Array(jwtSecret.utf8) }
+    /// The secret an older version generated into `<data-dir>/jwt-secret`, if there is one:
+    /// imported as the first signing key, so the tokens it signed stay valid.
+    func legacySecret() -> [UInt8]? {
         let path = (dataDirectory as NSString).appendingPathComponent("jwt-secret")
-        if let existing = FileManager.default.contents(atPath: path) {
-            let text = String(decoding: existing, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            return Array(text.utf8)
+        guard let existing = FileManager.default.contents(atPath: path) else { return nil }
+        let text = String(decoding: existing, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.utf8.count >= 32 ? Array(text.utf8) : nil
+    }
+
+    /// The token keys: the configured secret alone when there is one; otherwise the keys the
+    /// store shares with every node, created on the first start (from a legacy secret file
+    /// when the data directory has one).
+    func makeTokenService(store: any ParleyStore, now: Date) async throws -> TokenService {
+        if let jwtSecret {
+            return try await TokenService(secret: Array(jwtSecret.utf8), lifetime: tokenLifetime)
         }
-        var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<48).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        let secret = Data(bytes).base64EncodedString()
-        guard FileManager.default.createFile(atPath: path, contents: Data(secret.utf8), attributes: [.posixPermissions: 0o600]) else {
-            throw ServerStartError("Could not write the JWT secret to \(path)")
-        }
-        return Array(secret.utf8)
+        let candidate = legacySecret().map { SigningKey.derived(from: $0, now: now) } ?? SigningKey.generate(now: now)
+        let keys = try await store.ensureSigningKey(candidate)
+        return try await TokenService(keys: keys, lifetime: tokenLifetime, reload: { try await store.signingKeys() })
     }
 }
 

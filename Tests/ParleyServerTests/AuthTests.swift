@@ -103,18 +103,6 @@ import Testing
         #expect(try await server.raw("GET", "users/me", token: fresh).status == 200)
     }
 
-    @Test func generatedSecretIsKeptWithMode0600AndSurvivesRestart() async throws {
-        let directory = TestServer.temporaryDirectory()
-        let first = try await TestServer.start(dataDirectory: directory)
-        let frank = try await first.register("frank@x.io")
-        await first.stop()
-        let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/jwt-secret")
-        #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
-        let second = try await TestServer.start(dataDirectory: directory)
-        defer { Task { await second.stop() } }
-        #expect(try await second.api(token: frank.token).me().id == frank.id)
-    }
-
     @Test func passwordsAreStoredAsBcryptHashesOnly() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

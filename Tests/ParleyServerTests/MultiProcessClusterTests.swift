@@ -12,80 +12,14 @@ import FoundationNetworking
 /// SIGKILL mid-conversation; its users are expired and announced offline by the survivor, and
 /// a client that moves to the survivor ends with every message exactly once, in order.
 @Suite(.enabled(if: TestDatabase.serverURL != nil)) struct MultiProcessClusterTests {
-    /// A `parley serve` child process.
-    final class Node: Sendable {
-        let process: Process
-        let url: URL
-        let name: String
-
-        init(name: String, databaseURL: String, secret: String) throws {
-            let binary = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent(".build/debug/parley")
-            guard FileManager.default.isExecutableFile(atPath: binary.path) else {
-                throw ClientError(kind: .transport, message: "\(binary.path) is missing: run swift build first")
-            }
-            let port = try Self.freePort()
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = [
-                "serve", "--port", "\(port)", "--data-dir", TestServer.temporaryDirectory(), "--log-level", "warning",
-                "--node-id", name,
-            ]
-            var environment = ProcessInfo.processInfo.environment
-            environment["PARLEY_DATABASE_URL"] = databaseURL
-            environment["PARLEY_JWT_SECRET"] = secret
-            environment["PARLEY_BCRYPT_COST"] = "4"
-            environment["PARLEY_CLUSTER_HEARTBEAT_MS"] = "200"
-            environment["PARLEY_CLUSTER_DEAD_AFTER_MS"] = "1500"
-            process.environment = environment
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
-            self.process = process
-            self.url = URL(string: "http://127.0.0.1:\(port)")!
-            self.name = name
-        }
-
-        /// Waits until the node answers its health check.
-        func waitUntilReady() async throws {
-            try await waitFor("\(name) to listen", timeout: .seconds(60)) {
-                var request = URLRequest(url: self.url.appendingPathComponent("api/v1/health"))
-                request.timeoutInterval = 1
-                return (try? await URLSession.shared.data(for: request)).map { ($0.1 as? HTTPURLResponse)?.statusCode == 200 } ?? false
-            }
-        }
-
-        func kill() {
-            Foundation.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-
-        func stop() {
-            guard process.isRunning else { return }
-            process.terminate()
-            process.waitUntilExit()
-        }
-
-        private static func freePort() throws -> Int {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = 0
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-            }
-            guard bound else { throw ClientError(kind: .transport, message: "no free port") }
-            return Int(UInt16(bigEndian: address.sin_port))
-        }
-    }
+    typealias Node = ServeProcess
 
     @Test func aNodeKilledMidConversationLosesNothing() async throws {
         let database = try await TestDatabase.create()
-        let secret = String(repeating: "multi-process-secret-", count: 3)
-        let a = try Node(name: "node-a", databaseURL: database.url, secret: secret)
-        let b = try Node(name: "node-b", databaseURL: database.url, secret: secret)
+        // No PARLEY_JWT_SECRET: the nodes share their signing keys through the database, so the
+        // client that moves from the killed node to the survivor keeps its token.
+        let a = try Node(name: "node-a", databaseURL: database.url)
+        let b = try Node(name: "node-b", databaseURL: database.url)
         defer {
             a.stop()
             b.stop()

@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import Synchronization
 import ParleyProtocol
 
 /// Who a request or connection acts as, read from a verified token.
@@ -20,37 +21,143 @@ struct AccessClaims: JWTPayload {
     }
 }
 
-/// Signs and verifies HS256 access tokens with the server's secret.
-public struct TokenService: Sendable {
-    private let keys: JWTKeyCollection
+/// Signs and verifies HS256 access tokens with the service's signing keys.
+///
+/// The newest live key signs (its id goes into the token header as `kid`); every live key
+/// verifies, so a rotated key keeps its tokens valid until it is retired. Keys come from the
+/// store, shared by every node: a token naming a key this node has not seen yet makes it
+/// read the keys again (at most once a second), and the keys are read again every
+/// ``refreshInterval`` in the background, so a rotation or a retirement reaches every node
+/// within that time. A token without `kid` (issued before keys had ids) is checked against
+/// the oldest live key, the one the data directory's old secret was imported as.
+public final class TokenService: Sendable {
     /// How long a token is valid.
     public let lifetime: Duration
+    /// How often the keys are read again from the store.
+    public static let refreshInterval: Duration = .seconds(60)
+    private static let missReloadInterval: Duration = .seconds(1)
 
-    /// A token service over a secret of at least 32 bytes.
-    public init(secret: [UInt8], lifetime: Duration) async throws {
+    private struct Ring {
+        var collection: JWTKeyCollection
+        var liveKids: Set<String>
+        var signingKid: String
+        var loadedAt: ContinuousClock.Instant
+        var lastMissReload: ContinuousClock.Instant?
+        var refreshing = false
+    }
+
+    private let ring: Mutex<Ring>
+    private let reload: (@Sendable () async throws -> [SigningKey])?
+
+    /// A token service over one fixed secret of at least 32 bytes (`PARLEY_JWT_SECRET`, tests).
+    public convenience init(secret: [UInt8], lifetime: Duration) async throws {
         guard secret.count >= 32 else {
             throw APIError(.internal, "The JWT secret must be at least 32 bytes long")
         }
-        keys = JWTKeyCollection()
-        await keys.add(hmac: HMACKey(from: secret), digestAlgorithm: .sha256)
-        self.lifetime = lifetime
+        try await self.init(keys: [.derived(from: secret, now: Date(timeIntervalSince1970: 0))], lifetime: lifetime, reload: nil)
     }
+
+    /// A token service over `keys` (at least one live), reading them again through `reload`
+    /// when it is given.
+    public init(keys: [SigningKey], lifetime: Duration, reload: (@Sendable () async throws -> [SigningKey])?) async throws {
+        self.lifetime = lifetime
+        self.reload = reload
+        ring = Mutex(try await Self.makeRing(keys))
+    }
+
+    /// The id of the key new tokens are signed with.
+    public var signingKeyId: String { ring.withLock { $0.signingKid } }
 
     /// A signed token for a user.
     public func issue(for user: User, now: Date = Date()) async throws -> String {
+        refreshIfStale()
         let claims = AccessClaims(
             sub: .init(value: user.id.description), org: user.organizationId.description,
             iat: .init(value: now), exp: .init(value: now.addingTimeInterval(lifetime.timeInterval)))
-        return try await keys.sign(claims)
+        let (collection, kid) = ring.withLock { ($0.collection, $0.signingKid) }
+        return try await collection.sign(claims, kid: JWKIdentifier(string: kid))
     }
 
-    /// The identity a token stands for; `unauthorized` when it is forged, malformed or expired.
+    /// The identity a token stands for; `unauthorized` when it is forged, malformed, expired
+    /// or signed with a key that is unknown or retired.
     public func verify(_ token: String) async throws -> Identity {
-        guard token.utf8.count < 4096,
-            let claims = try? await keys.verify(token, as: AccessClaims.self),
+        guard token.utf8.count < 4096 else { throw APIError.unauthorized }
+        refreshIfStale()
+        let kid = Self.keyId(of: token)
+        if let kid, !ring.withLock({ $0.liveKids.contains(kid) }) {
+            // Perhaps a key another node has just added: read the keys once, then decide.
+            await reloadAfterMiss()
+            guard ring.withLock({ $0.liveKids.contains(kid) }) else { throw APIError.unauthorized }
+        }
+        let collection = ring.withLock { $0.collection }
+        guard let claims = try? await collection.verify(token, as: AccessClaims.self),
             let userId = EntityID(claims.sub.value), let organizationId = EntityID(claims.org)
         else { throw APIError.unauthorized }
         return Identity(userId: userId, organizationId: organizationId)
+    }
+
+    /// Reads the keys from the store now (rotation tools and tests call this; requests do it
+    /// by themselves when the keys are stale or a token names an unknown key).
+    public func reloadKeys() async throws {
+        guard let reload else { return }
+        let fresh = try await Self.makeRing(try await reload())
+        ring.withLock { ring in
+            let lastMiss = ring.lastMissReload
+            ring = fresh
+            ring.lastMissReload = lastMiss
+        }
+    }
+
+    private func reloadAfterMiss() async {
+        guard reload != nil else { return }
+        let now = ContinuousClock.now
+        let due = ring.withLock { ring -> Bool in
+            if let last = ring.lastMissReload, now - last < Self.missReloadInterval { return false }
+            ring.lastMissReload = now
+            return true
+        }
+        if due { try? await reloadKeys() }
+    }
+
+    /// Starts a background read of the keys when the last one is older than the interval.
+    private func refreshIfStale() {
+        guard reload != nil else { return }
+        let start = ring.withLock { ring -> Bool in
+            guard !ring.refreshing, ContinuousClock.now - ring.loadedAt >= Self.refreshInterval else { return false }
+            ring.refreshing = true
+            return true
+        }
+        guard start else { return }
+        Task {
+            try? await self.reloadKeys()
+            self.ring.withLock { $0.refreshing = false }
+        }
+    }
+
+    private static func makeRing(_ keys: [SigningKey]) async throws -> Ring {
+        let live = keys.filter(\.isLive).sorted { ($0.createdAt, $0.kid) < ($1.createdAt, $1.kid) }
+        guard let newest = live.last, let oldest = live.first else {
+            throw APIError(.internal, "No live signing key")
+        }
+        let collection = JWTKeyCollection()
+        // The oldest key first: it becomes the default, which checks tokens without a kid.
+        for key in [oldest] + live.dropFirst() {
+            guard key.secret.count >= 32 else { throw APIError(.internal, "A signing key must be at least 32 bytes long") }
+            await collection.add(hmac: HMACKey(from: key.secret), digestAlgorithm: .sha256, kid: JWKIdentifier(string: key.kid))
+        }
+        return Ring(collection: collection, liveKids: Set(live.map(\.kid)), signingKid: newest.kid, loadedAt: .now)
+    }
+
+    /// The `kid` of a token's header, if it has one (nil for a malformed header too: the
+    /// verification that follows refuses it).
+    public static func keyId(of token: String) -> String? {
+        guard let header = token.split(separator: ".", maxSplits: 1).first else { return nil }
+        var base64 = header.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
+        return object["kid"] as? String
     }
 }
 

@@ -228,6 +228,16 @@ public protocol ParleyStore: Sendable {
     /// The user's registered devices.
     func devices(userId: EntityID) async throws -> [RegisterDeviceRequest]
 
+    /// Every signing key, retired ones included, oldest first.
+    func signingKeys() async throws -> [SigningKey]
+    /// Stores `candidate` unless a live key exists already, atomically (nodes starting at once
+    /// agree on one key); returns every key after.
+    func ensureSigningKey(_ candidate: SigningKey) async throws -> [SigningKey]
+    /// Adds a key (rotation): from then on it signs new tokens; the older keys still verify.
+    func addSigningKey(_ key: SigningKey) async throws
+    /// Retires a key: tokens it signed stop verifying. False when no live key has that kid.
+    func retireSigningKey(kid: String, at date: Date) async throws -> Bool
+
     /// Flushes and releases the store; called once after the server has stopped.
     func close() async throws
 }

@@ -16,7 +16,7 @@ extension ServerConfiguration {
 
     /// Opens the store this configuration names, migrated and ready: PostgreSQL when
     /// `databaseURL` is a `postgres://` URL, otherwise SQLite in the data directory.
-    func makeStore(logger: Logger) async throws -> any ParleyStore {
+    public func makeStore(logger: Logger) async throws -> any ParleyStore {
         if let url = databaseURL, !url.isEmpty {
             guard usesPostgres else {
                 throw ServerStartError("Unsupported database URL \(databaseDescription): use postgres:// or postgresql://")

@@ -131,6 +131,16 @@ enum PostgresSchema {
             """,
             "CREATE INDEX devices_by_user ON devices(user_id)",
         ]),
+        Migration(version: 5, name: "v5-signing-keys", statements: [
+            """
+            CREATE TABLE signing_keys (
+                kid text PRIMARY KEY,
+                secret text NOT NULL,
+                created_at bigint NOT NULL,
+                retired_at bigint
+            )
+            """,
+        ]),
     ]
 
     /// Applies the migrations the database lacks, all in one transaction under the advisory lock;

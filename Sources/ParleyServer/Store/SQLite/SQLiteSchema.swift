@@ -118,6 +118,16 @@ enum SQLiteSchema {
                 CREATE INDEX devices_by_user ON devices(user_id);
                 """)
         }
+        migrator.registerMigration("v5-signing-keys") { db in
+            try db.execute(sql: """
+                CREATE TABLE signing_keys (
+                    kid TEXT PRIMARY KEY NOT NULL,
+                    secret TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    retired_at INTEGER
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -1,0 +1,57 @@
+import Foundation
+import Logging
+import ParleyProtocol
+import PostgresNIO
+
+extension PostgresStore {
+    public func signingKeys() async throws -> [SigningKey] {
+        let logger = self.logger
+        return try await single { c in try await Self.signingKeys(c, logger) }
+    }
+
+    public func ensureSigningKey(_ candidate: SigningKey) async throws -> [SigningKey] {
+        let logger = self.logger
+        return try await write { c in
+            // The migrations' lock: nodes starting at once create one key between them.
+            try await c.run("SELECT pg_advisory_xact_lock(\(PostgresSchema.advisoryLockKey))", logger)
+            let keys = try await Self.signingKeys(c, logger)
+            if keys.contains(where: \.isLive) { return keys }
+            try await Self.insert(candidate, c, logger)
+            return try await Self.signingKeys(c, logger)
+        }
+    }
+
+    public func addSigningKey(_ key: SigningKey) async throws {
+        let logger = self.logger
+        try await single { c in try await Self.insert(key, c, logger) }
+    }
+
+    public func retireSigningKey(kid: String, at date: Date) async throws -> Bool {
+        let logger = self.logger
+        return try await single { c in
+            try await c.first(
+                """
+                UPDATE signing_keys SET retired_at = \(date.millisecondsSince1970)
+                WHERE kid = \(kid) AND retired_at IS NULL RETURNING kid
+                """, logger) != nil
+        }
+    }
+
+    private static func insert(_ key: SigningKey, _ c: PostgresConnection, _ logger: Logger) async throws {
+        let secret = String(decoding: key.secret, as: UTF8.self)
+        try await c.run(
+            """
+            INSERT INTO signing_keys (kid, secret, created_at, retired_at)
+            VALUES (\(key.kid), \(secret), \(key.createdAt.millisecondsSince1970), \(key.retiredAt?.millisecondsSince1970))
+            """, logger)
+    }
+
+    private static func signingKeys(_ c: PostgresConnection, _ logger: Logger) async throws -> [SigningKey] {
+        try await c.all("SELECT kid, secret, created_at, retired_at FROM signing_keys ORDER BY created_at, kid", logger).map {
+            let (kid, secret, created, retired) = try $0.decode((String, String, Int64, Int64?).self)
+            return SigningKey(
+                kid: kid, secret: Array(secret.utf8), createdAt: Date(millisecondsSince1970: created),
+                retiredAt: retired.map(Date.init(millisecondsSince1970:)))
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import GRDB
+import ParleyProtocol
+
+extension SQLiteStore {
+    public func signingKeys() async throws -> [SigningKey] {
+        try await writer.read { db in try Self.signingKeys(db) }
+    }
+
+    public func ensureSigningKey(_ candidate: SigningKey) async throws -> [SigningKey] {
+        // One writer at a time: of two stores starting on one file, the second sees the first's key.
+        try await writer.write { db in
+            let keys = try Self.signingKeys(db)
+            if keys.contains(where: \.isLive) { return keys }
+            try Self.insert(candidate, db)
+            return try Self.signingKeys(db)
+        }
+    }
+
+    public func addSigningKey(_ key: SigningKey) async throws {
+        try await writer.write { db in try Self.insert(key, db) }
+    }
+
+    public func retireSigningKey(kid: String, at date: Date) async throws -> Bool {
+        try await writer.write { db in
+            try db.execute(
+                sql: "UPDATE signing_keys SET retired_at = ? WHERE kid = ? AND retired_at IS NULL",
+                arguments: [date.millisecondsSince1970, kid])
+            return db.changesCount > 0
+        }
+    }
+
+    private static func insert(_ key: SigningKey, _ db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO signing_keys (kid, secret, created_at, retired_at) VALUES (?, ?, ?, ?)",
+            arguments: [key.kid, String(decoding: key.secret, as: UTF8.self), key.createdAt.millisecondsSince1970,
+                        key.retiredAt?.millisecondsSince1970])
+    }
+
+    private static func signingKeys(_ db: Database) throws -> [SigningKey] {
+        try Row.fetchAll(db, sql: "SELECT * FROM signing_keys ORDER BY created_at, kid").map { row in
+            SigningKey(
+                kid: row["kid"], secret: Array((row["secret"] as String).utf8),
+                createdAt: Date(millisecondsSince1970: row["created_at"]),
+                retiredAt: (row["retired_at"] as Int64?).map(Date.init(millisecondsSince1970:)))
+        }
+    }
+}

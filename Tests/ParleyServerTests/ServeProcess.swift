@@ -1,0 +1,100 @@
+import Foundation
+import ParleyClient
+import ParleyTestSupport
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A `parley serve` child process on a free loopback port (the debug build's binary).
+final class ServeProcess: Sendable {
+    let process: Process
+    let url: URL
+    let name: String
+
+    /// Starts `parley serve`; with `databaseURL` on PostgreSQL, else on SQLite in a fresh data
+    /// directory; `secret` sets PARLEY_JWT_SECRET (none: keys shared through the store).
+    init(name: String, databaseURL: String? = nil, secret: String? = nil, dataDirectory: String? = nil, port: Int? = nil) throws {
+        let binary = Self.binary
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw ClientError(kind: .transport, message: "\(binary.path) is missing: run swift build first")
+        }
+        let port = try port ?? Self.freePort()
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = [
+            "serve", "--port", "\(port)", "--data-dir", dataDirectory ?? TestServer.temporaryDirectory(), "--log-level", "warning",
+            "--node-id", name,
+        ]
+        var environment = ProcessInfo.processInfo.environment
+        environment["PARLEY_DATABASE_URL"] = databaseURL
+        environment["PARLEY_JWT_SECRET"] = secret
+        environment["PARLEY_BCRYPT_COST"] = "4"
+        environment["PARLEY_CLUSTER_HEARTBEAT_MS"] = "200"
+        environment["PARLEY_CLUSTER_DEAD_AFTER_MS"] = "1500"
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        self.process = process
+        self.url = URL(string: "http://127.0.0.1:\(port)")!
+        self.name = name
+    }
+
+    /// Waits until the node answers its health check.
+    func waitUntilReady() async throws {
+        try await waitFor("\(name) to listen", timeout: .seconds(60)) {
+            var request = URLRequest(url: self.url.appendingPathComponent("api/v1/health"))
+            request.timeoutInterval = 1
+            return (try? await URLSession.shared.data(for: request)).map { ($0.1 as? HTTPURLResponse)?.statusCode == 200 } ?? false
+        }
+    }
+
+    func kill() {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    /// The debug build's `parley` binary.
+    static var binary: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/debug/parley")
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw ClientError(kind: .transport, message: "no free port") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+
+/// Runs a program to its end; returns its exit code and everything it printed (stdout and
+/// stderr together, in order).
+func runToEnd(_ executable: URL, _ arguments: [String], environment extra: [String: String?] = [:]) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    var environment = ProcessInfo.processInfo.environment
+    for (key, value) in extra { environment[key] = value }
+    process.environment = environment
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
