@@ -138,3 +138,22 @@ extension ChatClient {
         notify(.directory)
     }
 }
+
+// MARK: Focus
+
+extension ChatClient {
+    /// Tells the server which conversation the user is looking at (nil: none), so presence
+    /// can say so and push can spare the conversation on screen. Sent now when connected and
+    /// again after every reconnect; the last call wins.
+    public func focus(_ conversationId: EntityID?) {
+        focusedConversation = conversationId
+        sendFocus()
+    }
+
+    /// Sends the current focus on the live connection, if there is one.
+    func sendFocus() {
+        guard let channel, machine.state == .connected else { return }
+        let command = FocusCommand(conversationId: focusedConversation)
+        Task { try? await channel.perform(.focus(command)) }
+    }
+}

@@ -16,6 +16,9 @@ public enum ChatChange: Sendable, Equatable {
     case directory
     /// How far a message's preparation (an upload) has come, 0...1; keyed by ``LocalMessage/id``.
     case progress(conversationId: EntityID, messageId: String, fraction: Double)
+    /// The server refused the token: sign the user in again and call
+    /// ``ChatClient/updateToken(_:)``; queued messages wait for it.
+    case signInRequired
 }
 
 /// The offline-first chat client: one per signed-in user.
@@ -45,12 +48,20 @@ public actor ChatClient {
     private var waitTask: Task<Void, Never>?
     private var heartbeatTask: Task<Void, Never>?
     private var pollTask: Task<Void, Never>?
-    private var outboxTimer: Task<Void, Never>?
-    private var isFlushing = false
-    private var flushAgain = false
-    private var flushWaiters: [CheckedContinuation<Void, Never>] = []
+    var outboxTimer: Task<Void, Never>?
+    var isFlushing = false
+    var flushAgain = false
+    var flushWaiters: [CheckedContinuation<Void, Never>] = []
     private var catchingUp: Set<EntityID> = []
     private var catchUpAgain: Set<EntityID> = []
+    /// The server refused the token (401): queued messages wait for ``updateToken(_:)``.
+    public internal(set) var signInRequired = false
+    /// When the cache was last trimmed to its retention limits.
+    var lastTrim: Date?
+    /// The conversation on screen, told to the server with `focus` (again after a reconnect).
+    var focusedConversation: EntityID?
+    /// When each message still on its way was (last) handed to the outbox, by ``LocalMessage/id``.
+    var sendStartedAt: [String: Date] = [:]
     /// Seed 004's read counter.
     public internal(set) var readCounts = ReadCounts()
     var receipts = ReceiptQueue()
@@ -127,7 +138,7 @@ public actor ChatClient {
     /// The user tapped "retry" on a failed connection.
     public func retry() { run(machine.handle(.retry)) }
 
-    private func run(_ actions: [ConnectionStateMachine.Action]) {
+    func run(_ actions: [ConnectionStateMachine.Action]) {
         for action in actions {
             switch action {
             case .open: open()
@@ -169,6 +180,7 @@ public actor ChatClient {
                 self.opened(channel, generation: generation)
             } catch {
                 let permanent = (error as? ClientError)?.code == .unauthorized
+                if permanent { self.requireSignIn() }
                 self.openFailed(generation: generation, permanent: permanent)
             }
         }
@@ -186,6 +198,7 @@ public actor ChatClient {
         }
         self.channel = channel
         feed(.opened(at: environment.uptime()))
+        if focusedConversation != nil { sendFocus() }
         Task {
             for await event in channel.events { await self.receive(event, generation: generation) }
             self.channelEnded(generation: generation)
@@ -281,21 +294,54 @@ public actor ChatClient {
 
     /// Brings everything up to date: the conversation list, then every kept conversation from
     /// its synced seq, then the outbox.
-    public func synchronize() async {
+    ///
+    /// When the server answers, every queued message is sent at once, in order, whatever
+    /// backoff its last failed attempt left: backoff applies only while the server stays
+    /// unreachable. Returns whether the server was reached and what the outbox holds after.
+    @discardableResult
+    public func synchronize() async -> SyncReport {
+        var reached = false
         do {
             let list = try await transport.conversations()
+            reached = true
+            signInRequired = false
+            // The server is back: what waited for it goes now, not when its backoff ends.
+            try? await database.outboxRetryNow()
             try await database.store(conversations: list, replacingAll: true)
             notify(.conversations)
             let latest = Dictionary(list.map { ($0.id, $0.lastSeq) }, uniquingKeysWith: max)
             for (id, synced) in try await database.syncedConversations() where (latest[id] ?? 0) > synced {
                 await catchUp(id)
             }
+        } catch let error as ClientError where error.code == .unauthorized {
+            reached = true
+            requireSignIn()
         } catch {
             logger.debug("Sync failed; will retry", metadata: ["error": "\(error)"])
         }
         await flushOutbox()
         await flushReceipts()
         await registerPushTokenIfNeeded()
+        await trimCacheIfDue()
+        let counts = (try? await database.outboxCounts()) ?? (queued: 0, failed: 0)
+        return SyncReport(reachedServer: reached, queued: counts.queued, failed: counts.failed, signInRequired: signInRequired)
+    }
+
+    /// How often the cache is trimmed to ``LocalDatabase/Retention`` (at the first sync, then
+    /// at most this often).
+    public static let trimInterval: TimeInterval = 6 * 3600
+
+    /// Trims the cache to its retention limits when due, sparing the conversation on screen.
+    func trimCacheIfDue() async {
+        let now = environment.now()
+        if let lastTrim, now.timeIntervalSince(lastTrim) < Self.trimInterval { return }
+        lastTrim = now
+        do {
+            try await database.trim(now: now, sparing: Set([focusedConversation].compactMap { $0 }))
+            notify(.conversations)
+        } catch {
+            logger.debug("Cache trim failed; will retry", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Fetches `/changes` from the synced seq until current, one transaction per page.
@@ -364,148 +410,5 @@ public actor ChatClient {
         readCounts.networkReads += 1
         try await database.applyOlderPage(page, in: id)
         return try await database.messages(in: id, viewer: userId, before: seq, limit: limit)
-    }
-
-    // MARK: Sending
-
-    /// Sends a text message optimistically: it is in the database (and on screen) when this
-    /// returns; the outbox delivers it when it can.
-    @discardableResult
-    public func send(text: String, in conversationId: EntityID, replyTo: EntityID? = nil) async throws -> LocalMessage {
-        let trimmed = Limits.trimmed(text)
-        guard !trimmed.isEmpty, trimmed.count <= Limits.maxTextCharacters, !Limits.containsNul(trimmed) else {
-            throw ClientError(kind: .server, code: .invalidRequest, message: "A message is 1–\(Limits.maxTextCharacters) characters")
-        }
-        return try await send(SendMessageRequest(clientMessageId: "", text: trimmed, replyToId: replyTo), in: conversationId)
-    }
-
-    /// Sends any message optimistically: the prechecks run first (a veto throws ``SendVetoed``
-    /// and writes nothing); then the message and its outbox entry, with the preparations still to
-    /// run, are written in one transaction. An empty `clientMessageId` gets a new one.
-    @discardableResult
-    public func send(_ request: SendMessageRequest, in conversationId: EntityID, context: [String: String] = [:]) async throws -> LocalMessage {
-        var request = request
-        if request.clientMessageId.isEmpty { request.clientMessageId = environment.newID() }
-        for precheck in hooks.prechecks {
-            if case .veto(let reason) = await precheck.check(request, in: conversationId) { throw SendVetoed(reason: reason) }
-        }
-        let message = try await database.enqueue(
-            request, in: conversationId, senderId: userId, now: environment.now(),
-            preparations: hooks.preparations.map(\.name), context: context)
-        notify(.messages(conversationId))
-        Task { await self.flushOutbox() }
-        return message
-    }
-
-    /// Queues a failed message again.
-    public func resend(clientMessageId: String, in conversationId: EntityID) async throws {
-        guard try await database.resend(clientMessageId: clientMessageId) else { return }
-        notify(.messages(conversationId))
-        Task { await self.flushOutbox() }
-    }
-
-    /// Drops a failed message.
-    public func discard(clientMessageId: String, in conversationId: EntityID) async throws {
-        _ = try await database.discard(clientMessageId: clientMessageId)
-        notify(.messages(conversationId))
-    }
-
-    /// Sends every due outbox head, oldest first, over the WebSocket when connected, else HTTP.
-    /// Returns when the outbox has nothing due (a call during a flush waits for that flush).
-    public func flushOutbox() async {
-        guard !isFlushing else {
-            flushAgain = true
-            await withCheckedContinuation { flushWaiters.append($0) }
-            return
-        }
-        isFlushing = true
-        defer {
-            isFlushing = false
-            for waiter in flushWaiters { waiter.resume() }
-            flushWaiters.removeAll()
-        }
-        repeat {
-            flushAgain = false
-            do {
-                while let entry = try await database.dueOutboxEntries(now: environment.now()).first {
-                    await deliver(entry)
-                }
-            } catch {
-                logger.warning("Outbox read failed", metadata: ["error": "\(error)"])
-            }
-        } while flushAgain
-        await scheduleOutboxWake()
-    }
-
-    private func deliver(_ entry: OutboxEntry) async {
-        let clientMessageId = entry.request.clientMessageId
-        do {
-            let request = try await prepare(entry)
-            let stored: Message
-            if let channel, machine.state == .connected {
-                stored = try await channel.sendMessage(request)
-            } else {
-                stored = try await transport.send(request, to: entry.conversationId)
-            }
-            try await database.apply([stored])
-        } catch let error as ClientError where !error.isTransient {
-            try? await database.outboxRejected(clientMessageId: clientMessageId, reason: error.message)
-        } catch let error as PreparationFailed {
-            try? await database.outboxRejected(clientMessageId: clientMessageId, reason: error.reason)
-        } catch {
-            // No answer: it may or may not be stored. Retrying with the same id is safe.
-            let delay = machine.backoff(min(entry.attempts, 5))
-            try? await database.outboxAttemptFailed(
-                clientMessageId: clientMessageId, retryAt: environment.now().addingTimeInterval(delay.seconds))
-        }
-        notify(.messages(entry.conversationId))
-        notify(.conversations)
-    }
-
-    /// Runs the entry's remaining preparations in order, recording each as it finishes.
-    private func prepare(_ entry: OutboxEntry) async throws -> SendMessageRequest {
-        let messageId = "\(userId)/\(entry.request.clientMessageId)"
-        let conversationId = entry.conversationId
-        var message = PreparedMessage(
-            request: entry.request, context: entry.context, conversationId: entry.conversationId,
-            reportProgress: { fraction in
-                Task { await self.notify(.progress(conversationId: conversationId, messageId: messageId, fraction: fraction)) }
-            })
-        var remaining = entry.preparations
-        while let name = remaining.first {
-            guard let preparation = hooks.preparations.first(where: { $0.name == name }) else {
-                throw PreparationFailed("the preparation \"\(name)\" is not available in this version")
-            }
-            do {
-                message = try await preparation.prepare(message)
-            } catch let error as ClientError where error.isTransient {
-                throw error
-            } catch let error as PreparationFailed {
-                throw error
-            } catch {
-                throw PreparationFailed("\(error)")
-            }
-            message.request.clientMessageId = entry.request.clientMessageId
-            remaining.removeFirst()
-            try await database.outboxPrepared(
-                clientMessageId: entry.request.clientMessageId, request: message.request, context: message.context, remaining: remaining)
-        }
-        return message.request
-    }
-
-    private func scheduleOutboxWake() async {
-        // Read before cancelling: this may run inside the timer task being replaced, and a
-        // cancelled task's database reads throw.
-        let next = try? await database.nextOutboxAttempt()
-        outboxTimer?.cancel()
-        guard let next else {
-            outboxTimer = nil
-            return
-        }
-        let delay = max(next.timeIntervalSince(environment.now()), 0)
-        outboxTimer = Task { [environment] in
-            do { try await environment.sleep(.milliseconds(Int64(delay * 1000) + 1)) } catch { return }
-            await self.flushOutbox()
-        }
     }
 }

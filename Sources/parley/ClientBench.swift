@@ -166,4 +166,5 @@ private struct Unreachable: ChatTransport {
     func download(_ url: String) async throws -> Data { throw Self.error }
     func registerDevice(token: String, environment: PushEnvironment) async throws { throw Self.error }
     func logout(deviceToken: String?) async throws { throw Self.error }
+    func updateToken(_ token: String) {}
 }

@@ -117,7 +117,7 @@ struct Send: AsyncParsableCommand {
         switch message?.delivery {
         case .failed(let reason)?:
             throw fail("refused: \(reason) (kept as failed; it will not be sent)")
-        case .sending?, nil:
+        case .sending?, .notSent?, nil:
             print("queued (server unreachable); `parley sync` delivers it")
         default:
             print("sent #\(message?.seq ?? 0) \(message?.serverId?.description ?? "")")
@@ -131,12 +131,21 @@ struct Sync: AsyncParsableCommand {
 
     func run() async throws {
         let session = try await SDKSession.open(options)
-        let before = try await session.client.database.outboxCount()
+        let before = try await session.client.database.outboxCounts()
         try? await session.refreshDirectory()
-        await session.client.synchronize()
-        let after = try await session.client.database.outboxCount()
-        print("delivered \(before - after) queued message\(before - after == 1 ? "" : "s"); \(after) still queued")
-        if after > 0 { throw fail("server unreachable; \(after) message(s) still queued", code: 2) }
+        let report = await session.client.synchronize()
+        let delivered = before.queued - report.queued - (report.failed - before.failed)
+        print("delivered \(delivered) queued message\(delivered == 1 ? "" : "s"); \(report.queued) still queued; \(report.failed) refused")
+        if report.signInRequired {
+            throw fail("the server refused this profile's token; `parley login` again (\(report.queued) message(s) kept queued)")
+        }
+        if !report.reachedServer, report.queued > 0 {
+            throw fail("server unreachable; \(report.queued) message(s) still queued", code: 2)
+        }
+        if report.queued > 0 { throw fail("\(report.queued) message(s) still queued; the server answered but they could not be sent yet", code: 2) }
+        if report.failed > before.failed {
+            throw fail("the server refused \(report.failed - before.failed) message(s); `parley history` shows why")
+        }
     }
 }
 
@@ -183,6 +192,7 @@ enum MessageLine {
         let deleted = message.deletedAt != nil ? " (deleted)" : ""
         let status: String = switch message.delivery {
         case .sending: " (sending)"
+        case .notSent: " (not sent yet; retrying)"
         case .failed(let reason): " (failed: \(reason))"
         case .sent: " ✓"
         case .delivered: " ✓✓"

@@ -67,6 +67,8 @@ public struct FaultyTransport: ChatTransport {
 
     private func http() throws { if plan.roll(plan.odds.failHTTP) { throw FaultPlan.cut } }
 
+    public func updateToken(_ token: String) { base.updateToken(token) }
+
     public func conversations() async throws -> [Conversation] { try http(); return try await base.conversations() }
     public func conversation(_ id: EntityID) async throws -> Conversation { try http(); return try await base.conversation(id) }
     public func messages(_ id: EntityID, before: Int64?, limit: Int) async throws -> MessagesPage {

@@ -211,13 +211,14 @@ extension LocalDatabase {
     }
 
     /// Keeps the newest `maxMessagesPerConversation` stored messages per conversation and none
-    /// older than `maxAge`; temporary and failed messages are never dropped.
-    public func trim(now: Date) async throws {
+    /// older than `maxAge`; temporary and failed messages are never dropped, and conversations
+    /// in `sparing` (the one on screen) are left whole.
+    public func trim(now: Date, sparing: Set<EntityID> = []) async throws {
         let cutoff = now.addingTimeInterval(-retention.maxAge.seconds).millisecondsSince1970
         let keep = retention.maxMessagesPerConversation
         try await writer.write { db in
             let ids = try String.fetchAll(db, sql: "SELECT DISTINCT conversation_id FROM messages")
-            for id in ids {
+            for id in ids where !sparing.contains(where: { $0.description == id }) {
                 try db.execute(
                     sql: "DELETE FROM messages WHERE conversation_id = ? AND state = 'confirmed' AND created_at < ?",
                     arguments: [id, cutoff])

@@ -30,6 +30,15 @@ extension LocalDatabase {
         try await heads().map(\.nextAttemptAt).min()
     }
 
+    /// How many messages are queued, and how many the server refused.
+    public func outboxCounts() async throws -> (queued: Int, failed: Int) {
+        try await writer.read { db in
+            let queued = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE state = 'queued'") ?? 0
+            let failed = try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox WHERE state = 'failed'") ?? 0
+            return (queued, failed)
+        }
+    }
+
     /// How many messages are queued or failed.
     public func outboxCount() async throws -> Int {
         try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0 }
@@ -82,7 +91,7 @@ extension LocalDatabase {
     /// Makes every queued entry due now (the connection came back: the waits were for it).
     public func outboxRetryNow() async throws {
         try await writer.write { db in
-            try db.execute(sql: "UPDATE outbox SET next_attempt_at = 0 WHERE state = 'queued'")
+            try db.execute(sql: "UPDATE outbox SET next_attempt_at = 0 WHERE state = 'queued' AND next_attempt_at > 0")
         }
     }
 

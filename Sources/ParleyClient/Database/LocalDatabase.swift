@@ -25,7 +25,7 @@ public struct LocalDatabase: Sendable {
     }
 
     let writer: any DatabaseWriter
-    /// The retention applied by ``trim(now:)``.
+    /// The retention applied by ``trim(now:sparing:)`` (the client runs it while syncing).
     public let retention: Retention
 
     /// Opens (creating if needed) the database file at `path`.

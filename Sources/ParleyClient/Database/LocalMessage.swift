@@ -5,6 +5,10 @@ import ParleyProtocol
 public enum Delivery: Sendable, Equatable {
     /// Written locally, in the outbox, not yet acknowledged.
     case sending
+    /// Still in the outbox with no answer after ``ChatClient/sendTimeout``: shown as not sent
+    /// (seed 003). The outbox keeps retrying; the app may offer "retry now"
+    /// (``ChatClient/retryNow()``).
+    case notSent
     /// The server refused it; `reason` says why. The app can resend or discard it.
     case failed(reason: String)
     /// Stored by the server (one tick).

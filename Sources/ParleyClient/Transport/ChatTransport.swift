@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import Synchronization
 
 /// What the SDK needs from the network. The live transport is REST plus one WebSocket; tests
 /// wrap it to drop, duplicate and delay frames and cut connections.
@@ -16,6 +17,8 @@ public protocol ChatTransport: Sendable {
     func send(_ request: SendMessageRequest, to conversationId: EntityID) async throws -> Message
     /// Opens a WebSocket and waits for `hello`.
     func openRealtime() async throws -> any RealtimeChannel
+    /// Uses a new token for every request and connection from now on.
+    func updateToken(_ token: String)
     /// A read receipt over HTTP.
     func markRead(_ conversationId: EntityID, upToSeq: Int64) async throws -> ReadResponse
     /// A delivery receipt over HTTP.
@@ -52,11 +55,24 @@ extension RealtimeConnection: RealtimeChannel {}
 
 /// The real network: ``ParleyAPI`` and ``RealtimeConnection``.
 public struct LiveTransport: ChatTransport {
-    public let api: ParleyAPI
+    /// The REST client, shared by copies of this transport so a new token reaches them all.
+    private final class Current: Sendable {
+        let api: Mutex<ParleyAPI>
+        init(_ api: ParleyAPI) { self.api = Mutex(api) }
+    }
+
+    private let current: Current
+
+    /// The REST client with the current token.
+    public var api: ParleyAPI { current.api.withLock { $0 } }
 
     /// A transport for a server URL and a token.
     public init(serverURL: URL, token: String) {
-        api = ParleyAPI(baseURL: serverURL, token: token)
+        current = Current(ParleyAPI(baseURL: serverURL, token: token))
+    }
+
+    public func updateToken(_ token: String) {
+        current.api.withLock { $0.token = token }
     }
 
     public func conversations() async throws -> [Conversation] { try await api.conversations() }

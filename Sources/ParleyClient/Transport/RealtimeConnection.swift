@@ -192,7 +192,8 @@ public actor RealtimeConnection {
             } else if !rawWaiters.isEmpty {
                 rawWaiters.removeFirst().resume(returning: data)
             } else {
-                logger.debug("Reply without a pending command", metadata: ["frame": "\(String(decoding: data, as: UTF8.self))"])
+                // The reply's id and size only: a frame can carry message text, which logs never hold.
+                logger.debug("Reply without a pending command", metadata: ["replyTo": "\(header.replyTo ?? "-")", "bytes": "\(data.count)"])
             }
             return
         }

@@ -43,8 +43,9 @@ public final class ChatModel {
     public func start() async {
         let changes = await client.changes()
         connection = await client.connectionState
+        await client.focus(conversationId)
         do {
-            show(try await client.openConversation(conversationId))
+            show(await client.presented(try await client.openConversation(conversationId)))
         } catch {
             lastError = "\(error)"
         }
@@ -63,10 +64,21 @@ public final class ChatModel {
         }
     }
 
-    /// Stops following changes.
+    /// Stops following changes (and tells the server the conversation is no longer on screen).
     public func stop() {
         observation?.cancel()
         observation = nil
+        let client = self.client, id = conversationId
+        Task {
+            if await client.focusedConversation == id { await client.focus(nil) }
+        }
+    }
+
+    /// "Retry now" for messages shown as not sent: sends the outbox at once, reconnecting
+    /// if the connection is down.
+    public func retryNow() async {
+        await client.retryNow()
+        await reload()
     }
 
     /// Call on every keystroke in the input field.
@@ -173,12 +185,12 @@ public final class ChatModel {
         guard let fresh = try? await client.database.messages(
             in: conversationId, viewer: client.userId, from: windowStart, limit: windowStart == nil ? 50 : Int.max / 2)
         else { return }
-        show(fresh)
+        show(await client.presented(fresh))
     }
 
     private func show(_ fresh: [LocalMessage]) {
         // Progress is only for messages still on their way.
-        let pending = Set(fresh.filter { $0.delivery == .sending }.map(\.id))
+        let pending = Set(fresh.filter { $0.delivery == .sending || $0.delivery == .notSent }.map(\.id))
         if uploadProgress.keys.contains(where: { !pending.contains($0) }) {
             uploadProgress = uploadProgress.filter { pending.contains($0.key) }
         }

@@ -1,0 +1,232 @@
+import Foundation
+import ParleyProtocol
+
+/// What ``ChatClient/synchronize()`` found.
+public struct SyncReport: Sendable, Equatable {
+    /// Whether the server answered (a refusal counts: it was reachable).
+    public var reachedServer: Bool
+    /// Messages still queued in the outbox.
+    public var queued: Int
+    /// Messages the server refused, waiting for the user to resend or discard them.
+    public var failed: Int
+    /// The server refused the token: the app must sign the user in again.
+    public var signInRequired: Bool
+}
+
+// MARK: Sending
+
+extension ChatClient {
+    /// How long a message may go without the server's answer before the chat shows it as
+    /// ``Delivery/notSent`` (it stays in the outbox and is retried; the user may retry now).
+    public static let sendTimeout: Duration = .seconds(5)
+
+
+    /// Sends a text message optimistically: it is in the database (and on screen) when this
+    /// returns; the outbox delivers it when it can.
+    @discardableResult
+    public func send(text: String, in conversationId: EntityID, replyTo: EntityID? = nil) async throws -> LocalMessage {
+        let trimmed = Limits.trimmed(text)
+        guard !trimmed.isEmpty, trimmed.count <= Limits.maxTextCharacters, !Limits.containsNul(trimmed) else {
+            throw ClientError(kind: .server, code: .invalidRequest, message: "A message is 1–\(Limits.maxTextCharacters) characters")
+        }
+        return try await send(SendMessageRequest(clientMessageId: "", text: trimmed, replyToId: replyTo), in: conversationId)
+    }
+
+    /// Sends any message optimistically: the prechecks run first (a veto throws ``SendVetoed``
+    /// and writes nothing); then the message and its outbox entry, with the preparations still to
+    /// run, are written in one transaction. An empty `clientMessageId` gets a new one.
+    @discardableResult
+    public func send(_ request: SendMessageRequest, in conversationId: EntityID, context: [String: String] = [:]) async throws -> LocalMessage {
+        var request = request
+        if request.clientMessageId.isEmpty { request.clientMessageId = environment.newID() }
+        for precheck in hooks.prechecks {
+            if case .veto(let reason) = await precheck.check(request, in: conversationId) { throw SendVetoed(reason: reason) }
+        }
+        let message = try await database.enqueue(
+            request, in: conversationId, senderId: userId, now: environment.now(),
+            preparations: hooks.preparations.map(\.name), context: context)
+        watchSend(message.id, in: conversationId)
+        notify(.messages(conversationId))
+        Task { await self.flushOutbox() }
+        return message
+    }
+
+    /// Queues a failed message again.
+    public func resend(clientMessageId: String, in conversationId: EntityID) async throws {
+        guard try await database.resend(clientMessageId: clientMessageId) else { return }
+        watchSend("\(userId)/\(clientMessageId)", in: conversationId)
+        notify(.messages(conversationId))
+        Task { await self.flushOutbox() }
+    }
+
+    /// Drops a failed message.
+    public func discard(clientMessageId: String, in conversationId: EntityID) async throws {
+        _ = try await database.discard(clientMessageId: clientMessageId)
+        notify(.messages(conversationId))
+    }
+
+    /// Sends every due outbox head, oldest first, over the WebSocket when connected, else HTTP.
+    /// Returns when the outbox has nothing due (a call during a flush waits for that flush).
+    public func flushOutbox() async {
+        guard !isFlushing else {
+            flushAgain = true
+            await withCheckedContinuation { flushWaiters.append($0) }
+            return
+        }
+        isFlushing = true
+        defer {
+            isFlushing = false
+            for waiter in flushWaiters { waiter.resume() }
+            flushWaiters.removeAll()
+        }
+        repeat {
+            flushAgain = false
+            do {
+                // Nothing goes while the token is refused: the messages wait, still queued.
+                while !signInRequired, let entry = try await database.dueOutboxEntries(now: environment.now()).first {
+                    await deliver(entry)
+                }
+            } catch {
+                logger.warning("Outbox read failed", metadata: ["error": "\(error)"])
+            }
+        } while flushAgain
+        await scheduleOutboxWake()
+    }
+
+    private func deliver(_ entry: OutboxEntry) async {
+        let clientMessageId = entry.request.clientMessageId
+        do {
+            let request = try await prepare(entry)
+            let stored: Message
+            if let channel, machine.state == .connected {
+                stored = try await channel.sendMessage(request)
+            } else {
+                stored = try await transport.send(request, to: entry.conversationId)
+            }
+            try await database.apply([stored])
+            sendStartedAt[LocalMessage(stored, delivery: .sent).id] = nil
+            // The server answers: entries of other conversations waiting out a backoff go now.
+            let waiting = (try? await database.nextOutboxAttempt()).flatMap { $0 } ?? .distantPast
+            if entry.attempts > 0 || waiting > environment.now() {
+                try? await database.outboxRetryNow()
+            }
+        } catch let error as ClientError where error.code == .unauthorized {
+            // Not the message's fault: keep it queued, as it is, until the user signs in again.
+            requireSignIn()
+        } catch let error as ClientError where !error.isTransient {
+            try? await database.outboxRejected(clientMessageId: clientMessageId, reason: error.message)
+        } catch let error as PreparationFailed {
+            try? await database.outboxRejected(clientMessageId: clientMessageId, reason: error.reason)
+        } catch {
+            // No answer: it may or may not be stored. Retrying with the same id is safe.
+            let delay = machine.backoff(min(entry.attempts, 5))
+            try? await database.outboxAttemptFailed(
+                clientMessageId: clientMessageId, retryAt: environment.now().addingTimeInterval(delay.seconds))
+        }
+        notify(.messages(entry.conversationId))
+        notify(.conversations)
+    }
+
+    /// Runs the entry's remaining preparations in order, recording each as it finishes.
+    private func prepare(_ entry: OutboxEntry) async throws -> SendMessageRequest {
+        let messageId = "\(userId)/\(entry.request.clientMessageId)"
+        let conversationId = entry.conversationId
+        var message = PreparedMessage(
+            request: entry.request, context: entry.context, conversationId: entry.conversationId,
+            reportProgress: { fraction in
+                Task { await self.notify(.progress(conversationId: conversationId, messageId: messageId, fraction: fraction)) }
+            })
+        var remaining = entry.preparations
+        while let name = remaining.first {
+            guard let preparation = hooks.preparations.first(where: { $0.name == name }) else {
+                throw PreparationFailed("the preparation \"\(name)\" is not available in this version")
+            }
+            do {
+                message = try await preparation.prepare(message)
+            } catch let error as ClientError where error.isTransient {
+                throw error
+            } catch let error as PreparationFailed {
+                throw error
+            } catch {
+                throw PreparationFailed("\(error)")
+            }
+            message.request.clientMessageId = entry.request.clientMessageId
+            remaining.removeFirst()
+            try await database.outboxPrepared(
+                clientMessageId: entry.request.clientMessageId, request: message.request, context: message.context, remaining: remaining)
+        }
+        return message.request
+    }
+
+    private func scheduleOutboxWake() async {
+        guard !signInRequired else {
+            outboxTimer?.cancel()
+            outboxTimer = nil
+            return
+        }
+        // Read before cancelling: this may run inside the timer task being replaced, and a
+        // cancelled task's database reads throw.
+        let next = try? await database.nextOutboxAttempt()
+        outboxTimer?.cancel()
+        guard let next else {
+            outboxTimer = nil
+            return
+        }
+        let delay = max(next.timeIntervalSince(environment.now()), 0)
+        outboxTimer = Task { [environment] in
+            do { try await environment.sleep(.milliseconds(Int64(delay * 1000) + 1)) } catch { return }
+            await self.flushOutbox()
+        }
+    }
+
+    /// Shows a message that has waited longer than ``sendTimeout`` for its answer as
+    /// ``Delivery/notSent``; everything else as it is.
+    public func presented(_ messages: [LocalMessage]) -> [LocalMessage] {
+        let now = environment.now()
+        return messages.map { message in
+            guard message.delivery == .sending else { return message }
+            let started = sendStartedAt[message.id] ?? message.createdAt
+            guard now.timeIntervalSince(started) >= Self.sendTimeout.seconds else { return message }
+            var late = message
+            late.delivery = .notSent
+            return late
+        }
+    }
+
+    /// "Retry now": every queued message is due at once, the connection is tried again if it
+    /// is down, and the outbox is sent.
+    public func retryNow() async {
+        try? await database.outboxRetryNow()
+        let now = environment.now()
+        for id in sendStartedAt.keys { sendStartedAt[id] = now }
+        if machine.state != .connected { run(machine.handle(.retry)) }
+        await synchronize()
+    }
+
+    /// A new token for the same user (after the app signed them in again): messages kept
+    /// while the old one was refused are sent now.
+    public func updateToken(_ token: String) async {
+        transport.updateToken(token)
+        signInRequired = false
+        try? await database.outboxRetryNow()
+        if machine.state != .connected { run(machine.handle(.retry)) }
+        await synchronize()
+    }
+
+    /// The server refused the token: nothing is marked failed; the app is told to sign in.
+    func requireSignIn() {
+        guard !signInRequired else { return }
+        signInRequired = true
+        notify(.signInRequired)
+    }
+
+    /// Remembers when a message was handed to the outbox and refreshes its conversation when
+    /// it becomes late, so the chat can show it as not sent.
+    func watchSend(_ id: String, in conversationId: EntityID) {
+        sendStartedAt[id] = environment.now()
+        Task { [environment] in
+            do { try await environment.sleep(Self.sendTimeout) } catch { return }
+            self.notify(.messages(conversationId))
+        }
+    }
+}
