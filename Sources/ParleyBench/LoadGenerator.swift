@@ -76,6 +76,11 @@ public struct LoadStats: Sendable {
     public var closed = 0
     /// Rate mode: sends that were due while every sender on the loop had a full window.
     public var late = 0
+    /// Whole run: `message.created` frames whose `seq` was not the one after the previous on
+    /// that socket (each would send a client following the contract to `/changes`), and of
+    /// those, frames that came after a higher seq (out of order). Zero for the floor, whose
+    /// frames carry no seq.
+    public var catchUps = 0, outOfOrder = 0
     /// The first error reply seen, for the report.
     public var firstError: String?
 
@@ -94,6 +99,7 @@ public struct LoadStats: Sendable {
         totalSent += other.totalSent; totalAcked += other.totalAcked; totalErrors += other.totalErrors
         totalDeliveries += other.totalDeliveries; totalEchoes += other.totalEchoes
         closed += other.closed; late += other.late
+        catchUps += other.catchUps; outOfOrder += other.outOfOrder
         if firstError == nil { firstError = other.firstError }
     }
 }
@@ -178,6 +184,7 @@ enum Marker {
     static let okTrue = Array(#""ok":true"#.utf8)
     static let created = Array(#""type":"message.created""#.utf8)
     static let stamp = Array("pb|".utf8)
+    static let seq = Array(#""seq":"#.utf8)
 }
 
 /// Finds `needle` in `haystack` starting at `from` (first-byte scan with memchr, then compare).
@@ -226,6 +233,8 @@ final class BenchSocket: ChannelInboundHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     private(set) var isReady = false
     private var inFlight = 0
+    /// The highest `seq` of a `message.created` seen on this socket (its one conversation).
+    private var lastSeq: UInt64?
     private var number = 0
     private var pendingFlush = false
     private var fragments: ByteBuffer?
@@ -398,7 +407,16 @@ final class BenchSocket: ChannelInboundHandler, RemovableChannelHandler {
                 return
             }
             let isCreated = find(Marker.created, in: bytes) != nil
-            guard isCreated, let stampAt = find(Marker.stamp, in: bytes) else { return }
+            guard isCreated else { return }
+            if let seqAt = find(Marker.seq, in: bytes) {
+                let (seq, _) = readNumber(bytes, seqAt + Marker.seq.count)
+                if let last = lastSeq, seq != last &+ 1 {
+                    state.stats.catchUps += 1
+                    if seq < last { state.stats.outOfOrder += 1 }
+                }
+                lastSeq = Swift.max(lastSeq ?? 0, seq)
+            }
+            guard let stampAt = find(Marker.stamp, in: bytes) else { return }
             let (sentAt, a) = readNumber(bytes, stampAt + Marker.stamp.count)
             let (sender, b) = readNumber(bytes, a + 1)
             let (number, _) = readNumber(bytes, b + 1)

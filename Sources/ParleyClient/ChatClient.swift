@@ -282,6 +282,7 @@ public actor ChatClient {
             }
             await markDeliveredUpToSynced(message.conversationId)
         case .gap:
+            readCounts.gapCatchUps += 1
             await catchUp(message.conversationId)
         case .untracked:
             // Our own message from another device, or a conversation never opened here: the list
@@ -351,6 +352,7 @@ public actor ChatClient {
             return
         }
         catchingUp.insert(conversationId)
+        readCounts.catchUps += 1
         defer { catchingUp.remove(conversationId) }
         repeat {
             catchUpAgain.remove(conversationId)

@@ -42,6 +42,11 @@ public struct ReadCounts: Sendable, Equatable {
     public var cacheMisses = 0
     /// HTTP requests made for reads (history and catch-up pages).
     public var networkReads = 0
+    /// Catch-ups started (after a reconnect, a sync, or a live event that skipped a seq).
+    /// Without faults a live conversation needs none: events arrive in seq order.
+    public var catchUps = 0
+    /// Of those, the ones a live event started because its seq was not the next one.
+    public var gapCatchUps = 0
 
     /// Hits over all reads (1 when nothing was read yet).
     public var hitRate: Double {

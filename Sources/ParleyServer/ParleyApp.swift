@@ -47,7 +47,8 @@ public struct ParleyApp: Sendable {
         self.configuration = configuration
         self.store = store
         self.logger = logger
-        fanOut = FanOut(logger: logger)
+        fanOut = FanOut(logger: logger, clock: configuration.clock, holdBound: configuration.orderHoldBound)
+        fanOut.order.attach(missingEvents: Self.missingEvents(store: store, logger: logger))
         metrics = Metrics()
         // On PostgreSQL every process is a node of one service; SQLite is one node.
         let clusterSettings = try configuration.cluster ?? (configuration.usesPostgres ? ClusterConfiguration(url: configuration.databaseURL!) : nil)
@@ -80,6 +81,27 @@ public struct ParleyApp: Sendable {
         }
         tokens = try await configuration.makeTokenService(store: store, now: Date())
         passwords = PasswordHasher(cost: configuration.bcryptCost)
+    }
+
+    /// How a conversation's orderer fills a gap it waited for in vain: the changes after the
+    /// last event it handed on, read from the store as one recipient may see them, announced as
+    /// `message.created` (new since then) or `message.updated`.
+    static func missingEvents(store: any ParleyStore, logger: Logger) -> ConversationOrder.MissingEvents {
+        { conversationId, viewer, after, before in
+            do {
+                let page = try await store.changes(
+                    conversationId: conversationId, viewer: viewer, since: after, limit: Int(min(before - after, 1000)))
+                let encoder = WireCoding.makeEncoder()
+                let recipients = try await store.participantIds(conversationId: conversationId)
+                return try page.messages.filter { $0.updatedSeq < before }.map { message in
+                    let event: ServerEvent = message.seq > after ? .messageCreated(.init(message: message)) : .messageUpdated(.init(message: message))
+                    return .init(seq: message.updatedSeq, frame: ByteBuffer(bytes: try encoder.encode(event)), recipients: recipients)
+                }
+            } catch {
+                logger.warning("Could not read a conversation's missing events", metadata: ["error": "\(error)"])
+                return []
+            }
+        }
     }
 
     /// The router with every route of the contract under `/api/v1`.

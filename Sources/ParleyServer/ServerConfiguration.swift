@@ -33,6 +33,9 @@ public struct ServerConfiguration: Sendable {
     public var clock: ServerClock = .system
     /// New activity in a conversation is announced at once, then folded for this long.
     public var activityWindow: Duration = .milliseconds(200)
+    /// How long an event of a conversation waits for an earlier one (committed but not yet
+    /// announced here, e.g. by another node) before the missing ones are read from the store.
+    public var orderHoldBound: Duration = .milliseconds(200)
     /// Several nodes on one PostgreSQL; nil for a single node.
     public var cluster: ClusterConfiguration?
 

@@ -106,6 +106,9 @@ enum FanoutReport {
             let delivery = LatencySummary(result.stats.delivery), ack = LatencySummary(result.stats.ack)
             Swift.print(pad(name, 18) + String(format: "%10.0f%10.0f |       ", result.messagesPerSecond, result.deliveriesPerSecond)
                 + delivery.row + String(format: " |   %9.2f%9.2f | %6d %6d %4d", ack.p50, ack.p99, result.stats.errors, result.stats.closed, result.stats.late))
+            let perThousand = 1000 * Double(result.stats.catchUps) / Double(max(result.stats.totalDeliveries + result.stats.totalEchoes, 1))
+            Swift.print(String(format: "  catch-ups a client would make: %.2f per 1,000 messages delivered (%d seq jumps, %d out of order)",
+                perThousand, result.stats.catchUps, result.stats.outOfOrder))
             if result.connectFailures > 0 { Swift.print("  \(result.connectFailures) sockets failed to connect: \(result.connectError ?? "?")") }
             if let error = result.stats.firstError { Swift.print("  first error reply: \(error)") }
         }
@@ -140,6 +143,8 @@ enum FanoutReport {
             "errors": result.stats.errors, "closed": result.stats.closed, "late": result.stats.late,
             "sent": result.stats.sent, "acked": result.stats.acked, "deliveries": result.stats.deliveries, "echoes": result.stats.echoes,
             "connect_failures": result.connectFailures, "seconds": result.seconds,
+            "catch_ups": result.stats.catchUps, "out_of_order": result.stats.outOfOrder,
+            "catch_ups_per_1000": 1000 * Double(result.stats.catchUps) / Double(max(result.stats.totalDeliveries + result.stats.totalEchoes, 1)),
         ]
     }
 }

@@ -37,11 +37,16 @@ public struct ChatService: Sendable {
     ) throws -> @Sendable () async throws -> SendResult {
         let draft = try MessageValidation.draft(
             request, conversationId: conversationId, senderId: identity.userId, now: now())
-        let pending = store.enqueueSend(draft)
+        // Fan-out runs at commit, in commit order: live events leave in seq order.
+        let pending = store.enqueueSend(draft) { [fanOut] result in
+            guard result.created else { return }
+            fanOut.deliver(
+                .messageCreated(MessageEvent(message: result.message)), inSequenceOf: result.message.conversationId,
+                seq: result.message.seq, to: result.participantIds)
+        }
         return { [self] in
             let result = try await pending.result()
             if result.created {
-                fanOut.deliver(.messageCreated(MessageEvent(message: result.message)), to: result.participantIds)
                 // Offline recipients: queued for APNs, never awaited.
                 push?.messageCommitted(result.message, participants: result.participantIds)
                 // List screens get the new activity too, off the send's path (the reply does not
@@ -61,7 +66,9 @@ public struct ChatService: Sendable {
         }
         let result = try await store.change(checked, messageId: messageId, in: conversationId, by: identity.userId, now: now())
         if result.changed {
-            fanOut.deliver(.messageUpdated(MessageEvent(message: result.message)), to: result.participantIds)
+            fanOut.deliver(
+                .messageUpdated(MessageEvent(message: result.message)), inSequenceOf: conversationId,
+                seq: result.message.updatedSeq, to: result.participantIds)
         }
         return result.message
     }
@@ -129,7 +136,9 @@ public struct ChatService: Sendable {
     private func announce(_ change: ConversationChange) async {
         guard !change.audience.isEmpty else { return }
         if let system = change.systemMessage {
-            fanOut.deliver(.messageCreated(MessageEvent(message: system)), to: change.conversation.participantIds)
+            fanOut.deliver(
+                .messageCreated(MessageEvent(message: system)), inSequenceOf: change.conversation.id, seq: system.seq,
+                to: change.conversation.participantIds)
         }
         let participants = Set(change.conversation.participantIds)
         await announceConversation(change.conversation.id, to: change.audience.filter(participants.contains))

@@ -34,7 +34,9 @@ public struct ClusterConfiguration: Sendable {
 /// This node's link to the other `parley serve` processes on the same PostgreSQL.
 ///
 /// Events cross nodes through `LISTEN/NOTIFY`: each delivery whose recipients are online on
-/// another node becomes a one-line record (`U origin ids frame`); records are packed into
+/// another node becomes a one-line record (`U origin ids frame`; an event of a conversation's
+/// sequence is `Q origin conversation seq ids frame`, which the receiving node's
+/// ``ConversationOrder`` puts in seq order with its own); records are packed into
 /// notifications below PostgreSQL's 8,000-byte limit, and a record too big for one goes into
 /// a spill table with only its id notified. Presence is a table of (node, user) rows plus a
 /// replica in memory kept current by `P` records; nodes heartbeat into `parley_nodes`, and a
@@ -96,6 +98,12 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
         let elsewhere = remote.withLock { remote in userIds.filter { remote[$0] != nil } }
         guard !elsewhere.isEmpty else { return }
         send("U \(nodeId) \(elsewhere.map(\.description).joined(separator: ",")) \(String(buffer: frame))")
+    }
+
+    public func forward(_ frame: ByteBuffer, to userIds: [EntityID], conversation conversationId: EntityID, seq: Int64) {
+        let elsewhere = remote.withLock { remote in userIds.filter { remote[$0] != nil } }
+        guard !elsewhere.isEmpty else { return }
+        send("Q \(nodeId) \(conversationId) \(seq) \(elsewhere.map(\.description).joined(separator: ",")) \(String(buffer: frame))")
     }
 
     public func forward(_ frame: ByteBuffer, toOrganization organizationId: EntityID, excluding excluded: Set<EntityID>) {
@@ -338,6 +346,13 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
             guard fields.count == 2 else { return }
             let users = fields[0].split(separator: ",").compactMap { EntityID(String($0)) }
             fanOut.deliverHere(ByteBuffer(string: String(fields[1])), to: users)
+        case "Q":
+            // An event of a conversation's sequence: this node's orderer puts it in seq order
+            // with the ones committed here and on every other node.
+            let fields = rest.split(separator: " ", maxSplits: 3)
+            guard fields.count == 4, let conversation = EntityID(String(fields[0])), let seq = Int64(fields[1]) else { return }
+            let users = fields[2].split(separator: ",").compactMap { EntityID(String($0)) }
+            fanOut.order.publish(conversation, .init(seq: seq, frame: ByteBuffer(string: String(fields[3])), recipients: users))
         case "O":
             let fields = rest.split(separator: " ", maxSplits: 2)
             guard fields.count == 3, let organization = EntityID(String(fields[0])) else { return }

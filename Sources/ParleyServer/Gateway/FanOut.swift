@@ -110,6 +110,9 @@ public protocol FanOutRelay: Sendable {
     func isOnlineElsewhere(_ userId: EntityID) -> Bool
     /// Carries an encoded event to the other nodes' connections of these users.
     func forward(_ frame: ByteBuffer, to userIds: [EntityID])
+    /// Carries an event of a conversation's sequence (number `seq`) to the other nodes, which
+    /// hand it to their connections in seq order.
+    func forward(_ frame: ByteBuffer, to userIds: [EntityID], conversation conversationId: EntityID, seq: Int64)
     /// Carries an encoded event to the other nodes' connections of an organization.
     func forward(_ frame: ByteBuffer, toOrganization organizationId: EntityID, excluding excluded: Set<EntityID>)
     /// The user's first connection on this node opened; returns whether they were already
@@ -134,9 +137,15 @@ public final class FanOut: Sendable {
     private let state = Mutex(State())
     private let relayBox = Mutex<(any FanOutRelay)?>(nil)
     private let logger: Logger
+    /// Puts each conversation's events in seq order before they reach the connections.
+    public let order: ConversationOrder
 
-    /// An empty registry.
-    public init(logger: Logger) { self.logger = logger }
+    /// An empty registry; `clock` runs the ordering's hold timers.
+    public init(logger: Logger, clock: ServerClock = .system, holdBound: Duration = .milliseconds(200)) {
+        self.logger = logger
+        order = ConversationOrder(holdBound: holdBound, clock: clock)
+        order.attach { [weak self] event in self?.deliverHere(event.frame, to: event.recipients) }
+    }
 
     /// Adds a connection whose first frame is `hello`; returns it and whether it is the user's
     /// first on this node.
@@ -199,6 +208,22 @@ public final class FanOut: Sendable {
             return
         }
         deliver(frame, to: userIds)
+    }
+
+    /// Queues an event of a conversation's sequence (a message created, or changed with the
+    /// number `seq`) on every connection of the given users, here and on other nodes, after
+    /// every earlier event of that conversation: connections see a conversation's events in
+    /// seq order.
+    public func deliver(_ event: ServerEvent, inSequenceOf conversationId: EntityID, seq: Int64, to userIds: [EntityID]) {
+        let frame: ByteBuffer
+        do {
+            frame = ByteBuffer(bytes: try WireCoding.makeEncoder().encode(event))
+        } catch {
+            logger.error("Could not encode event", metadata: ["type": "\(event.type)", "error": "\(error)"])
+            return
+        }
+        relay?.forward(frame, to: userIds, conversation: conversationId, seq: seq)
+        order.publish(conversationId, .init(seq: seq, frame: frame, recipients: userIds))
     }
 
     /// Queues an encoded frame on every connection of the given users, here and on other nodes.

@@ -40,8 +40,14 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
     /// Runs a batch in one transaction; returns one result per job, in order.
     typealias Executor = @Sendable ([Job]) async -> [Result<Output, any Error>]
 
+    /// Runs right after the commit of a job that succeeded, in commit order, before any
+    /// caller is answered (fan-out in seq order hangs here).
+    typealias OnCommit = @Sendable (Output) -> Void
+
+    private typealias Entry = (job: Job, ticket: CommitTicket<Output>, onCommit: OnCommit?)
+
     private struct Lane {
-        var queue: [(job: Job, ticket: CommitTicket<Output>)] = []
+        var queue: [Entry] = []
         var committing = false
     }
 
@@ -64,12 +70,14 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
     /// Transactions committed and jobs carried so far.
     var batchStats: (batches: Int, jobs: Int) { counters.withLock { $0 } }
 
-    /// Queues a job now (jobs with the same key commit in this order) and returns its ticket.
-    func enqueue(_ job: Job, key: Int = 0) -> CommitTicket<Output> {
+    /// Queues a job now (jobs with the same key commit in this order) and returns its ticket;
+    /// `onCommit` runs once its transaction has committed, in commit order among the jobs of
+    /// its lane.
+    func enqueue(_ job: Job, key: Int = 0, onCommit: OnCommit? = nil) -> CommitTicket<Output> {
         let ticket = CommitTicket<Output>()
         let index = Int(UInt(bitPattern: key) % UInt(laneCount))
         let startCommitting = lanes.withLock { lanes in
-            lanes[index].queue.append((job, ticket))
+            lanes[index].queue.append((job, ticket, onCommit))
             guard !lanes[index].committing else { return false }
             lanes[index].committing = true
             return true
@@ -87,7 +95,7 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
 
     private func drain(_ index: Int) async {
         while true {
-            let batch = lanes.withLock { lanes -> [(job: Job, ticket: CommitTicket<Output>)] in
+            let batch = lanes.withLock { lanes -> [Entry] in
                 guard !lanes[index].queue.isEmpty else {
                     lanes[index].committing = false
                     return []
@@ -102,9 +110,12 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
                 $0.batches += 1
                 $0.jobs += batch.count
             }
-            for (index, item) in batch.enumerated() {
-                item.ticket.complete(index < results.count ? results[index] : .failure(GroupCommitError()))
+            let outcomes = batch.indices.map { index in index < results.count ? results[index] : .failure(GroupCommitError()) }
+            // Committed: announce in commit order from this one task, then answer the callers.
+            for (item, outcome) in zip(batch, outcomes) {
+                if case .success(let output) = outcome { item.onCommit?(output) }
             }
+            for (item, outcome) in zip(batch, outcomes) { item.ticket.complete(outcome) }
         }
     }
 }

@@ -198,7 +198,9 @@ public protocol ParleyStore: Sendable {
     func send(_ draft: MessageDraft) async throws -> SendResult
     /// Queues a send now without waiting for it: sends queued one after another into one
     /// conversation take their seqs in that order (a connection pipelines its sends this way).
-    func enqueueSend(_ draft: MessageDraft) -> PendingSend
+    /// `onCommit` runs right after the commit, before the result is answered, in commit order
+    /// among the sends of a conversation (fan-out goes there, so events leave in seq order).
+    func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void) -> PendingSend
     /// A page of messages ascending by seq (see the contract for `before`/`after`).
     func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage
     /// The catch-up feed: messages changed after `since`, ascending by updatedSeq.
@@ -245,8 +247,17 @@ public protocol ParleyStore: Sendable {
 extension ParleyStore {
     /// A store without a send queue: the send starts in a task (order between pipelined sends
     /// is then not guaranteed).
-    public func enqueueSend(_ draft: MessageDraft) -> PendingSend {
-        let task = Task { try await send(draft) }
+    public func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void) -> PendingSend {
+        let task = Task {
+            let result = try await send(draft)
+            onCommit(result)
+            return result
+        }
         return PendingSend { try await task.value }
+    }
+
+    /// Queues a send with nothing to run at commit.
+    public func enqueueSend(_ draft: MessageDraft) -> PendingSend {
+        enqueueSend(draft) { _ in }
     }
 }

@@ -249,8 +249,8 @@ public final class PostgresStore: ParleyStore {
         try await enqueueSend(draft).result()
     }
 
-    public func enqueueSend(_ draft: MessageDraft) -> PendingSend {
-        let ticket = sends.enqueue(draft, key: draft.conversationId.hashValue)
+    public func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void) -> PendingSend {
+        let ticket = sends.enqueue(draft, key: draft.conversationId.hashValue, onCommit: onCommit)
         return PendingSend { [self] in
             do {
                 return try await ticket.value

@@ -168,8 +168,8 @@ public struct SQLiteStore: ParleyStore {
         try await enqueueSend(draft).result()
     }
 
-    public func enqueueSend(_ draft: MessageDraft) -> PendingSend {
-        let ticket = sends.enqueue(draft)
+    public func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void) -> PendingSend {
+        let ticket = sends.enqueue(draft, onCommit: onCommit)
         return PendingSend { try await ticket.value }
     }
 

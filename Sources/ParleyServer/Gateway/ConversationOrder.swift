@@ -1,0 +1,175 @@
+import Foundation
+import NIOCore
+import ParleyProtocol
+import Synchronization
+
+/// Hands each conversation's events to the connections in `seq` order, on this node.
+///
+/// Every change in a conversation takes the next number of its sequence (a new message its
+/// `seq`, an edit, delete or reaction its `updatedSeq`), and every number is announced by
+/// exactly one event. Commits of one conversation are serialized, but their events reach this
+/// point from different tasks, and from other nodes through the cluster link, so they can
+/// arrive out of order. Each conversation has a lane that remembers the highest number handed
+/// on: the next one goes at once, a later one is held until the ones before it arrive. The
+/// hold waits only for commits already made (the store answered the later one, so the earlier
+/// ones are committed): past ``holdBound`` the lane reads the missing changes from the store
+/// and hands them on itself, so a lost notification costs one read, never a client's gap.
+///
+/// Delivery happens while the lane's shard is locked, so two events of one conversation are
+/// never handed on concurrently; the work done there is queueing bytes on connections.
+public final class ConversationOrder: Sendable {
+    /// One event of a conversation's sequence, encoded once.
+    public struct Event: Sendable {
+        /// Its number in the conversation's sequence (`seq` or `updatedSeq`).
+        public var seq: Int64
+        /// The encoded frame.
+        public var frame: ByteBuffer
+        /// Who gets it (on this node).
+        public var recipients: [EntityID]
+
+        public init(seq: Int64, frame: ByteBuffer, recipients: [EntityID]) {
+            self.seq = seq
+            self.frame = frame
+            self.recipients = recipients
+        }
+    }
+
+    /// Reads the events numbered after `after` and below `before` from the store, as
+    /// `viewer` may see them, in order.
+    public typealias MissingEvents = @Sendable (_ conversationId: EntityID, _ viewer: EntityID, _ after: Int64, _ before: Int64) async -> [Event]
+
+    private struct Lane {
+        var delivered: Int64
+        var held: [Int64: Event] = [:]
+        var waiting = false
+        var lastUsed: Date
+    }
+
+    private final class Shard: Sendable {
+        let lanes = Mutex<[EntityID: Lane]>([:])
+    }
+
+    /// How long a later event waits for an earlier one before the store is asked.
+    public let holdBound: Duration
+    private let shards: [Shard]
+    private let clock: ServerClock
+    private let target = Mutex<(@Sendable (Event) -> Void)?>(nil)
+    private let missing = Mutex<MissingEvents?>(nil)
+    private let counters = Mutex<(held: Int, fetched: Int, late: Int)>((0, 0, 0))
+    /// Lanes idle this long with nothing held are forgotten (when there are many).
+    private static let idleLane: TimeInterval = 60
+    private static let lanesBeforeSweep = 4096
+
+    /// An orderer whose hold timers run on `clock`; events go where ``attach(_:)`` says.
+    public init(holdBound: Duration = .milliseconds(200), clock: ServerClock = .system) {
+        self.holdBound = holdBound
+        self.clock = clock
+        shards = (0..<16).map { _ in Shard() }
+    }
+
+    /// Where ordered events go (the connections of this node).
+    public func attach(_ deliver: @escaping @Sendable (Event) -> Void) {
+        target.withLock { $0 = deliver }
+    }
+
+    private func deliver(_ event: Event) {
+        target.withLock { $0 }?(event)
+    }
+
+    /// Where missing events are read from when a hold runs out (the store).
+    public func attach(missingEvents: @escaping MissingEvents) {
+        missing.withLock { $0 = missingEvents }
+    }
+
+    /// Events held for an earlier one, events read from the store after a hold ran out, and
+    /// events that came after a later one had been handed on (dropped: the store read or the
+    /// client's catch-up covers them).
+    public var stats: (held: Int, fetched: Int, late: Int) { counters.withLock { $0 } }
+
+    /// Takes an event of a conversation: hands it on now if it is the next one (with any held
+    /// ones it unblocks), holds it otherwise.
+    public func publish(_ conversationId: EntityID, _ event: Event) {
+        let now = clock.now()
+        let startHold = shard(conversationId).lanes.withLock { lanes -> Bool in
+            // A conversation not seen lately starts here: nothing of it is in flight that the
+            // lane would have to wait for (commits publish in commit order).
+            var lane = lanes[conversationId] ?? Lane(delivered: event.seq - 1, lastUsed: now)
+            lane.lastUsed = now
+            if event.seq <= lane.delivered || lane.held[event.seq] != nil {
+                lanes[conversationId] = lane
+                counters.withLock { $0.late += 1 }
+                return false
+            }
+            lane.held[event.seq] = event
+            drain(&lane)
+            var startHold = false
+            if !lane.held.isEmpty {
+                counters.withLock { $0.held += 1 }
+                if !lane.waiting {
+                    lane.waiting = true
+                    startHold = true
+                }
+            }
+            lanes[conversationId] = lane
+            if lanes.count > Self.lanesBeforeSweep {
+                lanes = lanes.filter { !$0.value.held.isEmpty || now.timeIntervalSince($0.value.lastUsed) < Self.idleLane }
+            }
+            return startHold
+        }
+        if startHold { hold(conversationId, since: now) }
+    }
+
+    /// Hands on every held event that follows the last one handed on.
+    private func drain(_ lane: inout Lane) {
+        while let next = lane.held.removeValue(forKey: lane.delivered + 1) {
+            lane.delivered = next.seq
+            deliver(next)
+        }
+    }
+
+    /// Waits out the bound, then fills what is still missing from the store.
+    private func hold(_ conversationId: EntityID, since start: Date) {
+        Task {
+            await clock.sleepUntil(start.addingTimeInterval(holdBound.timeInterval))
+            await fill(conversationId)
+        }
+    }
+
+    private func fill(_ conversationId: EntityID) async {
+        let gap = shard(conversationId).lanes.withLock { lanes -> (after: Int64, before: Int64, viewer: EntityID?)? in
+            guard var lane = lanes[conversationId] else { return nil }
+            guard let first = lane.held.keys.min() else {
+                lane.waiting = false
+                lanes[conversationId] = lane
+                return nil
+            }
+            return (lane.delivered, first, lane.held[first]?.recipients.first)
+        }
+        guard let gap else { return }
+        var fetched: [Event] = []
+        if let viewer = gap.viewer, let read = missing.withLock({ $0 }) {
+            fetched = await read(conversationId, viewer, gap.after, gap.before)
+        }
+        let now = clock.now()
+        let again = shard(conversationId).lanes.withLock { lanes -> Bool in
+            guard var lane = lanes[conversationId] else { return false }
+            for event in fetched.sorted(by: { $0.seq < $1.seq }) where event.seq > lane.delivered && event.seq < gap.before {
+                lane.delivered = event.seq
+                deliver(event)
+            }
+            counters.withLock { $0.fetched += fetched.count }
+            // Whatever the store could not say is given up on: the held ones go on in order.
+            if lane.delivered < gap.before - 1, lane.held[gap.before] != nil { lane.delivered = gap.before - 1 }
+            drain(&lane)
+            lane.waiting = !lane.held.isEmpty
+            lane.lastUsed = now
+            lanes[conversationId] = lane
+            return lane.waiting
+        }
+        if again { hold(conversationId, since: now) }
+    }
+
+    private func shard(_ conversationId: EntityID) -> Shard {
+        shards[Int(UInt(bitPattern: conversationId.hashValue) % UInt(shards.count))]
+    }
+}

@@ -1,0 +1,253 @@
+import Foundation
+import NIOCore
+import ParleyClient
+import ParleyProtocol
+import ParleyServer
+import ParleyTestSupport
+import Synchronization
+import Testing
+
+/// Live events of a conversation reach every connection in seq order, so a client following
+/// the contract never mistakes a reordering for a gap (and never catches up for nothing).
+@Suite struct LiveOrderTests {
+    // MARK: The orderer alone, on a manual clock
+
+    /// What the orderer handed on, in order.
+    final class Handed: Sendable {
+        private let seqs = Mutex<[Int64]>([])
+        func append(_ seq: Int64) { seqs.withLock { $0.append(seq) } }
+        var all: [Int64] { seqs.withLock { $0 } }
+    }
+
+    static func event(_ seq: Int64) -> ConversationOrder.Event {
+        .init(seq: seq, frame: ByteBuffer(string: "\(seq)"), recipients: [viewer])
+    }
+
+    static let viewer = EntityID()
+
+    @Test func eventsAreHandedOnInSeqOrderAndALaterOneWaitsForTheOneBefore() async throws {
+        let clock = ManualClock()
+        let order = ConversationOrder(holdBound: .milliseconds(200), clock: clock.serverClock)
+        let handed = Handed()
+        order.attach { handed.append($0.seq) }
+        let conversation = EntityID(), other = EntityID()
+        order.publish(conversation, Self.event(5))  // a lane starts where its first event is
+        order.publish(conversation, Self.event(7))
+        order.publish(conversation, Self.event(8))
+        #expect(handed.all == [5], "7 and 8 wait for 6")
+        order.publish(other, Self.event(1))
+        #expect(handed.all == [5, 1], "another conversation is not held up")
+        order.publish(conversation, Self.event(6))
+        #expect(handed.all == [5, 1, 6, 7, 8])
+        order.publish(conversation, Self.event(7))
+        #expect(handed.all == [5, 1, 6, 7, 8], "a repeat is not handed on twice")
+        #expect(order.stats.held == 2 && order.stats.late == 1)
+    }
+
+    /// A notification that never comes: past the bound, the missing changes are read from the
+    /// store and handed on before the held ones; not a moment before the bound.
+    @Test func pastTheBoundTheMissingOnesAreReadFromTheStore() async throws {
+        let clock = ManualClock()
+        let order = ConversationOrder(holdBound: .milliseconds(200), clock: clock.serverClock)
+        let handed = Handed()
+        order.attach { handed.append($0.seq) }
+        let asked = Mutex<[(Int64, Int64)]>([])
+        order.attach(missingEvents: { _, viewer, after, before in
+            #expect(viewer == Self.viewer)
+            asked.withLock { $0.append((after, before)) }
+            return (after + 1..<before).map(Self.event)
+        })
+        let conversation = EntityID()
+        order.publish(conversation, Self.event(1))
+        order.publish(conversation, Self.event(4))
+        #expect(handed.all == [1])
+        try await waitFor("the hold timer to sleep") { clock.sleepers == 1 }
+        clock.advance(by: 0.199)
+        try await Task.sleep(for: .milliseconds(20))
+        #expect(handed.all == [1], "held until the bound")
+        clock.advance(by: 0.002)
+        try await waitFor("the store read") { handed.all == [1, 2, 3, 4] }
+        #expect(asked.withLock { $0.map { [$0.0, $0.1] } } == [[1, 4]])
+        // The notification turns up after all: already handed on, so dropped.
+        order.publish(conversation, Self.event(2))
+        order.publish(conversation, Self.event(5))
+        #expect(handed.all == [1, 2, 3, 4, 5])
+    }
+
+    /// The store cannot say (it is down): the held events go on in order all the same; the
+    /// clients catch the gap up themselves.
+    @Test func aStoreThatCannotAnswerReleasesTheHeldEventsInOrder() async throws {
+        let clock = ManualClock()
+        let order = ConversationOrder(holdBound: .milliseconds(200), clock: clock.serverClock)
+        let handed = Handed()
+        order.attach { handed.append($0.seq) }
+        order.attach(missingEvents: { _, _, _, _ in [] })
+        let conversation = EntityID()
+        order.publish(conversation, Self.event(1))
+        order.publish(conversation, Self.event(5))
+        order.publish(conversation, Self.event(3))
+        try await waitFor("the hold timer to sleep") { clock.sleepers == 1 }
+        clock.advance(by: 0.2)
+        try await waitFor("the first gap given up") { handed.all == [1, 3] }
+        // 4 is still missing: a second hold, with its own bound.
+        try await waitFor("the second hold") { clock.sleepers == 1 }
+        clock.advance(by: 0.2)
+        try await waitFor("the rest") { handed.all == [1, 3, 5] }
+    }
+
+    // MARK: From outside
+
+    /// The issue's scenario: 4 members each pipeline 300 sends into one group over their
+    /// WebSocket at once; 4 readers record the seq of every `message.created` in arrival order.
+    static func pipelinedSendersArriveInOrder(senderNodes: [TestServer], readerNodes: [TestServer], perSender: Int = 300) async throws {
+        let first = senderNodes[0]
+        var members: [TestUser] = []
+        for index in 0..<4 { members.append(try await senderNodes[index % senderNodes.count].register("member\(index)@x.io")) }
+        let group = try await members[0].api.createConversation(.init(type: .group, participantIds: members.dropFirst().map(\.id), name: "busy"))
+        _ = first
+        var readers: [EventRecorder] = []
+        var readerSockets: [RealtimeConnection] = []
+        for (index, member) in members.enumerated() {
+            let node = readerNodes[index % readerNodes.count]
+            let socket = RealtimeConnection(serverURL: node.baseURL, token: member.token)
+            _ = try await socket.connect()
+            readerSockets.append(socket)
+            readers.append(EventRecorder(socket))
+        }
+        var senderSockets: [RealtimeConnection] = []
+        for (index, member) in members.enumerated() {
+            let node = senderNodes[index % senderNodes.count]
+            let socket = RealtimeConnection(serverURL: node.baseURL, token: member.token)
+            _ = try await socket.connect()
+            senderSockets.append(socket)
+        }
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for (index, socket) in senderSockets.enumerated() {
+                for n in 0..<perSender {
+                    tasks.addTask {
+                        // Order is measured, not speed: a loaded machine may take a while for 1,200.
+                        let _: Message = try await socket.send(
+                            .sendMessage(.init(conversationId: group.id, clientMessageId: "s\(index)-\(n)", text: "\(index)/\(n)")),
+                            timeout: .seconds(180))
+                    }
+                }
+            }
+            try await tasks.waitForAll()
+        }
+        let total = 4 * perSender
+        for (index, reader) in readers.enumerated() {
+            try await reader.wait(timeout: .seconds(120), "reader \(index): every message") { _ in
+                reader.createdMessages.filter { $0.conversationId == group.id && $0.type == .text }.count >= total
+            }
+            let seqs = reader.createdMessages.filter { $0.conversationId == group.id && $0.type == .text }.map(\.seq)
+            let afterHigher = zip(seqs, seqs.dropFirst()).filter { $0.0 > $0.1 }.count
+            #expect(afterHigher == 0, "reader \(index): \(afterHigher) of \(seqs.count) frames came after a higher seq")
+            #expect(Set(seqs).count == total && seqs.count == total, "reader \(index): nothing lost or doubled")
+            let jumps = zip(seqs, seqs.dropFirst()).filter { $0.1 != $0.0 + 1 }.count
+            #expect(jumps == 0, "reader \(index): \(jumps) jumps a client would take for a gap")
+        }
+        for socket in readerSockets + senderSockets { await socket.close() }
+    }
+
+    @Test(arguments: StoreKind.available)
+    func pipelinedSendersIntoOneGroupReachEveryReaderInSeqOrder(_ kind: StoreKind) async throws {
+        let server = try await TestServer.start(store: kind)
+        defer { Task { await server.stop() } }
+        try await Self.pipelinedSendersArriveInOrder(senderNodes: [server], readerNodes: [server])
+    }
+
+    /// Senders split across two nodes of one PostgreSQL, readers across both: each node puts
+    /// its own commits and the other's notifications in one order.
+    @Test(.enabled(if: TestDatabase.serverURL != nil))
+    func sendersOnTwoNodesReachEveryReaderInSeqOrder() async throws {
+        let (a, b) = try await ClusterTests.twoNodes()
+        defer { Task { await b.stop(); await a.stop() } }
+        try await Self.pipelinedSendersArriveInOrder(senderNodes: [a, b], readerNodes: [b, a])
+    }
+
+    /// Edits (`message.updated`, numbered by `updatedSeq`) are in the same order as the
+    /// messages around them.
+    @Test func editsFollowTheSequenceToo() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, bob, direct) = try await server.directPair()
+        let bobSocket = try await bob.connect()
+        let events = EventRecorder(bobSocket)
+        let aliceSocket = try await alice.connect()
+        let first = try await aliceSocket.sendMessage(.init(conversationId: direct.id, clientMessageId: "m0", text: "zero"))
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for n in 1...40 {
+                tasks.addTask {
+                    if n.isMultiple(of: 2) {
+                        let edit = try await server.raw(
+                            "PATCH", "conversations/\(direct.id)/messages/\(first.id)", token: alice.token, json: #"{"text":"edit \#(n)"}"#)
+                        #expect(edit.status == 200)
+                    } else {
+                        _ = try await aliceSocket.sendMessage(.init(conversationId: direct.id, clientMessageId: "m\(n)", text: "\(n)"))
+                    }
+                }
+            }
+            try await tasks.waitForAll()
+        }
+        let last = try await alice.api.conversation(direct.id).lastSeq
+        try await events.wait(timeout: .seconds(20), "every change") { events in
+            events.contains { event in
+                switch event {
+                case .messageCreated(let e): e.message.seq == last
+                case .messageUpdated(let e): e.message.updatedSeq == last
+                default: false
+                }
+            }
+        }
+        let numbers: [Int64] = events.events.compactMap { event in
+            switch event {
+            case .messageCreated(let e): e.message.seq
+            case .messageUpdated(let e): e.message.updatedSeq
+            default: nil
+            }
+        }
+        #expect(numbers == Array(numbers.sorted()), "\(numbers)")
+        await aliceSocket.close()
+        await bobSocket.close()
+    }
+
+    /// The SDK's side: a client reading a busy group takes no catch-up for a gap that is not
+    /// there (it counts its catch-ups beside the cache hits).
+    @Test func aClientInABusyGroupNeedsNoCatchUp() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        var members: [TestUser] = []
+        for index in 0..<4 { members.append(try await server.register("member\(index)@x.io")) }
+        let group = try await members[0].api.createConversation(.init(type: .group, participantIds: members.dropFirst().map(\.id), name: "busy"))
+        let reader = members[3]
+        let client = ChatClient(
+            transport: LiveTransport(serverURL: server.baseURL, token: reader.token), database: try LocalDatabase.inMemory(),
+            userId: reader.id, pollInterval: .seconds(3600))
+        await client.start()
+        _ = try await client.openConversation(group.id)
+        try await waitFor("connected") { await client.connectionState == .connected }
+        let before = await client.readCounts
+        var sockets: [RealtimeConnection] = []
+        for member in members.prefix(3) { sockets.append(try await member.connect()) }
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for (index, socket) in sockets.enumerated() {
+                for n in 0..<100 {
+                    tasks.addTask {
+                        _ = try await socket.sendMessage(.init(conversationId: group.id, clientMessageId: "c\(index)-\(n)", text: "\(n)"))
+                    }
+                }
+            }
+            try await tasks.waitForAll()
+        }
+        let last = try await reader.api.conversation(group.id).lastSeq
+        try await waitFor("every message in the reader's cache", timeout: .seconds(30)) {
+            try await client.database.messages(in: group.id, viewer: reader.id, limit: 1).last?.seq == last
+        }
+        let after = await client.readCounts
+        #expect(after.gapCatchUps == before.gapCatchUps, "catch-ups for false gaps: \(after.gapCatchUps - before.gapCatchUps)")
+        #expect(after.catchUps == before.catchUps)
+        #expect(try await client.database.messages(in: group.id, viewer: reader.id, limit: 400).filter { $0.type == .text }.count == 300)
+        for socket in sockets { await socket.close() }
+        await client.stop()
+    }
+}
