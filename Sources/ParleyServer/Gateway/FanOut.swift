@@ -200,14 +200,18 @@ public final class FanOut: Sendable {
 
     /// Encodes an event once and queues it on every connection of the given users.
     public func deliver(_ event: ServerEvent, to userIds: some Sequence<EntityID>) {
-        let frame: ByteBuffer
+        guard let frame = encode(event) else { return }
+        deliver(frame, to: userIds)
+    }
+
+    /// An event encoded once, for every recipient; nil (logged) if it cannot be encoded.
+    private func encode(_ event: ServerEvent) -> ByteBuffer? {
         do {
-            frame = ByteBuffer(bytes: try WireCoding.makeEncoder().encode(event))
+            return ByteBuffer(bytes: try WireCoding.makeEncoder().encode(event))
         } catch {
             logger.error("Could not encode event", metadata: ["type": "\(event.type)", "error": "\(error)"])
-            return
+            return nil
         }
-        deliver(frame, to: userIds)
     }
 
     /// Queues an event of a conversation's sequence (a message created, or changed with the
@@ -215,13 +219,7 @@ public final class FanOut: Sendable {
     /// every earlier event of that conversation: connections see a conversation's events in
     /// seq order.
     public func deliver(_ event: ServerEvent, inSequenceOf conversationId: EntityID, seq: Int64, to userIds: [EntityID]) {
-        let frame: ByteBuffer
-        do {
-            frame = ByteBuffer(bytes: try WireCoding.makeEncoder().encode(event))
-        } catch {
-            logger.error("Could not encode event", metadata: ["type": "\(event.type)", "error": "\(error)"])
-            return
-        }
+        guard let frame = encode(event) else { return }
         relay?.forward(frame, to: userIds, conversation: conversationId, seq: seq)
         order.publish(conversationId, .init(seq: seq, frame: frame, recipients: userIds))
     }
