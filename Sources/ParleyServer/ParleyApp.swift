@@ -113,10 +113,17 @@ public struct ParleyApp: Sendable {
         let api = router.group("api/v1")
         api.get("health") { _, _ in try JSONResponse.make(["status": "ok"]) }
         let metrics = self.metrics
+        let order = fanOut.order
         router.get("metrics") { _, _ in
-            Response(
+            let stats = order.stats
+            let ordering = [
+                "# TYPE parley_order_held_total counter", "parley_order_held_total \(stats.held)",
+                "# TYPE parley_order_fetched_total counter", "parley_order_fetched_total \(stats.fetched)",
+                "# TYPE parley_order_late_total counter", "parley_order_late_total \(stats.late)",
+            ].joined(separator: "\n") + "\n"
+            return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                body: .init(byteBuffer: ByteBuffer(string: metrics.prometheusText())))
+                body: .init(byteBuffer: ByteBuffer(string: metrics.prometheusText() + ordering)))
         }
         AuthController(
             store: store, tokens: tokens, passwords: passwords, decoyHash: try await passwords.decoyHash(), now: chat.now

@@ -27,9 +27,8 @@ import Testing
 
     @Test func eventsAreHandedOnInSeqOrderAndALaterOneWaitsForTheOneBefore() async throws {
         let clock = ManualClock()
-        let order = ConversationOrder(holdBound: .milliseconds(200), clock: clock.serverClock)
         let handed = Handed()
-        order.attach { handed.append($0.seq) }
+        let order = ConversationOrder(holdBound: .milliseconds(200), clock: clock.serverClock) { handed.append($0.seq) }
         let conversation = EntityID(), other = EntityID()
         order.publish(conversation, Self.event(5))  // a lane starts where its first event is
         order.publish(conversation, Self.event(7))
@@ -48,9 +47,8 @@ import Testing
     /// store and handed on before the held ones; not a moment before the bound.
     @Test func pastTheBoundTheMissingOnesAreReadFromTheStore() async throws {
         let clock = ManualClock()
-        let order = ConversationOrder(holdBound: .milliseconds(200), clock: clock.serverClock)
         let handed = Handed()
-        order.attach { handed.append($0.seq) }
+        let order = ConversationOrder(holdBound: .milliseconds(200), clock: clock.serverClock) { handed.append($0.seq) }
         let asked = Mutex<[(Int64, Int64)]>([])
         order.attach(missingEvents: { _, viewer, after, before in
             #expect(viewer == Self.viewer)
@@ -74,13 +72,35 @@ import Testing
         #expect(handed.all == [1, 2, 3, 4, 5])
     }
 
+    /// Another node's events of a conversation this node has not seen lately: the lane waits
+    /// the settle window, so one that was a moment behind still goes first.
+    @Test func aLaneStartedByAnotherNodeSettlesBeforeItHandsOn() async throws {
+        let clock = ManualClock()
+        let handed = Handed()
+        let order = ConversationOrder(holdBound: .milliseconds(200), clock: clock.serverClock) { handed.append($0.seq) }
+        let conversation = EntityID()
+        order.publish(conversation, Self.event(8), fromAnotherNode: true)
+        order.publish(conversation, Self.event(7), fromAnotherNode: true)
+        #expect(handed.all.isEmpty)
+        try await waitFor("the settle timer to sleep") { clock.sleepers == 1 }
+        clock.advance(by: 0.03)
+        try await waitFor("the settled events") { handed.all == [7, 8] }
+        order.publish(conversation, Self.event(9), fromAnotherNode: true)
+        #expect(handed.all == [7, 8, 9], "settled: the next one goes at once")
+        // This node's own send announced its seq at commit: no settling for its lane.
+        let mine = EntityID()
+        order.expect(mine, seq: 3)
+        order.publish(mine, Self.event(4))
+        order.publish(mine, Self.event(3))
+        #expect(handed.all == [7, 8, 9, 3, 4])
+    }
+
     /// The store cannot say (it is down): the held events go on in order all the same; the
     /// clients catch the gap up themselves.
     @Test func aStoreThatCannotAnswerReleasesTheHeldEventsInOrder() async throws {
         let clock = ManualClock()
-        let order = ConversationOrder(holdBound: .milliseconds(200), clock: clock.serverClock)
         let handed = Handed()
-        order.attach { handed.append($0.seq) }
+        let order = ConversationOrder(holdBound: .milliseconds(200), clock: clock.serverClock) { handed.append($0.seq) }
         order.attach(missingEvents: { _, _, _, _ in [] })
         let conversation = EntityID()
         order.publish(conversation, Self.event(1))

@@ -37,16 +37,18 @@ public struct ChatService: Sendable {
     ) throws -> @Sendable () async throws -> SendResult {
         let draft = try MessageValidation.draft(
             request, conversationId: conversationId, senderId: identity.userId, now: now())
-        // Fan-out runs at commit, in commit order: live events leave in seq order.
+        // At commit, in commit order, the orderer learns which seq comes (cheap: the commit
+        // path does no more); the event itself is encoded and handed on by this send's own
+        // task, in parallel with the others, and the orderer puts them back in seq order.
         let pending = store.enqueueSend(draft) { [fanOut] result in
-            guard result.created else { return }
-            fanOut.deliver(
-                .messageCreated(MessageEvent(message: result.message)), inSequenceOf: result.message.conversationId,
-                seq: result.message.seq, to: result.participantIds)
+            if result.created { fanOut.order.expect(result.message.conversationId, seq: result.message.seq) }
         }
         return { [self] in
             let result = try await pending.result()
             if result.created {
+                fanOut.deliver(
+                    .messageCreated(MessageEvent(message: result.message)), inSequenceOf: result.message.conversationId,
+                    seq: result.message.seq, to: result.participantIds)
                 // Offline recipients: queued for APNs, never awaited.
                 push?.messageCommitted(result.message, participants: result.participantIds)
                 // List screens get the new activity too, off the send's path (the reply does not

@@ -352,7 +352,7 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
             let fields = rest.split(separator: " ", maxSplits: 3)
             guard fields.count == 4, let conversation = EntityID(String(fields[0])), let seq = Int64(fields[1]) else { return }
             let users = fields[2].split(separator: ",").compactMap { EntityID(String($0)) }
-            fanOut.order.publish(conversation, .init(seq: seq, frame: ByteBuffer(string: String(fields[3])), recipients: users))
+            fanOut.order.publish(conversation, .init(seq: seq, frame: ByteBuffer(string: String(fields[3])), recipients: users), fromAnotherNode: true)
         case "O":
             let fields = rest.split(separator: " ", maxSplits: 2)
             guard fields.count == 3, let organization = EntityID(String(fields[0])) else { return }

@@ -43,6 +43,9 @@ public final class ConversationOrder: Sendable {
         var held: [Int64: Event] = [:]
         var waiting = false
         var lastUsed: Date
+        /// Started by another node's event: for ``settleWindow`` the starting point may still
+        /// move down (an earlier event of the same conversation can be a moment behind).
+        var settling = false
     }
 
     private final class Shard: Sendable {
@@ -51,29 +54,28 @@ public final class ConversationOrder: Sendable {
 
     /// How long a later event waits for an earlier one before the store is asked.
     public let holdBound: Duration
+    /// How long a lane started by another node's event collects before it hands on: nothing
+    /// tells this node which seq came before it (this node's own commits tell it through
+    /// ``expect(_:seq:)``), so the first events of a conversation seen here are put in order
+    /// among themselves first. Costs that much latency once per conversation after a quiet
+    /// minute, nothing after.
+    public static let settleWindow: Duration = .milliseconds(30)
     private let shards: [Shard]
     private let clock: ServerClock
-    private let target = Mutex<(@Sendable (Event) -> Void)?>(nil)
+    private let deliver: @Sendable (Event) -> Void
     private let missing = Mutex<MissingEvents?>(nil)
     private let counters = Mutex<(held: Int, fetched: Int, late: Int)>((0, 0, 0))
     /// Lanes idle this long with nothing held are forgotten (when there are many).
     private static let idleLane: TimeInterval = 60
     private static let lanesBeforeSweep = 4096
 
-    /// An orderer whose hold timers run on `clock`; events go where ``attach(_:)`` says.
-    public init(holdBound: Duration = .milliseconds(200), clock: ServerClock = .system) {
+    /// An orderer that hands events to `deliver` (the connections of this node); its hold
+    /// timers run on `clock`.
+    public init(holdBound: Duration = .milliseconds(200), clock: ServerClock = .system, deliver: @escaping @Sendable (Event) -> Void) {
         self.holdBound = holdBound
         self.clock = clock
+        self.deliver = deliver
         shards = (0..<16).map { _ in Shard() }
-    }
-
-    /// Where ordered events go (the connections of this node).
-    public func attach(_ deliver: @escaping @Sendable (Event) -> Void) {
-        target.withLock { $0 = deliver }
-    }
-
-    private func deliver(_ event: Event) {
-        target.withLock { $0 }?(event)
     }
 
     /// Where missing events are read from when a hold runs out (the store).
@@ -86,19 +88,54 @@ public final class ConversationOrder: Sendable {
     /// client's catch-up covers them).
     public var stats: (held: Int, fetched: Int, late: Int) { counters.withLock { $0 } }
 
+    /// Tells the lane of a conversation that `seq` was committed, before its event is on its
+    /// way: called in commit order (by group commit), so a lane that starts here starts at the
+    /// right place even when the events themselves then arrive from parallel tasks.
+    public func expect(_ conversationId: EntityID, seq: Int64) {
+        let now = clock.now()
+        shard(conversationId).lanes.withLock { lanes in
+            if lanes[conversationId] == nil {
+                lanes[conversationId] = Lane(delivered: seq - 1, lastUsed: now)
+            } else {
+                lanes[conversationId]?.lastUsed = now
+            }
+        }
+    }
+
     /// Takes an event of a conversation: hands it on now if it is the next one (with any held
     /// ones it unblocks), holds it otherwise.
-    public func publish(_ conversationId: EntityID, _ event: Event) {
+    /// `fromAnotherNode`: the event was committed elsewhere (cluster link).
+    public func publish(_ conversationId: EntityID, _ event: Event, fromAnotherNode: Bool = false) {
         let now = clock.now()
-        let startHold = shard(conversationId).lanes.withLock { lanes -> Bool in
-            // A conversation not seen lately starts here: nothing of it is in flight that the
-            // lane would have to wait for (commits publish in commit order).
-            var lane = lanes[conversationId] ?? Lane(delivered: event.seq - 1, lastUsed: now)
+        let startHold = shard(conversationId).lanes.withLock { lanes -> (start: Bool, settle: Bool) in
+            guard var lane = lanes[conversationId] else {
+                // A conversation not seen lately. This node's own sends announced their seq in
+                // commit order (`expect`), so a lane starting here is an edit's or another
+                // node's: the latter settles a moment for an earlier one that may be close behind.
+                var lane = Lane(delivered: event.seq - 1, lastUsed: now)
+                if fromAnotherNode {
+                    lane.settling = true
+                    lane.waiting = true
+                    lane.held[event.seq] = event
+                    lanes[conversationId] = lane
+                    return (false, true)
+                }
+                lane.delivered = event.seq
+                lanes[conversationId] = lane
+                deliver(event)
+                return (false, false)
+            }
             lane.lastUsed = now
+            if lane.settling, lane.held[event.seq] == nil {
+                lane.delivered = min(lane.delivered, event.seq - 1)
+                lane.held[event.seq] = event
+                lanes[conversationId] = lane
+                return (false, false)
+            }
             if event.seq <= lane.delivered || lane.held[event.seq] != nil {
                 lanes[conversationId] = lane
                 counters.withLock { $0.late += 1 }
-                return false
+                return (false, false)
             }
             lane.held[event.seq] = event
             drain(&lane)
@@ -114,9 +151,28 @@ public final class ConversationOrder: Sendable {
             if lanes.count > Self.lanesBeforeSweep {
                 lanes = lanes.filter { !$0.value.held.isEmpty || now.timeIntervalSince($0.value.lastUsed) < Self.idleLane }
             }
-            return startHold
+            return (startHold, false)
         }
-        if startHold { hold(conversationId, since: now) }
+        if startHold.start { hold(conversationId, since: now) }
+        if startHold.settle { settle(conversationId, since: now) }
+    }
+
+    /// Ends a new lane's settling: hands on what it collected, in order, from the lowest.
+    private func settle(_ conversationId: EntityID, since start: Date) {
+        Task {
+            await clock.sleepUntil(start.addingTimeInterval(Self.settleWindow.timeInterval))
+            let now = clock.now()
+            let again = shard(conversationId).lanes.withLock { lanes -> Bool in
+                guard var lane = lanes[conversationId] else { return false }
+                lane.settling = false
+                drain(&lane)
+                lane.waiting = !lane.held.isEmpty
+                lane.lastUsed = now
+                lanes[conversationId] = lane
+                return lane.waiting
+            }
+            if again { hold(conversationId, since: now) }
+        }
     }
 
     /// Hands on every held event that follows the last one handed on.

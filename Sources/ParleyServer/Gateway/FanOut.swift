@@ -129,12 +129,26 @@ public protocol FanOutRelay: Sendable {
 /// bytes (ByteBuffer shares its storage). Delivery never waits on a connection: each has a
 /// bounded queue drained by its own writer task.
 public final class FanOut: Sendable {
-    private struct State {
-        var nextId = 0
-        var byUser: [EntityID: [Int: LiveConnection]] = [:]
+    /// The live connections by user; its own object so the orderer can deliver to it without
+    /// holding the fan-out itself.
+    private final class Table: Sendable {
+        struct State {
+            var nextId = 0
+            var byUser: [EntityID: [Int: LiveConnection]] = [:]
+        }
+
+        let state = Mutex(State())
+
+        /// Queues a frame on every connection of these users (never waits on a connection).
+        func deliver(_ frame: ByteBuffer, to userIds: some Sequence<EntityID>) {
+            let targets = state.withLock { state in
+                userIds.flatMap { state.byUser[$0].map { Array($0.values) } ?? [] }
+            }
+            for connection in targets { connection.enqueue(frame) }
+        }
     }
 
-    private let state = Mutex(State())
+    private let table = Table()
     private let relayBox = Mutex<(any FanOutRelay)?>(nil)
     private let logger: Logger
     /// Puts each conversation's events in seq order before they reach the connections.
@@ -143,8 +157,8 @@ public final class FanOut: Sendable {
     /// An empty registry; `clock` runs the ordering's hold timers.
     public init(logger: Logger, clock: ServerClock = .system, holdBound: Duration = .milliseconds(200)) {
         self.logger = logger
-        order = ConversationOrder(holdBound: holdBound, clock: clock)
-        order.attach { [weak self] event in self?.deliverHere(event.frame, to: event.recipients) }
+        let table = self.table
+        order = ConversationOrder(holdBound: holdBound, clock: clock) { event in table.deliver(event.frame, to: event.recipients) }
     }
 
     /// Adds a connection whose first frame is `hello`; returns it and whether it is the user's
@@ -153,7 +167,7 @@ public final class FanOut: Sendable {
     /// The connection is created with `hello` already queued before any delivery can find it,
     /// so no event (another user's presence, a message) can reach the socket ahead of it.
     func register(_ identity: Identity, outbound: WebSocketOutboundWriter, hello: ByteBuffer) -> (connection: LiveConnection, isFirst: Bool) {
-        state.withLock { state in
+        table.state.withLock { state in
             state.nextId += 1
             let connection = LiveConnection(id: state.nextId, identity: identity, outbound: outbound, first: hello)
             let isFirst = state.byUser[identity.userId]?.isEmpty ?? true
@@ -164,7 +178,7 @@ public final class FanOut: Sendable {
 
     /// Removes a connection; returns whether it was the user's last on this node.
     func unregister(_ connection: LiveConnection) -> Bool {
-        state.withLock { state in
+        table.state.withLock { state in
             let userId = connection.identity.userId
             state.byUser[userId]?[connection.id] = nil
             if state.byUser[userId]?.isEmpty ?? true {
@@ -190,12 +204,12 @@ public final class FanOut: Sendable {
 
     /// Whether the user has a live connection on this node.
     public func isOnlineHere(_ userId: EntityID) -> Bool {
-        state.withLock { $0.byUser[userId] != nil }
+        table.state.withLock { $0.byUser[userId] != nil }
     }
 
     /// How many connections are live on this node.
     public var connectionCount: Int {
-        state.withLock { $0.byUser.values.reduce(0) { $0 + $1.count } }
+        table.state.withLock { $0.byUser.values.reduce(0) { $0 + $1.count } }
     }
 
     /// Encodes an event once and queues it on every connection of the given users.
@@ -233,10 +247,7 @@ public final class FanOut: Sendable {
 
     /// Queues an encoded frame on this node's connections of the given users only.
     public func deliverHere(_ frame: ByteBuffer, to userIds: some Sequence<EntityID>) {
-        let targets = state.withLock { state in
-            userIds.flatMap { state.byUser[$0].map { Array($0.values) } ?? [] }
-        }
-        for connection in targets { connection.enqueue(frame) }
+        table.deliver(frame, to: userIds)
     }
 
     /// Queues an event on every connection of an organization's users, except `excluded` users.
@@ -248,7 +259,7 @@ public final class FanOut: Sendable {
 
     /// Queues an encoded frame on this node's connections of an organization's users.
     public func deliverHere(_ frame: ByteBuffer, toOrganization organizationId: EntityID, excluding excluded: Set<EntityID>) {
-        let users = state.withLock { state in
+        let users = table.state.withLock { state in
             state.byUser.compactMap { userId, connections in
                 excluded.contains(userId) || connections.first?.value.identity.organizationId != organizationId ? nil : userId
             }
@@ -258,7 +269,7 @@ public final class FanOut: Sendable {
 
     /// The users connected to this node, with their organization.
     func localUsers() -> [(userId: EntityID, organizationId: EntityID)] {
-        state.withLock { state in
+        table.state.withLock { state in
             state.byUser.compactMap { userId, connections in
                 connections.first.map { (userId, $0.value.identity.organizationId) }
             }
@@ -267,7 +278,7 @@ public final class FanOut: Sendable {
 
     /// Closes every connection (server shutdown: "going away", so clients reconnect elsewhere).
     public func closeAll(_ code: WebSocketErrorCode = .goingAway, reason: String = "server shutting down") {
-        let all = state.withLock { $0.byUser.values.flatMap(\.values) }
+        let all = table.state.withLock { $0.byUser.values.flatMap(\.values) }
         for connection in all { connection.close(code, reason: reason) }
     }
 }
