@@ -165,14 +165,20 @@ public final class ConversationOrder: Sendable {
             let again = shard(conversationId).lanes.withLock { lanes -> Bool in
                 guard var lane = lanes[conversationId] else { return false }
                 lane.settling = false
-                drain(&lane)
-                lane.waiting = !lane.held.isEmpty
-                lane.lastUsed = now
-                lanes[conversationId] = lane
-                return lane.waiting
+                defer { lanes[conversationId] = lane }
+                return resume(&lane, at: now)
             }
             if again { hold(conversationId, since: now) }
         }
+    }
+
+    /// After a wait: hands on what follows, and says whether something is still held (then
+    /// the lane waits again).
+    private func resume(_ lane: inout Lane, at now: Date) -> Bool {
+        drain(&lane)
+        lane.waiting = !lane.held.isEmpty
+        lane.lastUsed = now
+        return lane.waiting
     }
 
     /// Hands on every held event that follows the last one handed on.
@@ -216,11 +222,8 @@ public final class ConversationOrder: Sendable {
             counters.withLock { $0.fetched += fetched.count }
             // Whatever the store could not say is given up on: the held ones go on in order.
             if lane.delivered < gap.before - 1, lane.held[gap.before] != nil { lane.delivered = gap.before - 1 }
-            drain(&lane)
-            lane.waiting = !lane.held.isEmpty
-            lane.lastUsed = now
-            lanes[conversationId] = lane
-            return lane.waiting
+            defer { lanes[conversationId] = lane }
+            return resume(&lane, at: now)
         }
         if again { hold(conversationId, since: now) }
     }
