@@ -118,10 +118,11 @@ extension ChatClient {
         } catch let error as PreparationFailed {
             try? await database.outboxRejected(clientMessageId: clientMessageId, reason: error.reason)
         } catch {
-            // No answer: it may or may not be stored. Retrying with the same id is safe.
-            let delay = machine.backoff(min(entry.attempts, 5))
+            // No answer (it may or may not be stored), or the server asked for time (storage
+            // trouble, rate limiting): retrying with the same id is safe; not before it said.
+            let delay = max(machine.backoff(min(entry.attempts, 5)).seconds, (error as? ClientError)?.retryAfter ?? 0)
             try? await database.outboxAttemptFailed(
-                clientMessageId: clientMessageId, retryAt: environment.now().addingTimeInterval(delay.seconds))
+                clientMessageId: clientMessageId, retryAt: environment.now().addingTimeInterval(delay))
         }
         notify(.messages(entry.conversationId))
         notify(.conversations)

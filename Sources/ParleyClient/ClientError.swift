@@ -23,21 +23,25 @@ public struct ClientError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The HTTP status, for HTTP answers.
     public var httpStatus: Int?
     public var message: String
+    /// Seconds the server asked to wait before trying again (`rate_limited`, `unavailable`).
+    public var retryAfter: TimeInterval?
 
-    public init(kind: Kind, code: ErrorCode? = nil, httpStatus: Int? = nil, message: String) {
+    public init(kind: Kind, code: ErrorCode? = nil, httpStatus: Int? = nil, message: String, retryAfter: TimeInterval? = nil) {
         self.kind = kind
         self.code = code
         self.httpStatus = httpStatus
         self.message = message
+        self.retryAfter = retryAfter
     }
 
-    /// Whether the same request may succeed later: no answer, a timeout, 5xx or rate limiting.
+    /// Whether the same request may succeed later: no answer, a timeout, 5xx, storage trouble
+    /// (`unavailable`) or rate limiting.
     /// A retried send is safe either way: the server deduplicates by clientMessageId.
     public var isTransient: Bool {
         switch kind {
         case .transport, .timeout, .disconnected: true
         case .decoding: false
-        case .server: code == .internal || code == .rateLimited
+        case .server: code == .internal || code == .rateLimited || code == .unavailable
         }
     }
 
@@ -47,6 +51,6 @@ public struct ClientError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     static func server(_ info: ErrorInfo, status: Int? = nil) -> ClientError {
-        ClientError(kind: .server, code: info.code, httpStatus: status, message: info.message)
+        ClientError(kind: .server, code: info.code, httpStatus: status, message: info.message, retryAfter: info.retryAfter.map(TimeInterval.init))
     }
 }

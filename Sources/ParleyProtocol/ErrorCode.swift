@@ -7,6 +7,8 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
     case conflict
     case payloadTooLarge = "payload_too_large"
     case rateLimited = "rate_limited"
+    /// The store cannot write now (disk full, database down): try again after `retryAfter`.
+    case unavailable
     case `internal`
 
     /// The HTTP status that carries this code.
@@ -19,6 +21,7 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
         case .conflict: 409
         case .payloadTooLarge: 413
         case .rateLimited: 429
+        case .unavailable: 503
         case .internal: 500
         }
     }
@@ -33,6 +36,7 @@ public enum ErrorCode: String, Codable, Sendable, CaseIterable {
         case 409: self = .conflict
         case 413: self = .payloadTooLarge
         case 429: self = .rateLimited
+        case 503: self = .unavailable
         case 400..<500: self = .invalidRequest
         default: self = .internal
         }
@@ -45,11 +49,15 @@ public struct ErrorInfo: Codable, Sendable, Equatable, Error {
     public var code: ErrorCode
     /// A message for people; never carries another tenant's data.
     public var message: String
+    /// For `rate_limited` and `unavailable`: seconds to wait before trying again (over HTTP
+    /// also the `Retry-After` header).
+    public var retryAfter: Int?
 
     /// An error with a code and a message.
-    public init(code: ErrorCode, message: String) {
+    public init(code: ErrorCode, message: String, retryAfter: Int? = nil) {
         self.code = code
         self.message = message
+        self.retryAfter = retryAfter
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
@@ -26,6 +27,8 @@ public struct ParleyApp: Sendable {
     public let push: PushService?
     /// Counters exposed at `GET /metrics`.
     public let metrics: Metrics
+    /// Whether the store can write (storage trouble answers 503 and fails `/ready`).
+    public let health: StoreHealth
     /// The link to the other nodes on the same PostgreSQL; nil for a single node.
     public let cluster: ClusterNode?
     /// Signs and verifies access tokens with the keys every node shares.
@@ -50,6 +53,7 @@ public struct ParleyApp: Sendable {
         fanOut = FanOut(logger: logger, clock: configuration.clock, holdBound: configuration.orderHoldBound)
         fanOut.order.attach(missingEvents: Self.missingEvents(store: store, logger: logger))
         metrics = Metrics()
+        health = StoreHealth(store: store, metrics: metrics, logger: logger)
         // On PostgreSQL every process is a node of one service; SQLite is one node.
         let clusterSettings = try configuration.cluster ?? (configuration.usesPostgres ? ClusterConfiguration(url: configuration.databaseURL!) : nil)
         if let clusterConfiguration = clusterSettings {
@@ -109,9 +113,16 @@ public struct ParleyApp: Sendable {
         let chat = self.chat, signals = self.signals
         let authenticator = Authenticator(tokens: tokens, store: store)
         let router = Router(context: ParleyRequestContext.self)
-        router.add(middleware: ErrorMiddleware())
+        router.add(middleware: ErrorMiddleware(health: health))
         let api = router.group("api/v1")
         api.get("health") { _, _ in try JSONResponse.make(["status": "ok"]) }
+        // Operational routes at the root (contract): alive, and able to write.
+        router.get("health") { _, _ in try JSONResponse.make(["status": "ok"]) }
+        let health = self.health
+        router.get("ready") { request, context in
+            guard await health.canWrite() else { return try APIError.unavailable.response(from: request, context: context) }
+            return try JSONResponse.make(["status": "ready"])
+        }
         let metrics = self.metrics
         let order = fanOut.order
         router.get("metrics") { _, _ in
@@ -130,7 +141,7 @@ public struct ParleyApp: Sendable {
         ).addRoutes(to: api)
         let gateway = Gateway(
             authenticator: authenticator, store: store, chat: chat, fanOut: fanOut, signals: signals,
-            heartbeatSeconds: configuration.heartbeatSeconds)
+            heartbeatSeconds: configuration.heartbeatSeconds, health: health)
         let logger = self.logger
         api.ws("ws") { request, _ in
             _ = try await authenticator.identity(for: request)
@@ -169,13 +180,31 @@ public struct ParleyApp: Sendable {
         let router = try await buildRouter()
         let heartbeat = configuration.heartbeatSeconds
         let logger = self.logger
+        let limits = configuration.connectionLimits
+        let cap = limits.maxConnections ?? ConnectionLimits.defaultMaxConnections()
+        let counter = ConnectionCounter(limit: cap)
+        let metrics = self.metrics
+        let bodyTimeout = TimeAmount(limits.bodyTimeout)
+        let channel = HTTP1WebSocketUpgradeChannel.Configuration(
+            http1: .init(
+                additionalChannelHandlers: [BodyStallHandler(timeout: bodyTimeout, onTimeout: {
+                    metrics.increment("parley_connections_timed_out_total", labels: ["stage": "body"])
+                })],
+                idleTimeout: TimeAmount(limits.idleTimeout)),
+            ws: .init(maxFrameSize: Gateway.transportLimit, autoPing: .enabled(timePeriod: .seconds(Int64(heartbeat)))))
+        let webSocketResponder = router.buildResponder()
+        logger.info("Connection limits", metadata: [
+            "maxConnections": "\(cap)", "requestHeadTimeout": "\(limits.requestHeadTimeout)",
+            "idleTimeout": "\(limits.idleTimeout)", "bodyTimeout": "\(limits.bodyTimeout)",
+        ])
         let app = Application(
             router: router,
-            server: .http1WebSocketUpgrade(
-                webSocketRouter: router,
-                configuration: .init(
-                    http1: .init(idleTimeout: .seconds(120)),
-                    ws: .init(maxFrameSize: Gateway.transportLimit, autoPing: .enabled(timePeriod: .seconds(Int64(heartbeat)))))),
+            server: HTTPServerBuilder { responder in
+                GuardedChildChannel(
+                    inner: HTTP1WebSocketUpgradeChannel(
+                        responder: responder, webSocketResponder: webSocketResponder, configuration: channel),
+                    limits: limits, counter: counter, metrics: metrics)
+            },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "parley"),
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0

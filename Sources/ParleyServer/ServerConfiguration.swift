@@ -36,6 +36,8 @@ public struct ServerConfiguration: Sendable {
     /// How long an event of a conversation waits for an earlier one (committed but not yet
     /// announced here, e.g. by another node) before the missing ones are read from the store.
     public var orderHoldBound: Duration = .milliseconds(200)
+    /// Timeouts and the cap that keep stalled or piled-up connections from starving the server.
+    public var connectionLimits = ConnectionLimits()
     /// Several nodes on one PostgreSQL; nil for a single node.
     public var cluster: ClusterConfiguration?
 

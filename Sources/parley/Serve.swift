@@ -29,6 +29,15 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Largest attachment upload in bytes (env PARLEY_MAX_ATTACHMENT_BYTES; default 26214400).")
     var maxAttachmentBytes: Int64?
 
+    @Option(name: .customLong("request-head-timeout"), help: "Seconds a new connection has to send a whole request head (env PARLEY_REQUEST_HEAD_TIMEOUT; default 10).")
+    var requestHeadTimeout: Double?
+    @Option(name: .customLong("idle-timeout"), help: "Seconds an HTTP connection may idle between requests (env PARLEY_IDLE_TIMEOUT; default 60).")
+    var idleTimeout: Double?
+    @Option(name: .customLong("body-timeout"), help: "Seconds a request body may stall before it is dropped (env PARLEY_BODY_TIMEOUT; default 30).")
+    var bodyTimeout: Double?
+    @Option(name: .customLong("max-connections"), help: "Open connections at most; more are refused at once (env PARLEY_MAX_CONNECTIONS; default: from the descriptor limit, raised to its hard limit).")
+    var maxConnections: Int?
+
     @Option(name: .customLong("attachments-dir"), help: "Uploaded files (env PARLEY_ATTACHMENTS_DIR; default <data-dir>/attachments; shared storage for several nodes).")
     var attachmentsDirectory: String?
 
@@ -77,6 +86,7 @@ struct Serve: AsyncParsableCommand {
             attachmentLimit > 0
         else { throw fail("max attachment bytes must be a positive number") }
         configuration.maxAttachmentBytes = attachmentLimit
+        try readConnectionLimits(into: &configuration.connectionLimits)
         if let secret = ProcessInfo.processInfo.environment["PARLEY_JWT_SECRET"], !secret.isEmpty {
             guard secret.utf8.count >= 32 else { throw fail("PARLEY_JWT_SECRET must be at least 32 bytes") }
             configuration.jwtSecret = secret
@@ -122,6 +132,24 @@ struct Serve: AsyncParsableCommand {
             throw fail("server stopped: \(error)")
         }
         logger.info("Parley stopped")
+    }
+
+    /// Timeouts and the connection cap from flags and environment.
+    private func readConnectionLimits(into limits: inout ConnectionLimits) throws {
+        func seconds(_ value: Double?, _ env: String, _ current: Duration, _ name: String) throws -> Duration {
+            let text = setting(value.map { "\($0)" }, env: env, default: "")
+            guard !text.isEmpty else { return current }
+            guard let seconds = Double(text), seconds > 0, seconds <= 86_400 else { throw fail("\(name) must be 0 to 86400 seconds") }
+            return .milliseconds(Int64(seconds * 1000))
+        }
+        limits.requestHeadTimeout = try seconds(requestHeadTimeout, "PARLEY_REQUEST_HEAD_TIMEOUT", limits.requestHeadTimeout, "request head timeout")
+        limits.idleTimeout = try seconds(idleTimeout, "PARLEY_IDLE_TIMEOUT", limits.idleTimeout, "idle timeout")
+        limits.bodyTimeout = try seconds(bodyTimeout, "PARLEY_BODY_TIMEOUT", limits.bodyTimeout, "body timeout")
+        let cap = setting(maxConnections.map(String.init), env: "PARLEY_MAX_CONNECTIONS", default: "")
+        if !cap.isEmpty {
+            guard let value = Int(cap), value >= 1 else { throw fail("max connections must be a positive number") }
+            limits.maxConnections = value
+        }
     }
 
     /// Push settings from flags and environment: all four of key file, key id, team id and

@@ -258,11 +258,14 @@ public struct ParleyAPI: Sendable {
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         let decoder = WireCoding.makeDecoder()
         guard (200..<300).contains(status) else {
+            let retryAfter = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "Retry-After").flatMap(TimeInterval.init)
             if let body = try? decoder.decode(ErrorBody.self, from: data) {
-                throw ClientError.server(body.error, status: status)
+                var error = ClientError.server(body.error, status: status)
+                error.retryAfter = error.retryAfter ?? retryAfter
+                throw error
             }
             throw ClientError(
-                kind: .server, code: ErrorCode(httpStatus: status), httpStatus: status, message: "HTTP \(status)")
+                kind: .server, code: ErrorCode(httpStatus: status), httpStatus: status, message: "HTTP \(status)", retryAfter: retryAfter)
         }
         if let none = NoContent() as? Answer { return none }
         do {

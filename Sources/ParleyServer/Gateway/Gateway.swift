@@ -19,6 +19,8 @@ struct Gateway: Sendable {
     let fanOut: FanOut
     let signals: LiveSignals
     let heartbeatSeconds: Int
+    /// Told of storage trouble, which answers `unavailable` with `retryAfter`.
+    let health: StoreHealth?
     /// Largest WebSocket message read at all; bigger ones close the connection (1009).
     static let transportLimit = 1 << 20
     /// Sends of one connection waiting for their commit at once; the reader waits beyond it.
@@ -120,6 +122,9 @@ struct Gateway: Sendable {
     private func fail(_ id: String, _ error: any Error, frame: ClientFrame, on connection: LiveConnection, logger: Logger) {
         if let error = error as? APIError {
             reply(id, error, on: connection)
+        } else if StorageTrouble.matches(error) {
+            health?.report(error)
+            reply(id, .unavailable, on: connection)
         } else {
             logger.error("Command failed", metadata: ["type": "\(frame.command.type)", "error": "\(String(reflecting: error))"])
             reply(id, APIError(.internal, "Internal server error"), on: connection)

@@ -10,15 +10,23 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
     public var code: ErrorCode
     /// A message for people; never names another tenant's data.
     public var message: String
+    /// Seconds to wait before trying again (`rate_limited`, `unavailable`).
+    public var retryAfter: Int?
 
     /// An error with a code and a message.
-    public init(_ code: ErrorCode, _ message: String) {
+    public init(_ code: ErrorCode, _ message: String, retryAfter: Int? = nil) {
         self.code = code
         self.message = message
+        self.retryAfter = retryAfter
     }
 
     /// The wire form of this error.
-    public var info: ErrorInfo { ErrorInfo(code: code, message: message) }
+    public var info: ErrorInfo { ErrorInfo(code: code, message: message, retryAfter: retryAfter) }
+
+    /// The store cannot write now: 503 with `Retry-After`, nothing stored.
+    public static let unavailable = APIError(
+        .unavailable, "The server cannot store anything right now (storage trouble); nothing was stored, try again later",
+        retryAfter: StoreHealth.retryAfterSeconds)
 
     public var description: String { "\(code.rawValue): \(message)" }
 
@@ -33,6 +41,8 @@ extension APIError: HTTPResponseError {
     public var status: HTTPResponse.Status { .init(code: code.httpStatus) }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        try JSONResponse.make(ErrorBody(error: info), status: status)
+        var response = try JSONResponse.make(ErrorBody(error: info), status: status)
+        if let retryAfter { response.headers[.retryAfter] = "\(retryAfter)" }
+        return response
     }
 }

@@ -7,6 +7,9 @@ import ParleyProtocol
 /// `APIError`s pass through as they are; Hummingbird's own errors (unknown route, body too
 /// large) map by status; anything else is logged and answered as `internal`.
 struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
+    /// Told of storage trouble (which answers `503 unavailable`, not `500`).
+    var health: StoreHealth?
+
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
@@ -24,6 +27,9 @@ struct ErrorMiddleware<Context: RequestContext>: RouterMiddleware {
             let code = ErrorCode(httpStatus: Int(error.status.code))
             let message = code == .payloadTooLarge ? APIError.payloadTooLarge.message : error.status.reasonPhrase
             return try APIError(code, message).response(from: request, context: context)
+        } catch where StorageTrouble.matches(error) {
+            health?.report(error)
+            return try APIError.unavailable.response(from: request, context: context)
         } catch {
             context.logger.error("Unhandled error", metadata: ["error": "\(String(reflecting: error))", "path": "\(request.uri.path)"])
             return try APIError(.internal, "Internal server error").response(from: request, context: context)

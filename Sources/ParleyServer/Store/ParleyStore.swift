@@ -240,6 +240,9 @@ public protocol ParleyStore: Sendable {
     /// Retires a key: tokens it signed stop verifying. False when no live key has that kid.
     func retireSigningKey(kid: String, at date: Date) async throws -> Bool
 
+    /// Writes one small row (readiness): throws when the store cannot write now.
+    func probeWrite(now: Date) async throws
+
     /// Flushes and releases the store; called once after the server has stopped.
     func close() async throws
 }

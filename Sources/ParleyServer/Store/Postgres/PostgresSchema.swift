@@ -141,6 +141,9 @@ enum PostgresSchema {
             )
             """,
         ]),
+        Migration(version: 6, name: "v6-health", statements: [
+            "CREATE TABLE parley_health (id bigserial PRIMARY KEY, checked_at bigint NOT NULL, filler bytea)",
+        ]),
     ]
 
     /// Applies the migrations the database lacks, all in one transaction under the advisory lock;

@@ -128,6 +128,9 @@ enum SQLiteSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v6-health") { db in
+            try db.execute(sql: "CREATE TABLE parley_health (id INTEGER PRIMARY KEY, checked_at INTEGER NOT NULL, filler BLOB)")
+        }
         return migrator
     }
 }

@@ -1,0 +1,18 @@
+import Foundation
+import PostgresNIO
+
+extension PostgresStore {
+    /// A row about the size of a long message, written and removed in one transaction (WAL
+    /// and data pages are written: it fails on a full disk or a read-only database).
+    public func probeWrite(now: Date) async throws {
+        let logger = self.logger
+        let filler = [UInt8](repeating: 0, count: 8192)
+        try await write { c in
+            let row = try await c.first(
+                "INSERT INTO parley_health (checked_at, filler) VALUES (\(now.millisecondsSince1970), \(filler)) RETURNING id", logger)
+            if let id = try row?.decode(Int64.self) {
+                try await c.run("DELETE FROM parley_health WHERE id = \(id)", logger)
+            }
+        }
+    }
+}
