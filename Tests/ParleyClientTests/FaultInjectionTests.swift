@@ -50,7 +50,7 @@ import Testing
             }
         }
 
-        let perClient = 8
+        let perClient = 12
         var generator = SeededGenerator(seed: seed)
         for round in 0..<perClient {
             for index in clients.indices {
