@@ -70,6 +70,7 @@ public enum ParleySetup {
     /// An in-process Parley server on a temporary SQLite file, or on `databaseURL` (PostgreSQL), with bcrypt cost 4.
     public static func startServer(databaseURL: String? = nil) async throws -> (url: URL, databasePath: String, stop: @Sendable () async -> Void) {
         var configuration = ServerConfiguration()
+        configuration.openOrganizations = true  // registers many users into one organization by name
         configuration.databaseURL = databaseURL
         configuration.port = 0
         configuration.dataDirectory = FileManager.default.temporaryDirectory

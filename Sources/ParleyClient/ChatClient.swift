@@ -19,6 +19,9 @@ public enum ChatChange: Sendable, Equatable {
     /// The server refused the token: sign the user in again and call
     /// ``ChatClient/updateToken(_:)``; queued messages wait for it.
     case signInRequired
+    /// The client renewed its token before it expired: keep this one (in the keychain) for the
+    /// next launch.
+    case tokenRenewed(String)
 }
 
 /// The offline-first chat client: one per signed-in user.
@@ -306,6 +309,7 @@ public actor ChatClient {
             let list = try await transport.conversations()
             reached = true
             signInRequired = false
+            await renewTokenIfDue()
             // The server is back: what waited for it goes now, not when its backoff ends.
             try? await database.outboxRetryNow()
             try await database.store(conversations: list, replacingAll: true)
@@ -326,6 +330,24 @@ public actor ChatClient {
         await trimCacheIfDue()
         let counts = (try? await database.outboxCounts()) ?? (queued: 0, failed: 0)
         return SyncReport(reachedServer: reached, queued: counts.queued, failed: counts.failed, signInRequired: signInRequired)
+    }
+
+    /// A token is renewed when it has less than this left (tokens live 30 days).
+    public static let tokenRenewalWindow: TimeInterval = 7 * 86400
+
+    /// Renews the token when it expires within ``tokenRenewalWindow``; a refusal means the
+    /// user must sign in again (``ChatChange/signInRequired``).
+    func renewTokenIfDue() async {
+        guard let expiry = transport.tokenExpiresAt, expiry.timeIntervalSince(environment.now()) < Self.tokenRenewalWindow else { return }
+        do {
+            let token = try await transport.renewToken()
+            notify(.tokenRenewed(token))
+            // The connection keeps its authenticated session; the next one uses the new token.
+        } catch let error as ClientError where error.code == .unauthorized {
+            requireSignIn()
+        } catch {
+            logger.debug("Token renewal failed; will retry", metadata: ["error": "\(error)"])
+        }
     }
 
     /// How often the cache is trimmed to ``LocalDatabase/Retention`` (at the first sync, then

@@ -6,13 +6,66 @@ public struct RegisterRequest: Codable, Sendable, Equatable {
     public var email: String
     public var password: String
     public var displayName: String
+    /// Needed to join an existing organization unless the email's domain is allowed there.
+    public var inviteCode: String?
 
-    public init(organization: String, email: String, password: String, displayName: String) {
+    public init(organization: String, email: String, password: String, displayName: String, inviteCode: String? = nil) {
         self.organization = organization
         self.email = email
         self.password = password
         self.displayName = displayName
+        self.inviteCode = inviteCode
     }
+}
+
+/// `GET` / `PATCH /organization` answer.
+public struct OrganizationResponse: Codable, Sendable, Equatable {
+    public var organization: Organization
+    public init(organization: Organization) { self.organization = organization }
+}
+
+/// `PATCH /organization`.
+public struct UpdateOrganizationRequest: Codable, Sendable, Equatable {
+    public var allowedEmailDomains: [String]
+    public init(allowedEmailDomains: [String]) { self.allowedEmailDomains = allowedEmailDomains }
+}
+
+/// `POST /organization/invites`.
+public struct CreateInviteRequest: Codable, Sendable, Equatable {
+    public var email: String?
+    /// Default 1.
+    public var maxUses: Int?
+    /// Default 168 (a week).
+    public var expiresInHours: Int?
+    public init(email: String? = nil, maxUses: Int? = nil, expiresInHours: Int? = nil) {
+        self.email = email
+        self.maxUses = maxUses
+        self.expiresInHours = expiresInHours
+    }
+}
+
+/// `POST /organization/invites` answer.
+public struct InviteResponse: Codable, Sendable, Equatable {
+    public var invite: Invite
+    public init(invite: Invite) { self.invite = invite }
+}
+
+/// `GET /organization/invites` answer.
+public struct InvitesResponse: Codable, Sendable, Equatable {
+    public var invites: [Invite]
+    public init(invites: [Invite]) { self.invites = invites }
+}
+
+/// `PATCH /users/{id}`.
+public struct UpdateUserRequest: Codable, Sendable, Equatable {
+    public var role: UserRole
+    public init(role: UserRole) { self.role = role }
+}
+
+/// `PATCH /users/{id}` answer.
+public struct UserResponse: Codable, Sendable, Equatable {
+    public var user: User
+    public init(user: User) { self.user = user }
 }
 
 /// `POST /auth/login`.

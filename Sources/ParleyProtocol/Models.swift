@@ -1,6 +1,54 @@
 import Foundation
 
 /// A person in an organization, as the directory and the gateway show them.
+/// What a user may do in their organization.
+public enum UserRole: String, Codable, Sendable, Equatable {
+    /// Manages invites, allowed domains, roles and deactivation.
+    case admin
+    /// Everyone else.
+    case member
+}
+
+/// An organization: everyone in it sees each other; nobody outside sees anything (v1.1).
+public struct Organization: Codable, Sendable, Equatable, Identifiable {
+    public var id: EntityID
+    public var name: String
+    /// Email domains whose addresses may join without an invite (whole domains, lowercase).
+    public var allowedEmailDomains: [String]
+    public var createdAt: Date
+
+    public init(id: EntityID, name: String, allowedEmailDomains: [String], createdAt: Date) {
+        self.id = id
+        self.name = name
+        self.allowedEmailDomains = allowedEmailDomains
+        self.createdAt = createdAt
+    }
+}
+
+/// A code that admits new users to an organization (v1.1).
+public struct Invite: Codable, Sendable, Equatable {
+    /// The secret to register with (long and random).
+    public var code: String
+    public var organizationId: EntityID
+    /// When set, only this address may use it.
+    public var email: String?
+    public var maxUses: Int
+    public var uses: Int
+    public var expiresAt: Date
+    /// The admin who made it.
+    public var createdBy: EntityID
+
+    public init(code: String, organizationId: EntityID, email: String?, maxUses: Int, uses: Int, expiresAt: Date, createdBy: EntityID) {
+        self.code = code
+        self.organizationId = organizationId
+        self.email = email
+        self.maxUses = maxUses
+        self.uses = uses
+        self.expiresAt = expiresAt
+        self.createdBy = createdBy
+    }
+}
+
 public struct User: Codable, Sendable, Equatable, Identifiable {
     public var id: EntityID
     public var organizationId: EntityID
@@ -10,12 +58,15 @@ public struct User: Codable, Sendable, Equatable, Identifiable {
     public var isOnline: Bool
     /// When the user's last connection closed; absent if never seen or online.
     public var lastSeenAt: Date?
+    /// `admin` or `member` of their organization (absent from servers before v1.1).
+    public var role: UserRole?
 
     /// A user as the wire carries it.
     public init(
         id: EntityID, organizationId: EntityID, email: String, displayName: String,
-        isOnline: Bool = false, lastSeenAt: Date? = nil
+        isOnline: Bool = false, lastSeenAt: Date? = nil, role: UserRole? = nil
     ) {
+        self.role = role
         self.id = id
         self.organizationId = organizationId
         self.email = email

@@ -29,6 +29,8 @@ public struct ParleyApp: Sendable {
     public let metrics: Metrics
     /// Whether the store can write (storage trouble answers 503 and fails `/ready`).
     public let health: StoreHealth
+    /// Which users may act (read once, kept in memory, updated on deactivation on every node).
+    public let accounts: AccountStates
     /// The link to the other nodes on the same PostgreSQL; nil for a single node.
     public let cluster: ClusterNode?
     /// Signs and verifies access tokens with the keys every node shares.
@@ -54,6 +56,7 @@ public struct ParleyApp: Sendable {
         fanOut.order.attach(missingEvents: Self.missingEvents(store: store, logger: logger))
         metrics = Metrics()
         health = StoreHealth(store: store, metrics: metrics, logger: logger)
+        accounts = AccountStates(store: store)
         // On PostgreSQL every process is a node of one service; SQLite is one node.
         let clusterSettings = try configuration.cluster ?? (configuration.usesPostgres ? ClusterConfiguration(url: configuration.databaseURL!) : nil)
         if let clusterConfiguration = clusterSettings {
@@ -82,6 +85,14 @@ public struct ParleyApp: Sendable {
             cluster.onUsersLost { identities in
                 for identity in identities { await signals.announceOffline(identity) }
             }
+            let accounts = self.accounts, fanOut = self.fanOut
+            cluster.onUserDeactivated { userId, organizationId in
+                accounts.deactivated(userId, organizationId: organizationId)
+                fanOut.closeConnections(of: userId, code: MembershipService.deactivatedCloseCode, reason: "account deactivated")
+            }
+        }
+        if configuration.openOrganizations {
+            logger.warning("Open organizations: anyone can join an existing organization by its name (--open-organizations; demos and tests only)")
         }
         tokens = try await configuration.makeTokenService(store: store, now: Date())
         passwords = PasswordHasher(cost: configuration.bcryptCost)
@@ -111,7 +122,7 @@ public struct ParleyApp: Sendable {
     /// The router with every route of the contract under `/api/v1`.
     func buildRouter() async throws -> Router<ParleyRequestContext> {
         let chat = self.chat, signals = self.signals
-        let authenticator = Authenticator(tokens: tokens, store: store)
+        let authenticator = Authenticator(tokens: tokens, accounts: accounts)
         let router = Router(context: ParleyRequestContext.self)
         router.add(middleware: ErrorMiddleware(health: health))
         let api = router.group("api/v1")
@@ -136,9 +147,11 @@ public struct ParleyApp: Sendable {
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(string: metrics.prometheusText() + ordering)))
         }
+        let authenticated = api.group().add(middleware: AuthMiddleware(authenticator: authenticator))
         AuthController(
-            store: store, tokens: tokens, passwords: passwords, decoyHash: try await passwords.decoyHash(), now: chat.now
-        ).addRoutes(to: api)
+            store: store, tokens: tokens, passwords: passwords, decoyHash: try await passwords.decoyHash(), now: chat.now,
+            openOrganizations: configuration.openOrganizations
+        ).addRoutes(to: api, authenticated: authenticated)
         let gateway = Gateway(
             authenticator: authenticator, store: store, chat: chat, fanOut: fanOut, signals: signals,
             heartbeatSeconds: configuration.heartbeatSeconds, health: health)
@@ -149,8 +162,12 @@ public struct ParleyApp: Sendable {
         } onUpgrade: { inbound, outbound, context in
             await gateway.serve(inbound: inbound, outbound: outbound, request: context.request, logger: logger)
         }
-        let authenticated = api.group().add(middleware: AuthMiddleware(authenticator: authenticator))
         UserController(store: store, fanOut: fanOut).addRoutes(to: authenticated)
+        OrganizationController(
+            store: store,
+            membership: MembershipService(
+                store: store, accounts: accounts, fanOut: fanOut, now: chat.now, openOrganizations: configuration.openOrganizations)
+        ).addRoutes(to: authenticated)
         ConversationController(store: store, chat: chat).addRoutes(to: authenticated)
         MessageController(store: store, chat: chat).addRoutes(to: authenticated)
         ReceiptController(signals: signals).addRoutes(to: authenticated)

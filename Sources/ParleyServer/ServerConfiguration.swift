@@ -36,6 +36,9 @@ public struct ServerConfiguration: Sendable {
     /// How long an event of a conversation waits for an earlier one (committed but not yet
     /// announced here, e.g. by another node) before the missing ones are read from the store.
     public var orderHoldBound: Duration = .milliseconds(200)
+    /// v1's open registration: anyone joins an existing organization by its name. For demos
+    /// and tests only (off by default; logged at start when on).
+    public var openOrganizations = false
     /// Timeouts and the cap that keep stalled or piled-up connections from starving the server.
     public var connectionLimits = ConnectionLimits()
     /// Several nodes on one PostgreSQL; nil for a single node.

@@ -167,4 +167,6 @@ private struct Unreachable: ChatTransport {
     func registerDevice(token: String, environment: PushEnvironment) async throws { throw Self.error }
     func logout(deviceToken: String?) async throws { throw Self.error }
     func updateToken(_ token: String) {}
+    var tokenExpiresAt: Date? { nil }
+    func renewToken() async throws -> String { throw Self.error }
 }

@@ -9,15 +9,19 @@ struct Register: AsyncParsableCommand {
     @Option var organization: String
     @Option var email: String
     @Option var name: String
+    @Option(help: "Invite code from an admin of an existing organization (env PARLEY_INVITE).") var invite: String?
 
     func run() async throws {
         let url = try options.serverURL()
         guard let password = Terminal.password(prompt: "Password (8+ characters): ") else { throw fail("no password given") }
+        let code = setting(invite, env: "PARLEY_INVITE", default: "")
         let auth = try await clientCall {
-            try await ParleyAPI(baseURL: url).register(.init(organization: organization, email: email, password: password, displayName: name))
+            try await ParleyAPI(baseURL: url).register(
+                .init(organization: organization, email: email, password: password, displayName: name, inviteCode: code.isEmpty ? nil : code))
         }
         try Profile(server: url.absoluteString, token: auth.token, user: auth.user).save(to: options.profileDirectory)
-        print("Registered \(auth.user.displayName) <\(auth.user.email)> (\(auth.user.id))")
+        let role = auth.user.role == .admin ? ", admin of \(organization)" : ""
+        print("Registered \(auth.user.displayName) <\(auth.user.email)> (\(auth.user.id))\(role)")
     }
 }
 
@@ -35,6 +39,54 @@ struct Login: AsyncParsableCommand {
         }
         try Profile(server: url.absoluteString, token: auth.token, user: auth.user).save(to: options.profileDirectory)
         print("Logged in as \(auth.user.displayName) <\(auth.user.email)>")
+    }
+}
+
+struct InviteCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "invite", abstract: "Create an invite to your organization (admins) and print its code.")
+    @OptionGroup var options: ClientOptions
+    @Option(help: "Only this address may use it.") var email: String?
+    @Option(name: .customLong("max-uses"), help: "How many people may join with it (default 1).") var maxUses: Int?
+    @Option(help: "Hours until it expires (default 168).") var hours: Int?
+
+    func run() async throws {
+        let (_, api) = try options.session()
+        let invite = try await clientCall { try await api.createInvite(.init(email: email, maxUses: maxUses, expiresInHours: hours)) }
+        print(invite.code)
+    }
+}
+
+struct Members: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List your organization's members with their roles; admins change roles and deactivate.")
+    @OptionGroup var options: ClientOptions
+    @Option(name: .customLong("make-admin"), help: "Make this user id an admin.") var makeAdmin: String?
+    @Option(name: .customLong("make-member"), help: "Make this user id a member.") var makeMember: String?
+    @Option(help: "Deactivate this user id (their tokens stop working; their messages stay).") var deactivate: String?
+    @Option(name: .customLong("allow-domains"), help: "Comma-separated email domains that may join without an invite (\"\" clears).")
+    var allowDomains: String?
+
+    func run() async throws {
+        let (_, api) = try options.session()
+        func id(_ text: String) throws -> EntityID {
+            guard let id = EntityID(text) else { throw fail("not a user id: \(text)") }
+            return id
+        }
+        if let makeAdmin { _ = try await clientCall { try await api.setRole(.admin, of: try id(makeAdmin)) } }
+        if let makeMember { _ = try await clientCall { try await api.setRole(.member, of: try id(makeMember)) } }
+        if let deactivate {
+            try await clientCall { try await api.deactivate(try id(deactivate)) }
+            print("deactivated \(deactivate)")
+        }
+        if let allowDomains {
+            let domains = allowDomains.split(separator: ",").map { String($0) }.filter { !$0.isEmpty }
+            let organization = try await clientCall { try await api.setAllowedEmailDomains(domains) }
+            print("allowed domains: \(organization.allowedEmailDomains.joined(separator: ", "))")
+        }
+        for user in try await clientCall({ try await api.users() }) {
+            print("\(user.id)  \(user.role?.rawValue ?? "member")  \(user.displayName) <\(user.email)>")
+        }
     }
 }
 

@@ -8,7 +8,7 @@ struct Parley: AsyncParsableCommand {
         commandName: "parley",
         abstract: "Parley: real-time messaging that never loses or duplicates a message.",
         subcommands: [
-            Serve.self, Register.self, Login.self, Users.self, Conversations.self, OpenDirect.self,
+            Serve.self, Register.self, Login.self, InviteCommand.self, Members.self, Users.self, Conversations.self, OpenDirect.self,
             OpenGroup.self, Send.self, Sync.self, History.self, Tail.self, Bench.self, Keys.self,
         ])
 }

@@ -38,6 +38,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: "Open connections at most; more are refused at once (env PARLEY_MAX_CONNECTIONS; default: from the descriptor limit, raised to its hard limit).")
     var maxConnections: Int?
 
+    @Flag(name: .customLong("open-organizations"), help: "Let anyone join an existing organization by its name, as v1 did (env PARLEY_OPEN_ORGANIZATIONS=1; demos and tests only).")
+    var openOrganizations = false
+
     @Option(name: .customLong("attachments-dir"), help: "Uploaded files (env PARLEY_ATTACHMENTS_DIR; default <data-dir>/attachments; shared storage for several nodes).")
     var attachmentsDirectory: String?
 
@@ -87,6 +90,7 @@ struct Serve: AsyncParsableCommand {
         else { throw fail("max attachment bytes must be a positive number") }
         configuration.maxAttachmentBytes = attachmentLimit
         try readConnectionLimits(into: &configuration.connectionLimits)
+        configuration.openOrganizations = openOrganizations || ["1", "true", "yes"].contains(ProcessInfo.processInfo.environment["PARLEY_OPEN_ORGANIZATIONS"]?.lowercased() ?? "")
         if let secret = ProcessInfo.processInfo.environment["PARLEY_JWT_SECRET"], !secret.isEmpty {
             guard secret.utf8.count >= 32 else { throw fail("PARLEY_JWT_SECRET must be at least 32 bytes") }
             configuration.jwtSecret = secret

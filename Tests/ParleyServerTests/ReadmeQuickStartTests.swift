@@ -23,7 +23,7 @@ import Testing
     }
 
     @Test func theQuickStartCommandsWorkAsWritten() async throws {
-        let server = try ServeProcess(name: "readme")
+        let server = try ServeProcess(name: "readme", openOrganizations: false)  // as `swift run parley serve` runs
         defer { server.stop() }
         try await server.waitUntilReady()
         let port = server.url.port!

@@ -12,8 +12,9 @@ final class ServeProcess: Sendable {
     let name: String
 
     /// Starts `parley serve`; with `databaseURL` on PostgreSQL, else on SQLite in a fresh data
-    /// directory; `secret` sets PARLEY_JWT_SECRET (none: keys shared through the store).
-    init(name: String, databaseURL: String? = nil, secret: String? = nil, dataDirectory: String? = nil, port: Int? = nil) throws {
+    /// directory; `secret` sets PARLEY_JWT_SECRET (none: keys shared through the store);
+    /// `openOrganizations` lets tests register several users into one organization by name.
+    init(name: String, databaseURL: String? = nil, secret: String? = nil, dataDirectory: String? = nil, port: Int? = nil, openOrganizations: Bool = true) throws {
         let binary = Self.binary
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw ClientError(kind: .transport, message: "\(binary.path) is missing: run swift build first")
@@ -29,6 +30,7 @@ final class ServeProcess: Sendable {
         environment["PARLEY_DATABASE_URL"] = databaseURL
         environment["PARLEY_JWT_SECRET"] = secret
         environment["PARLEY_BCRYPT_COST"] = "4"
+        environment["PARLEY_OPEN_ORGANIZATIONS"] = openOrganizations ? "1" : nil
         environment["PARLEY_CLUSTER_HEARTBEAT_MS"] = "200"
         environment["PARLEY_CLUSTER_DEAD_AFTER_MS"] = "1500"
         process.environment = environment

@@ -71,6 +71,7 @@ import Testing
 
     @Test func theConfigurationNamesItsStore() {
         var configuration = ServerConfiguration()
+        configuration.openOrganizations = true  // registers many users into one organization by name
         #expect(!configuration.usesPostgres && configuration.databaseDescription == configuration.databasePath)
         configuration.databaseURL = "postgres://app:secret@db:5432/parley"
         #expect(configuration.usesPostgres)
@@ -90,6 +91,7 @@ import Testing
 
     @Test func anUnsupportedDatabaseURLStopsTheStart() async throws {
         var configuration = ServerConfiguration()
+        configuration.openOrganizations = true  // registers many users into one organization by name
         configuration.dataDirectory = TestServer.temporaryDirectory()
         configuration.databaseURL = "mysql://u@h/db"
         await #expect(throws: ServerStartError.self) { try await ParleyApp(configuration: configuration) }

@@ -68,6 +68,8 @@ public struct FaultyTransport: ChatTransport {
     private func http() throws { if plan.roll(plan.odds.failHTTP) { throw FaultPlan.cut } }
 
     public func updateToken(_ token: String) { base.updateToken(token) }
+    public var tokenExpiresAt: Date? { base.tokenExpiresAt }
+    public func renewToken() async throws -> String { try http(); return try await base.renewToken() }
 
     public func conversations() async throws -> [Conversation] { try http(); return try await base.conversations() }
     public func conversation(_ id: EntityID) async throws -> Conversation { try http(); return try await base.conversation(id) }

@@ -42,6 +42,9 @@ public final class TestServer: Sendable {
 
     /// Starts a server (on `dataDirectory`, or a new temporary one) and waits until it listens.
     ///
+    /// Registration is open (`openOrganizations`), as most tests register several users into
+    /// one organization by name; tests of membership turn it off in `configure`.
+    ///
     /// With `store: .postgres` the data goes to a new database on `PARLEY_TEST_POSTGRES_URL`
     /// (which must be set); the data directory still keeps the secret and attachments.
     public static func start(
@@ -49,6 +52,7 @@ public final class TestServer: Sendable {
         configure: (inout ServerConfiguration) -> Void = { _ in }
     ) async throws -> TestServer {
         var configuration = ServerConfiguration()
+        configuration.openOrganizations = true  // registers many users into one organization by name
         configuration.port = port
         configuration.dataDirectory = dataDirectory ?? temporaryDirectory()
         configuration.bcryptCost = 4
@@ -127,6 +131,12 @@ public struct TestUser: Sendable {
     public var token: String { auth.token }
     /// A REST client with this user's token.
     public var api: ParleyAPI { server.api(token: token) }
+
+    /// A session from a registration or login answer.
+    public init(server: TestServer, auth: AuthResponse) {
+        self.server = server
+        self.auth = auth
+    }
 
     /// A new, connected WebSocket (after `hello`).
     public func connect() async throws -> RealtimeConnection {

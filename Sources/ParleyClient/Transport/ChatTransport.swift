@@ -19,6 +19,11 @@ public protocol ChatTransport: Sendable {
     func openRealtime() async throws -> any RealtimeChannel
     /// Uses a new token for every request and connection from now on.
     func updateToken(_ token: String)
+    /// When the current token expires, if the transport can tell.
+    var tokenExpiresAt: Date? { get }
+    /// Exchanges the current token for a fresh one (`POST /auth/refresh`), uses it from now on
+    /// and returns it.
+    func renewToken() async throws -> String
     /// A read receipt over HTTP.
     func markRead(_ conversationId: EntityID, upToSeq: Int64) async throws -> ReadResponse
     /// A delivery receipt over HTTP.
@@ -75,6 +80,14 @@ public struct LiveTransport: ChatTransport {
         current.api.withLock { $0.token = token }
     }
 
+    public var tokenExpiresAt: Date? { api.token.flatMap(TokenClaims.expiry) }
+
+    public func renewToken() async throws -> String {
+        let fresh = try await api.refresh().token
+        updateToken(fresh)
+        return fresh
+    }
+
     public func conversations() async throws -> [Conversation] { try await api.conversations() }
     public func conversation(_ id: EntityID) async throws -> Conversation { try await api.conversation(id) }
     public func messages(_ id: EntityID, before: Int64?, limit: Int) async throws -> MessagesPage {
@@ -105,5 +118,22 @@ public struct LiveTransport: ChatTransport {
         let connection = RealtimeConnection(serverURL: api.baseURL, token: api.token ?? "")
         _ = try await connection.connect()
         return connection
+    }
+}
+
+/// What the SDK reads from its own token: only the expiry, to renew in time (the server
+/// verifies the signature; the client never trusts a token's other claims).
+enum TokenClaims {
+    /// The `exp` claim of a JWT, if it has one.
+    static func expiry(of token: String) -> Date? {
+        let parts = token.split(separator: ".")
+        guard parts.count == 3 else { return nil }
+        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64),
+            let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let exp = (claims["exp"] as? NSNumber)?.doubleValue
+        else { return nil }
+        return Date(timeIntervalSince1970: exp)
     }
 }

@@ -33,8 +33,56 @@ public struct ParleyAPI: Sendable {
         try await request("POST", "auth/login", body: body)
     }
 
+    /// A fresh token for the current one (renew before it expires); 401 once the user is
+    /// deactivated or the token has expired.
+    public func refresh() async throws -> AuthResponse { try await request("POST", "auth/refresh") }
+
     /// The caller.
     public func me() async throws -> User { try await request("GET", "users/me") }
+
+    // MARK: Organization (v1.1)
+
+    /// The caller's organization.
+    public func organization() async throws -> Organization {
+        let answer: OrganizationResponse = try await request("GET", "organization")
+        return answer.organization
+    }
+
+    /// Sets the email domains that may join without an invite (admins).
+    public func setAllowedEmailDomains(_ domains: [String]) async throws -> Organization {
+        let answer: OrganizationResponse = try await request("PATCH", "organization", body: UpdateOrganizationRequest(allowedEmailDomains: domains))
+        return answer.organization
+    }
+
+    /// Creates an invite (admins); its `code` is what a new member registers with.
+    public func createInvite(_ body: CreateInviteRequest = .init()) async throws -> Invite {
+        let answer: InviteResponse = try await request("POST", "organization/invites", body: body)
+        return answer.invite
+    }
+
+    /// The organization's invites (admins).
+    public func invites() async throws -> [Invite] {
+        let answer: InvitesResponse = try await request("GET", "organization/invites")
+        return answer.invites
+    }
+
+    /// Withdraws an invite (admins).
+    public func deleteInvite(_ code: String) async throws {
+        let escaped = code.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-_"))) ?? code
+        let _: NoContent = try await request("DELETE", "organization/invites/" + escaped)
+    }
+
+    /// Makes a member an admin or an admin a member (admins; the last admin stays: 409).
+    public func setRole(_ role: UserRole, of userId: EntityID) async throws -> User {
+        let answer: UserResponse = try await request("PATCH", "users/\(userId)", body: UpdateUserRequest(role: role))
+        return answer.user
+    }
+
+    /// Deactivates a user of the organization (admins): their tokens stop working, their
+    /// connections close, their messages stay.
+    public func deactivate(_ userId: EntityID) async throws {
+        let _: NoContent = try await request("DELETE", "users/\(userId)")
+    }
 
     /// The caller's organization, filtered by name or email when `query` is given.
     public func users(matching query: String? = nil) async throws -> [User] {

@@ -43,7 +43,7 @@ public final class ConversationListModel {
                 switch change {
                 case .conversations: await self.reload()
                 case .connection(let state): self.connection = state
-                case .messages, .typing, .directory, .progress, .signInRequired: break
+                case .messages, .typing, .directory, .progress, .signInRequired, .tokenRenewed: break
                 }
             }
         }

@@ -62,6 +62,7 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
     private let ready = Mutex<Bool>(false)
     /// Called with users whose node died and who are online nowhere else.
     private let onUsersLost = Mutex<(@Sendable ([Identity]) async -> Void)?>(nil)
+    private let onDeactivated = Mutex<(@Sendable (EntityID, EntityID) -> Void)?>(nil)
     /// Counters: records sent, received, spilled; listener restarts.
     public let stats = Metrics()
     /// Runs the connection pool from creation until the node leaves.
@@ -86,6 +87,15 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
     /// What to do about users whose node died (announce them offline).
     public func onUsersLost(_ handler: @escaping @Sendable ([Identity]) async -> Void) {
         onUsersLost.withLock { $0 = handler }
+    }
+
+    /// Called with each user another node deactivated.
+    public func onUserDeactivated(_ handler: @escaping @Sendable (EntityID, EntityID) -> Void) {
+        onDeactivated.withLock { $0 = handler }
+    }
+
+    public func userDeactivated(_ userId: EntityID, organizationId: EntityID) {
+        send("X \(nodeId) \(userId) \(organizationId)")
     }
 
     // MARK: FanOutRelay
@@ -353,6 +363,11 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
             guard fields.count == 4, let conversation = EntityID(String(fields[0])), let seq = Int64(fields[1]) else { return }
             let users = fields[2].split(separator: ",").compactMap { EntityID(String($0)) }
             fanOut.order.publish(conversation, .init(seq: seq, frame: ByteBuffer(string: String(fields[3])), recipients: users), fromAnotherNode: true)
+        case "X":
+            // Another node deactivated a user: refuse their token here too, close their sockets.
+            let fields = rest.split(separator: " ")
+            guard fields.count == 2, let user = EntityID(String(fields[0])), let organization = EntityID(String(fields[1])) else { return }
+            onDeactivated.withLock { $0 }?(user, organization)
         case "O":
             let fields = rest.split(separator: " ", maxSplits: 2)
             guard fields.count == 3, let organization = EntityID(String(fields[0])) else { return }

@@ -121,6 +121,9 @@ public protocol FanOutRelay: Sendable {
     /// The user's last connection on this node closed; returns whether they are still online
     /// on another node.
     func userWentOffline(_ identity: Identity) async -> Bool
+    /// A user was deactivated here: every other node refuses their token and closes their
+    /// connections.
+    func userDeactivated(_ userId: EntityID, organizationId: EntityID)
 }
 
 /// The live connections of this node, by user, and the delivery of events to them.
@@ -274,6 +277,12 @@ public final class FanOut: Sendable {
                 connections.first.map { (userId, $0.value.identity.organizationId) }
             }
         }
+    }
+
+    /// Closes every connection of one user on this node (a deactivated account: 4001).
+    public func closeConnections(of userId: EntityID, code: Int, reason: String) {
+        let connections = table.state.withLock { $0.byUser[userId].map { Array($0.values) } ?? [] }
+        for connection in connections { connection.close(WebSocketErrorCode(codeNumber: code), reason: reason) }
     }
 
     /// Closes every connection (server shutdown: "going away", so clients reconnect elsewhere).

@@ -26,7 +26,7 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
 /// verifies it, and checks the user still exists.
 struct Authenticator: Sendable {
     let tokens: TokenService
-    let store: any ParleyStore
+    let accounts: AccountStates
 
     func identity(for request: Request) async throws -> Identity {
         var token: String?
@@ -38,9 +38,10 @@ struct Authenticator: Sendable {
         }
         guard let token, !token.isEmpty else { throw APIError.unauthorized }
         let identity = try await tokens.verify(token)
-        guard let user = try await store.user(id: identity.userId), user.organizationId == identity.organizationId else {
-            throw APIError.unauthorized
-        }
+        // From memory after the first request: a deactivated user is refused at once.
+        guard let state = try await accounts.state(of: identity.userId), state.isActive,
+            state.organizationId == identity.organizationId
+        else { throw APIError.unauthorized }
         return identity
     }
 }

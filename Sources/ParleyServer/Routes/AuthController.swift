@@ -2,17 +2,27 @@ import Foundation
 import Hummingbird
 import ParleyProtocol
 
-/// `POST /auth/register` and `POST /auth/login`.
+/// `POST /auth/register`, `POST /auth/login` and `POST /auth/refresh`.
 struct AuthController: Sendable {
     let store: any ParleyStore
     let tokens: TokenService
     let passwords: PasswordHasher
     let decoyHash: String
     let now: @Sendable () -> Date
+    /// v1's open registration (`--open-organizations`): any organization admits by name.
+    let openOrganizations: Bool
 
-    func addRoutes(to group: RouterGroup<ParleyRequestContext>) {
+    func addRoutes(to group: RouterGroup<ParleyRequestContext>, authenticated: RouterGroup<ParleyRequestContext>) {
         group.post("auth/register", use: register)
         group.post("auth/login", use: login)
+        authenticated.post("auth/refresh", use: refresh)
+    }
+
+    /// A fresh token for a valid one (an active user's): clients renew before expiry.
+    @Sendable func refresh(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try context.requireIdentity()
+        guard let user = try await store.user(id: identity.userId) else { throw APIError.unauthorized }
+        return try JSONResponse.make(AuthResponse(token: try await tokens.issue(for: user, now: now()), user: user))
     }
 
     @Sendable func register(_ request: Request, context: ParleyRequestContext) async throws -> Response {
@@ -28,9 +38,15 @@ struct AuthController: Sendable {
             throw APIError.invalid(
                 "password must be \(Limits.passwordLength.lowerBound)–\(Limits.passwordLength.upperBound) characters")
         }
+        let inviteCode = body.inviteCode.map(Limits.trimmed).flatMap { $0.isEmpty ? nil : $0 }
+        guard (inviteCode?.count ?? 0) <= 128 else { throw Membership.notAdmitted }
         let hash = try await passwords.hash(body.password)
+        let at = now(), open = openOrganizations
         let user = try await store.register(
-            organization: organization, email: email, displayName: displayName, passwordHash: hash, now: now())
+            Registration(organization: organization, email: email, displayName: displayName, passwordHash: hash, inviteCode: inviteCode, now: at)
+        ) { existing, invite in
+            try Membership.admit(email: email, to: existing, invite: invite, open: open, now: at)
+        }
         context.logger.info("Registered user", metadata: ["userId": "\(user.id)", "organizationId": "\(user.organizationId)"])
         return try JSONResponse.make(AuthResponse(token: try await tokens.issue(for: user, now: now()), user: user), status: .created)
     }

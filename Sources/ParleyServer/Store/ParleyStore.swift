@@ -167,7 +167,7 @@ public struct PendingSend: Sendable {
 /// conversation the viewer is not in is "not found").
 public protocol ParleyStore: Sendable {
     /// Creates the user, and the organization when its name is new; `conflict` if the email is taken there.
-    func register(organization: String, email: String, displayName: String, passwordHash: String, now: Date) async throws -> User
+    func register(_ registration: Registration, admit: @Sendable (Organization?, Invite?) throws -> Admission) async throws -> User
     /// The user and password hash for a login, or nil when no such user exists.
     func credentials(organization: String, email: String) async throws -> (user: User, passwordHash: String)?
     /// One user by id.
@@ -230,6 +230,25 @@ public protocol ParleyStore: Sendable {
     /// The user's registered devices.
     func devices(userId: EntityID) async throws -> [RegisterDeviceRequest]
 
+    /// An organization by id.
+    func organization(id: EntityID) async throws -> Organization?
+    /// Replaces an organization's allowed email domains.
+    func setAllowedEmailDomains(_ domains: [String], organizationId: EntityID) async throws -> Organization?
+    /// Stores a new invite.
+    func createInvite(_ invite: Invite) async throws
+    /// An organization's invites, newest first.
+    func invites(organizationId: EntityID) async throws -> [Invite]
+    /// Deletes an invite of an organization; false when it has none with that code.
+    func deleteInvite(code: String, organizationId: EntityID) async throws -> Bool
+    /// Changes an active user's role; `check` gets the number of active admins the change
+    /// leaves and may refuse, in the same transaction. Nil when no such active user.
+    func setRole(_ role: UserRole, userId: EntityID, organizationId: EntityID, check: @Sendable (Int) throws -> Void) async throws -> User?
+    /// Deactivates an active user (their devices go too); `check` as for `setRole`. False when
+    /// no such active user.
+    func deactivate(userId: EntityID, organizationId: EntityID, now: Date, check: @Sendable (Int) throws -> Void) async throws -> Bool
+    /// A user's organization and whether they are active (nil: no such user).
+    func userState(id: EntityID) async throws -> UserState?
+
     /// Every signing key, retired ones included, oldest first.
     func signingKeys() async throws -> [SigningKey]
     /// Stores `candidate` unless a live key exists already, atomically (nodes starting at once
@@ -247,7 +266,24 @@ public protocol ParleyStore: Sendable {
     func close() async throws
 }
 
+/// What authentication needs to know of a user, cached by the server.
+public struct UserState: Sendable, Equatable {
+    public var organizationId: EntityID
+    public var isActive: Bool
+    public init(organizationId: EntityID, isActive: Bool) {
+        self.organizationId = organizationId
+        self.isActive = isActive
+    }
+}
+
 extension ParleyStore {
+    /// Registers with v1's open rule (any organization by name): store tests and tools.
+    public func register(organization: String, email: String, displayName: String, passwordHash: String, now: Date) async throws -> User {
+        try await register(
+            Registration(organization: organization, email: email, displayName: displayName, passwordHash: passwordHash, now: now)
+        ) { organization, _ in Admission(role: organization == nil ? .admin : .member) }
+    }
+
     /// A store without a send queue: the send starts in a task (order between pipelined sends
     /// is then not guaranteed).
     public func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void) -> PendingSend {

@@ -61,13 +61,13 @@ enum PostgresRows {
         """
 
     /// The columns of a user row.
-    static let userColumns = "id, organization_id, email, display_name, last_seen_at"
+    static let userColumns = "id, organization_id, email, display_name, last_seen_at, role"
 
     static func user(_ row: PostgresRow) throws -> User {
-        let (id, organizationId, email, displayName, lastSeen) = try row.decode((UUID, UUID, String, String, Int64?).self)
+        let (id, organizationId, email, displayName, lastSeen, role) = try row.decode((UUID, UUID, String, String, Int64?, String).self)
         return User(
             id: EntityID(id), organizationId: EntityID(organizationId), email: email, displayName: displayName,
-            isOnline: false, lastSeenAt: lastSeen.map(Date.init(millisecondsSince1970:)))
+            isOnline: false, lastSeenAt: lastSeen.map(Date.init(millisecondsSince1970:)), role: UserRole(rawValue: role))
     }
 
     static func message(_ row: PostgresRow) throws -> Message {

@@ -144,6 +144,28 @@ enum PostgresSchema {
         Migration(version: 6, name: "v6-health", statements: [
             "CREATE TABLE parley_health (id bigserial PRIMARY KEY, checked_at bigint NOT NULL, filler bytea)",
         ]),
+        Migration(version: 7, name: "v7-membership", statements: [
+            "ALTER TABLE users ADD COLUMN role text NOT NULL DEFAULT 'member' CHECK (role IN ('admin', 'member'))",
+            "ALTER TABLE users ADD COLUMN deactivated_at bigint",
+            "ALTER TABLE organizations ADD COLUMN allowed_email_domains text NOT NULL DEFAULT '[]'",
+            """
+            UPDATE users SET role = 'admin' WHERE id IN (
+                SELECT DISTINCT ON (organization_id) id FROM users ORDER BY organization_id, created_at, id)
+            """,
+            """
+            CREATE TABLE invites (
+                code text PRIMARY KEY,
+                organization_id uuid NOT NULL REFERENCES organizations(id),
+                email text,
+                max_uses integer NOT NULL,
+                uses integer NOT NULL DEFAULT 0,
+                expires_at bigint NOT NULL,
+                created_by uuid NOT NULL REFERENCES users(id),
+                created_at bigint NOT NULL
+            )
+            """,
+            "CREATE INDEX invites_by_organization ON invites(organization_id)",
+        ]),
     ]
 
     /// Applies the migrations the database lacks, all in one transaction under the advisory lock;

@@ -185,12 +185,12 @@ extension PostgresStore {
         return id
     }
 
-    /// Unknown users and users of another organization are alike "not found".
+    /// Unknown, deactivated and other organizations' users are alike "not found".
     static func requireSameOrganization(_ c: PostgresConnection, userIds: Set<EntityID>, organizationId: EntityID, _ logger: Logger) async throws {
         guard !userIds.isEmpty else { return }
         var organizations: [UUID: UUID] = [:]
         for row in try await c.all(
-            "SELECT id, organization_id FROM users WHERE id = ANY(\(userIds.map(\.uuid)))", logger)
+            "SELECT id, organization_id FROM users WHERE id = ANY(\(userIds.map(\.uuid))) AND deactivated_at IS NULL", logger)
         {
             let (id, org) = try row.decode((UUID, UUID).self)
             organizations[id] = org

@@ -154,32 +154,6 @@ public final class PostgresStore: ParleyStore {
 
     // MARK: Users
 
-    public func register(organization: String, email: String, displayName: String, passwordHash: String, now: Date) async throws -> User {
-        let logger = self.logger
-        return try await write { c in
-            let orgKey = organization.lowercased()
-            let ms = now.millisecondsSince1970
-            // Two first registrations of one organization (or email) at once: one inserts; the
-            // other waits for its commit, then finds the row.
-            try await c.run(
-                """
-                INSERT INTO organizations (id, name, name_key, created_at) VALUES (\(UUID()), \(organization), \(orgKey), \(ms))
-                ON CONFLICT (name_key) DO NOTHING
-                """, logger)
-            let orgId = try await c.first("SELECT id FROM organizations WHERE name_key = \(orgKey)", logger)!.decode(UUID.self)
-            let id = EntityID()
-            let inserted = try await c.first(
-                """
-                INSERT INTO users (id, organization_id, email, display_name, password_hash, created_at)
-                VALUES (\(id.uuid), \(orgId), \(email), \(displayName), \(passwordHash), \(ms))
-                ON CONFLICT (organization_id, email) DO NOTHING
-                RETURNING id
-                """, logger)
-            guard inserted != nil else { throw Self.emailTaken }
-            return User(id: id, organizationId: EntityID(orgId), email: email, displayName: displayName)
-        }
-    }
-
     static let emailTaken = APIError(.conflict, "A user with this email already exists in this organization")
 
     public func credentials(organization: String, email: String) async throws -> (user: User, passwordHash: String)? {
@@ -187,15 +161,15 @@ public final class PostgresStore: ParleyStore {
         let found: (User, String)? = try await single { c in
             guard let row = try await c.first(
                 """
-                SELECT u.id, u.organization_id, u.email, u.display_name, u.last_seen_at, u.password_hash
+                SELECT u.id, u.organization_id, u.email, u.display_name, u.last_seen_at, u.role, u.password_hash
                 FROM users u JOIN organizations o ON o.id = u.organization_id
-                WHERE o.name_key = \(organization.lowercased()) AND u.email = \(email)
+                WHERE o.name_key = \(organization.lowercased()) AND u.email = \(email) AND u.deactivated_at IS NULL
                 """, logger)
             else { return nil }
-            let (id, org, email, name, lastSeen, hash) = try row.decode((UUID, UUID, String, String, Int64?, String).self)
+            let (id, org, email, name, lastSeen, role, hash) = try row.decode((UUID, UUID, String, String, Int64?, String, String).self)
             return (
                 User(id: EntityID(id), organizationId: EntityID(org), email: email, displayName: name,
-                     lastSeenAt: lastSeen.map(Date.init(millisecondsSince1970:))),
+                     lastSeenAt: lastSeen.map(Date.init(millisecondsSince1970:)), role: UserRole(rawValue: role)),
                 hash)
         }
         return found.map { (user: $0.0, passwordHash: $0.1) }
@@ -204,7 +178,8 @@ public final class PostgresStore: ParleyStore {
     public func user(id: EntityID) async throws -> User? {
         let logger = self.logger
         return try await single { c in
-            try await c.first("SELECT \(unescaped: PostgresRows.userColumns) FROM users WHERE id = \(id.uuid)", logger)
+            try await c.first(
+                "SELECT \(unescaped: PostgresRows.userColumns) FROM users WHERE id = \(id.uuid) AND deactivated_at IS NULL", logger)
                 .map(PostgresRows.user)
         }
     }
@@ -220,7 +195,7 @@ public final class PostgresStore: ParleyStore {
             try await c.all(
                 """
                 SELECT \(unescaped: PostgresRows.userColumns) FROM users
-                WHERE organization_id = \(organizationId.uuid)
+                WHERE organization_id = \(organizationId.uuid) AND deactivated_at IS NULL
                 AND (\(pattern)::text IS NULL
                      OR lower(display_name COLLATE "C") LIKE lower(\(pattern) COLLATE "C") ESCAPE '\\'
                      OR lower(email COLLATE "C") LIKE lower(\(pattern) COLLATE "C") ESCAPE '\\')

@@ -11,7 +11,8 @@ enum SQLiteRows {
             email: row["email"],
             displayName: row["display_name"],
             isOnline: false,
-            lastSeenAt: (row["last_seen_at"] as Int64?).map(Date.init(millisecondsSince1970:)))
+            lastSeenAt: (row["last_seen_at"] as Int64?).map(Date.init(millisecondsSince1970:)),
+            role: (row["role"] as String?).flatMap(UserRole.init(rawValue:)))
     }
 
     static func id(_ text: String?) throws -> EntityID {

@@ -131,6 +131,27 @@ enum SQLiteSchema {
         migrator.registerMigration("v6-health") { db in
             try db.execute(sql: "CREATE TABLE parley_health (id INTEGER PRIMARY KEY, checked_at INTEGER NOT NULL, filler BLOB)")
         }
+        migrator.registerMigration("v7-membership") { db in
+            try db.execute(sql: """
+                ALTER TABLE users ADD COLUMN role TEXT NOT NULL DEFAULT 'member' CHECK (role IN ('admin', 'member'));
+                ALTER TABLE users ADD COLUMN deactivated_at INTEGER;
+                ALTER TABLE organizations ADD COLUMN allowed_email_domains TEXT NOT NULL DEFAULT '[]';
+                UPDATE users SET role = 'admin' WHERE id IN (
+                    SELECT (SELECT u.id FROM users u WHERE u.organization_id = o.id ORDER BY u.created_at, u.id LIMIT 1)
+                    FROM organizations o);
+                CREATE TABLE invites (
+                    code TEXT PRIMARY KEY NOT NULL,
+                    organization_id TEXT NOT NULL REFERENCES organizations(id),
+                    email TEXT,
+                    max_uses INTEGER NOT NULL,
+                    uses INTEGER NOT NULL DEFAULT 0,
+                    expires_at INTEGER NOT NULL,
+                    created_by TEXT NOT NULL REFERENCES users(id),
+                    created_at INTEGER NOT NULL
+                );
+                CREATE INDEX invites_by_organization ON invites(organization_id);
+                """)
+        }
         return migrator
     }
 }

@@ -185,11 +185,11 @@ extension SQLiteStore {
         return id
     }
 
-    /// Unknown users and users of another organization are alike "not found".
+    /// Unknown, deactivated and other organizations' users are alike "not found".
     static func requireSameOrganization(_ db: Database, userIds: Set<EntityID>, organizationId: EntityID) throws {
         for userId in userIds {
             let org = try String.fetchOne(
-                db, sql: "SELECT organization_id FROM users WHERE id = ?", arguments: [userId.description])
+                db, sql: "SELECT organization_id FROM users WHERE id = ? AND deactivated_at IS NULL", arguments: [userId.description])
             guard org == organizationId.description else { throw APIError.notFound("User \(userId)") }
         }
     }

@@ -92,39 +92,13 @@ public struct SQLiteStore: ParleyStore {
 
     // MARK: Users
 
-    public func register(organization: String, email: String, displayName: String, passwordHash: String, now: Date) async throws -> User {
-        try await writer.write { db in
-            let orgKey = organization.lowercased()
-            let orgId: String
-            if let existing = try String.fetchOne(db, sql: "SELECT id FROM organizations WHERE name_key = ?", arguments: [orgKey]) {
-                orgId = existing
-            } else {
-                orgId = EntityID().description
-                try db.execute(
-                    sql: "INSERT INTO organizations (id, name, name_key, created_at) VALUES (?, ?, ?, ?)",
-                    arguments: [orgId, organization, orgKey, now.millisecondsSince1970])
-            }
-            if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE organization_id = ? AND email = ?", arguments: [orgId, email]) == true {
-                throw APIError(.conflict, "A user with this email already exists in this organization")
-            }
-            let id = EntityID()
-            try db.execute(
-                sql: """
-                    INSERT INTO users (id, organization_id, email, display_name, password_hash, created_at)
-                    VALUES (?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [id.description, orgId, email, displayName, passwordHash, now.millisecondsSince1970])
-            return User(id: id, organizationId: EntityID(orgId)!, email: email, displayName: displayName)
-        }
-    }
-
     public func credentials(organization: String, email: String) async throws -> (user: User, passwordHash: String)? {
         try await writer.read { db in
             let row = try Row.fetchOne(
                 db,
                 sql: """
                     SELECT u.* FROM users u JOIN organizations o ON o.id = u.organization_id
-                    WHERE o.name_key = ? AND u.email = ?
+                    WHERE o.name_key = ? AND u.email = ? AND u.deactivated_at IS NULL
                     """,
                 arguments: [organization.lowercased(), email])
             return try row.map { (try SQLiteRows.user($0), $0["password_hash"]) }
@@ -133,14 +107,14 @@ public struct SQLiteStore: ParleyStore {
 
     public func user(id: EntityID) async throws -> User? {
         try await writer.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id.description])
+            try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ? AND deactivated_at IS NULL", arguments: [id.description])
                 .map(SQLiteRows.user)
         }
     }
 
     public func users(organizationId: EntityID, matching query: String?, limit: Int) async throws -> [User] {
         try await writer.read { db in
-            var sql = "SELECT * FROM users WHERE organization_id = ?"
+            var sql = "SELECT * FROM users WHERE organization_id = ? AND deactivated_at IS NULL"
             var arguments: StatementArguments = [organizationId.description]
             if let query, !query.isEmpty {
                 let pattern = "%" + query.replacing("\\", with: "\\\\").replacing("%", with: "\\%")

@@ -1,0 +1,113 @@
+import Foundation
+import ParleyProtocol
+
+/// A registration as the store takes it: validated, the password already hashed.
+public struct Registration: Sendable, Equatable {
+    public var organization: String
+    public var email: String
+    public var displayName: String
+    public var passwordHash: String
+    public var inviteCode: String?
+    public var now: Date
+
+    public init(organization: String, email: String, displayName: String, passwordHash: String, inviteCode: String? = nil, now: Date) {
+        self.organization = organization
+        self.email = email
+        self.displayName = displayName
+        self.passwordHash = passwordHash
+        self.inviteCode = inviteCode
+        self.now = now
+    }
+}
+
+/// What the rule decided for a registration.
+public struct Admission: Sendable, Equatable {
+    public var role: UserRole
+    /// The invite admitted them: the store counts one use of it.
+    public var usesInvite: Bool
+    public init(role: UserRole, usesInvite: Bool = false) {
+        self.role = role
+        self.usesInvite = usesInvite
+    }
+}
+
+/// Who may join an organization, and what keeps one governable (contract v1.1). Every store
+/// calls these rules inside its own transactions, so they are written here once.
+public enum Membership {
+    /// What a registration is told when it may not join.
+    static let notAdmitted = APIError(.forbidden, "This organization admits new members by invitation only")
+
+    /// The role a new user gets, or `forbidden`: the first user of a new organization is its
+    /// admin; an existing organization admits with an open flag (demos and tests), a valid
+    /// invite of its own (not expired, uses left, matching email if it names one), or an email
+    /// whose whole domain it allows.
+    public static func admit(email: String, to organization: Organization?, invite: Invite?, open: Bool, now: Date) throws -> Admission {
+        guard let organization else { return Admission(role: .admin) }
+        if let invite, invite.organizationId == organization.id, invite.expiresAt > now, invite.uses < invite.maxUses,
+            invite.email.map({ $0 == email }) ?? true
+        {
+            return Admission(role: .member, usesInvite: true)
+        }
+        if open || organization.allowedEmailDomains.contains(domain(of: email)) { return Admission(role: .member) }
+        throw notAdmitted
+    }
+
+    /// The part after the `@`, lowercased: matched whole (`corp.test` never admits
+    /// `corp.test.evil.test` or `evilcorp.test`).
+    public static func domain(of email: String) -> String {
+        String(email.lowercased().split(separator: "@").last ?? "")
+    }
+
+    /// Allowed domains as given by an admin: trimmed, lowercased, without a leading `@`, each a
+    /// plausible domain; at most 50.
+    public static func allowedDomains(_ domains: [String]) throws -> [String] {
+        guard domains.count <= 50 else { throw APIError.invalid("At most 50 allowed domains") }
+        var result: [String] = []
+        for raw in domains {
+            var domain = Limits.trimmed(raw).lowercased()
+            if domain.hasPrefix("@") { domain.removeFirst() }
+            let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
+            guard domain.count <= 253, labels.count >= 2,
+                labels.allSatisfy({ !$0.isEmpty && $0.count <= 63 && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } })
+            else { throw APIError.invalid("\"\(raw.prefix(64))\" is not a domain name") }
+            if !result.contains(domain) { result.append(domain) }
+        }
+        return result
+    }
+
+    /// An organization keeps at least one admin: a role change or deactivation that would
+    /// leave none is refused (409).
+    public static func keepsAnAdmin(adminsAfter: Int) throws {
+        if adminsAfter < 1 { throw APIError(.conflict, "An organization keeps at least one admin") }
+    }
+
+    /// Only admins manage the organization.
+    public static func requireAdmin(_ user: User?) throws {
+        guard user?.role == .admin else { throw APIError(.forbidden, "Only an admin of this organization may do that") }
+    }
+
+    /// A new invite code: 32 random bytes, base64url (43 characters), not to be guessed.
+    public static func newInviteCode() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    /// An invite as an admin asks for it: 1–1000 uses (default 1), 1 hour to 90 days (default a week).
+    public static func invite(_ request: CreateInviteRequest, organizationId: EntityID, by admin: EntityID, now: Date) throws -> Invite {
+        let uses = request.maxUses ?? 1
+        guard (1...1000).contains(uses) else { throw APIError.invalid("maxUses must be 1–1000") }
+        let hours = request.expiresInHours ?? 168
+        guard (1...2160).contains(hours) else { throw APIError.invalid("expiresInHours must be 1–2160") }
+        let email = try request.email.map { try AuthController.email($0) }
+        return Invite(
+            code: newInviteCode(), organizationId: organizationId, email: email, maxUses: uses, uses: 0,
+            expiresAt: now.addingTimeInterval(Double(hours) * 3600).wholeMillisecondsServer, createdBy: admin)
+    }
+}
+
+extension Date {
+    /// This time cut to whole milliseconds, as stores keep it.
+    var wholeMillisecondsServer: Date { Date(millisecondsSince1970: millisecondsSince1970) }
+}

@@ -1,0 +1,109 @@
+import Foundation
+import Hummingbird
+import ParleyProtocol
+
+/// The organization's own routes (contract v1.1): its settings and invites, members' roles and
+/// deactivation. Reading is for every member; changing is for admins (``Membership``).
+struct OrganizationController: Sendable {
+    let store: any ParleyStore
+    let membership: MembershipService
+
+    func addRoutes(to group: RouterGroup<ParleyRequestContext>) {
+        group.get("organization", use: show)
+        group.patch("organization", use: update)
+        group.post("organization/invites", use: createInvite)
+        group.get("organization/invites", use: listInvites)
+        group.delete("organization/invites/:code", use: deleteInvite)
+        group.patch("users/:id", use: setRole)
+        group.delete("users/:id", use: deactivate)
+    }
+
+    @Sendable func show(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try context.requireIdentity()
+        guard let organization = try await store.organization(id: identity.organizationId) else { throw APIError.unauthorized }
+        return try JSONResponse.make(OrganizationResponse(organization: organization))
+    }
+
+    @Sendable func update(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try await membership.requireAdmin(context)
+        var request = request
+        let body = try await request.decodeJSON(UpdateOrganizationRequest.self)
+        let domains = try Membership.allowedDomains(body.allowedEmailDomains)
+        guard let organization = try await store.setAllowedEmailDomains(domains, organizationId: identity.organizationId) else {
+            throw APIError.unauthorized
+        }
+        return try JSONResponse.make(OrganizationResponse(organization: organization))
+    }
+
+    @Sendable func createInvite(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try await membership.requireAdmin(context)
+        var request = request
+        let body = try await request.decodeJSON(CreateInviteRequest.self)
+        let invite = try Membership.invite(body, organizationId: identity.organizationId, by: identity.userId, now: membership.now())
+        try await store.createInvite(invite)
+        return try JSONResponse.make(InviteResponse(invite: invite), status: .created)
+    }
+
+    @Sendable func listInvites(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try await membership.requireAdmin(context)
+        return try JSONResponse.make(InvitesResponse(invites: try await store.invites(organizationId: identity.organizationId)))
+    }
+
+    @Sendable func deleteInvite(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try await membership.requireAdmin(context)
+        let code = context.parameters.get("code") ?? ""
+        guard try await store.deleteInvite(code: code, organizationId: identity.organizationId) else { throw APIError.notFound("Invite") }
+        return JSONResponse.noContent()
+    }
+
+    @Sendable func setRole(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try await membership.requireAdmin(context)
+        let userId = try context.parameters.entityID("id", what: "User")
+        var request = request
+        let body = try await request.decodeJSON(UpdateUserRequest.self)
+        guard let user = try await store.setRole(
+            body.role, userId: userId, organizationId: identity.organizationId, check: { try Membership.keepsAnAdmin(adminsAfter: $0) })
+        else { throw APIError.notFound("User") }
+        return try JSONResponse.make(UserResponse(user: user))
+    }
+
+    @Sendable func deactivate(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try await membership.requireAdmin(context)
+        let userId = try context.parameters.entityID("id", what: "User")
+        try await membership.deactivate(userId, by: identity)
+        context.logger.notice("Deactivated user", metadata: ["userId": "\(userId)", "by": "\(identity.userId)"])
+        return JSONResponse.noContent()
+    }
+}
+
+/// Deactivation's effects everywhere, and the admin check, in one place for the routes.
+public struct MembershipService: Sendable {
+    let store: any ParleyStore
+    let accounts: AccountStates
+    let fanOut: FanOut
+    let now: @Sendable () -> Date
+    /// v1's open registration (demos and tests): any organization admits by name.
+    let openOrganizations: Bool
+
+    /// The caller, if they are an admin of their organization; 403 otherwise.
+    func requireAdmin(_ context: ParleyRequestContext) async throws -> Identity {
+        let identity = try context.requireIdentity()
+        try Membership.requireAdmin(try await store.user(id: identity.userId))
+        return identity
+    }
+
+    /// Deactivates a user of the admin's organization: their tokens answer 401 from now on
+    /// (here at once, on other nodes as soon as the cluster record arrives), their WebSockets
+    /// close with 4001 on every node, their devices are gone; their messages stay.
+    func deactivate(_ userId: EntityID, by admin: Identity) async throws {
+        guard try await store.deactivate(
+            userId: userId, organizationId: admin.organizationId, now: now(), check: { try Membership.keepsAnAdmin(adminsAfter: $0) })
+        else { throw APIError.notFound("User") }
+        accounts.deactivated(userId, organizationId: admin.organizationId)
+        fanOut.closeConnections(of: userId, code: Self.deactivatedCloseCode, reason: "account deactivated")
+        fanOut.relay?.userDeactivated(userId, organizationId: admin.organizationId)
+    }
+
+    /// The WebSocket close code for a deactivated account.
+    public static let deactivatedCloseCode = 4001
+}
