@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 import NIOSSL
 import ParleyProtocol
@@ -54,26 +55,36 @@ public final class PostgresStore: ParleyStore {
         url: String, logger: Logger = Logger(label: "parley.postgres"), startTimeout: Duration = .seconds(30)
     ) async throws -> PostgresStore {
         let store = PostgresStore(configuration: try configuration(url: url), logger: logger)
-        do {
-            let timedOut = try await withThrowingTaskGroup(of: Bool.self) { group in
-                group.addTask { try await store.migrate(); return false }
-                group.addTask { try await Task.sleep(for: startTimeout); return true }
-                let timedOut = try await group.next() ?? false
-                group.cancelAll()
-                // Stopping the pool fails the migration's waiting lease, so the group can end.
-                if timedOut { try? await store.close() }
-                while !group.isEmpty { _ = try? await group.next() }
-                return timedOut
+        // Whichever comes first, the migration's end or the timeout, answers; the other is not
+        // waited for (a pool retrying a refused connection can take its time to wind down).
+        let first = FirstOutcome()
+        let outcome: Result<Void, any Error>? = await withCheckedContinuation { continuation in
+            first.set(continuation)
+            Task {
+                do {
+                    try await store.migrate()
+                    first.resume(.success(()))
+                } catch {
+                    first.resume(.failure(error))
+                }
             }
-            if timedOut {
-                throw ServerStartError(
-                    "No usable answer from PostgreSQL at \(redacted(url)) within \(startTimeout) (see the log for each attempt)")
+            Task {
+                try? await Task.sleep(for: startTimeout)
+                first.resume(nil)
             }
-        } catch {
-            try? await store.close()
-            throw error
         }
-        return store
+        switch outcome {
+        case .success?:
+            return store
+        case .failure(let error)?:
+            Task { try? await store.close() }
+            throw error
+        case nil:
+            // The pool stops in the background; the waiting migration then fails and ends.
+            Task { try? await store.close() }
+            throw ServerStartError(
+                "No usable answer from PostgreSQL at \(redacted(url)) within \(startTimeout) (see the log for each attempt)")
+        }
     }
 
     /// The URL without its password, for messages and logs.
@@ -381,5 +392,24 @@ public final class PostgresStore: ParleyStore {
             ).map(PostgresRows.message)
             return ChangesPage(messages: Array(page.prefix(limit)), lastSeq: lastSeq, hasMore: page.count > limit)
         }
+    }
+}
+
+/// The first of several racing outcomes, delivered once to one waiting continuation.
+private final class FirstOutcome: Sendable {
+    private let state = Mutex<(continuation: CheckedContinuation<Result<Void, any Error>?, Never>?, done: Bool)>((nil, false))
+
+    func set(_ continuation: CheckedContinuation<Result<Void, any Error>?, Never>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    func resume(_ outcome: Result<Void, any Error>?) {
+        let continuation = state.withLock { state -> CheckedContinuation<Result<Void, any Error>?, Never>? in
+            guard !state.done else { return nil }
+            state.done = true
+            defer { state.continuation = nil }
+            return state.continuation
+        }
+        continuation?.resume(returning: outcome)
     }
 }
