@@ -117,14 +117,45 @@ enum PostgresRows {
         ).map { EntityID(try $0.decode(UUID.self)) }
     }
 
-    /// Other senders' messages above `readSeq`, not deleted and not system: the contract's unread count.
-    static func unreadCount(_ c: PostgresConnection, _ conversationId: UUID, _ userId: UUID, readSeq: Int64, _ logger: Logger) async throws -> Int {
-        try await c.first(
+    /// The contract's unread count (other senders' messages above the member's `readSeq`, not
+    /// deleted, not system) from a participant row `p` and its conversation row `c`, in O(1):
+    /// the base taken at the member's last read, plus the countable messages since, less the
+    /// member's own since (see SQLiteRows.unreadExpression, the same design).
+    static let unreadExpression = "(p.unread_base + (c.countable - p.countable_at_base) - (p.own_countable - p.own_at_base))"
+
+    /// Takes the bases of these members now (a read moved their watermark, or they joined): one
+    /// statement, so the count and the counters come from one snapshot. Callers hold the
+    /// conversation's row lock (sends take it too), so no send lands in between.
+    static func rebase(_ c: PostgresConnection, _ conversationId: UUID, _ userIds: [UUID], _ logger: Logger) async throws {
+        try await c.run(
             """
-            SELECT count(*) FROM messages WHERE conversation_id = \(conversationId) AND seq > \(readSeq)
-            AND sender_id <> \(userId) AND deleted_at IS NULL AND type <> 'system'
-            """, logger
-        )?.decode(Int.self) ?? 0
+            UPDATE participants p SET
+                unread_base = (
+                    SELECT count(*) FROM messages m
+                    WHERE m.conversation_id = p.conversation_id AND m.seq > p.read_seq AND m.sender_id <> p.user_id
+                    AND m.deleted_at IS NULL AND m.type <> 'system'),
+                countable_at_base = c.countable, own_at_base = p.own_countable, base_seq = c.last_seq
+            FROM conversations c
+            WHERE c.id = p.conversation_id AND p.conversation_id = \(conversationId) AND p.user_id = ANY(\(userIds))
+            """, logger)
+    }
+
+    /// A countable message was deleted: the counters lose it, and so do the bases that had
+    /// counted it (O(members), deletes only).
+    static func uncount(_ c: PostgresConnection, _ message: Message, _ logger: Logger) async throws {
+        guard message.type != .system else { return }
+        let id = message.conversationId.uuid, sender = message.senderId.uuid, seq = message.seq
+        try await c.run("UPDATE conversations SET countable = countable - 1 WHERE id = \(id)", logger)
+        try await c.run(
+            """
+            UPDATE participants SET
+                own_countable = own_countable - (CASE WHEN user_id = \(sender) THEN 1 ELSE 0 END),
+                countable_at_base = countable_at_base - (CASE WHEN \(seq) <= base_seq THEN 1 ELSE 0 END),
+                unread_base = unread_base
+                    - (CASE WHEN \(seq) <= base_seq AND \(seq) > read_seq AND user_id <> \(sender) THEN 1 ELSE 0 END),
+                own_at_base = own_at_base - (CASE WHEN \(seq) <= base_seq AND user_id = \(sender) THEN 1 ELSE 0 END)
+            WHERE conversation_id = \(id)
+            """, logger)
     }
 
     /// Takes the conversation's next seq for a change to an existing message (no new activity).
@@ -172,6 +203,8 @@ enum PostgresRows {
         let metadataJSON = try draft.metadata.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         let conversationId = draft.conversationId.uuid
         let sender = draft.senderId.uuid
+        // Counted for unread (not system); the sender's own count goes up with it.
+        let countable: Int64 = draft.type == .system ? 0 : 1
         let row = try await c.first(
             """
             WITH member AS (
@@ -182,7 +215,7 @@ enum PostgresRows {
                 SELECT id FROM messages WHERE sender_id = \(sender) AND client_message_id = \(draft.clientMessageId)
             ),
             next AS (
-                UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = \(now)
+                UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = \(now), countable = countable + \(countable)
                 WHERE id = \(conversationId) AND NOT \(checkOnly)
                 AND (NOT \(guarded) OR (
                     EXISTS (SELECT 1 FROM participants WHERE conversation_id = \(conversationId) AND user_id = \(sender))
@@ -198,6 +231,12 @@ enum PostgresRows {
                 FROM next
                 ON CONFLICT (sender_id, client_message_id) DO NOTHING
                 RETURNING seq
+            ),
+            own AS (
+                UPDATE participants SET own_countable = own_countable + 1
+                WHERE conversation_id = \(conversationId) AND user_id = \(sender) AND \(countable) = 1
+                AND EXISTS (SELECT 1 FROM inserted)
+                RETURNING 1
             )
             SELECT (SELECT ids FROM member), (SELECT id FROM existing), (SELECT seq FROM inserted), (SELECT last_seq FROM next)
             """, logger)!
@@ -237,11 +276,9 @@ enum PostgresRows {
             """
             SELECT c.id, c.type, c.name, c.created_at, c.last_activity_at, c.last_seq,
                    mem.ids, mem.reads, mem.delivered,
-                   (SELECT count(*) FROM messages m
-                    WHERE m.conversation_id = c.id AND m.seq > v.read_seq AND m.sender_id <> \(viewer)
-                    AND m.deleted_at IS NULL AND m.type <> 'system') AS unread
+                   COALESCE((p.unread_base + (c.countable - p.countable_at_base) - (p.own_countable - p.own_at_base)), 0) AS unread
             FROM conversations c
-            LEFT JOIN participants v ON v.conversation_id = c.id AND v.user_id = \(viewer)
+            LEFT JOIN participants p ON p.conversation_id = c.id AND p.user_id = \(viewer)
             LEFT JOIN LATERAL (
                 SELECT array_agg(user_id ORDER BY joined_at, user_id) AS ids,
                        array_agg(read_seq ORDER BY joined_at, user_id) AS reads,

@@ -166,6 +166,32 @@ enum PostgresSchema {
             """,
             "CREATE INDEX invites_by_organization ON invites(organization_id)",
         ]),
+        Migration(version: 8, name: "v8-unread-counters", statements: [
+            "ALTER TABLE conversations ADD COLUMN countable bigint NOT NULL DEFAULT 0",
+            "ALTER TABLE participants ADD COLUMN own_countable bigint NOT NULL DEFAULT 0",
+            "ALTER TABLE participants ADD COLUMN unread_base bigint NOT NULL DEFAULT 0",
+            "ALTER TABLE participants ADD COLUMN countable_at_base bigint NOT NULL DEFAULT 0",
+            "ALTER TABLE participants ADD COLUMN own_at_base bigint NOT NULL DEFAULT 0",
+            "ALTER TABLE participants ADD COLUMN base_seq bigint NOT NULL DEFAULT 0",
+            """
+            UPDATE conversations c SET countable = (
+                SELECT count(*) FROM messages m WHERE m.conversation_id = c.id AND m.deleted_at IS NULL AND m.type <> 'system')
+            """,
+            """
+            UPDATE participants p SET own_countable = (
+                SELECT count(*) FROM messages m
+                WHERE m.conversation_id = p.conversation_id AND m.sender_id = p.user_id AND m.deleted_at IS NULL AND m.type <> 'system')
+            """,
+            """
+            UPDATE participants p SET
+                unread_base = (
+                    SELECT count(*) FROM messages m
+                    WHERE m.conversation_id = p.conversation_id AND m.seq > p.read_seq AND m.sender_id <> p.user_id
+                    AND m.deleted_at IS NULL AND m.type <> 'system'),
+                countable_at_base = c.countable, own_at_base = p.own_countable, base_seq = c.last_seq
+            FROM conversations c WHERE c.id = p.conversation_id
+            """,
+        ]),
     ]
 
     /// Applies the migrations the database lacks, all in one transaction under the advisory lock;

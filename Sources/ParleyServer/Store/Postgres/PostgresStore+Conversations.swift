@@ -69,16 +69,14 @@ extension PostgresStore {
         return try await read { c in
             guard let base = try await PostgresRows.view(c, id: id.uuid, viewer: first.uuid, logger) else { return [:] }
             let others = viewers.filter { $0 != first }.map(\.uuid)
-            // Every other viewer's unread count in one statement.
+            // Every other viewer's unread count in one statement, each from its row.
             var unread: [UUID: Int] = [:]
             if !others.isEmpty {
                 for row in try await c.all(
                     """
-                    SELECT p.user_id,
-                           (SELECT count(*) FROM messages m WHERE m.conversation_id = p.conversation_id
-                            AND m.seq > p.read_seq AND m.sender_id <> p.user_id
-                            AND m.deleted_at IS NULL AND m.type <> 'system')
-                    FROM participants p WHERE p.conversation_id = \(id.uuid) AND p.user_id = ANY(\(others))
+                    SELECT p.user_id, \(unescaped: PostgresRows.unreadExpression)
+                    FROM participants p JOIN conversations c ON c.id = p.conversation_id
+                    WHERE p.conversation_id = \(id.uuid) AND p.user_id = ANY(\(others))
                     """, logger)
                 {
                     let (user, count) = try row.decode((UUID, Int).self)
@@ -137,6 +135,8 @@ extension PostgresStore {
                 INSERT INTO participants (conversation_id, user_id, joined_at)
                 SELECT \(id), u, \(ms) FROM unnest(\(added.map(\.uuid))::uuid[]) AS u
                 """, logger)
+            // Newcomers' history is unread to them: their counters start from it (once, here).
+            try await PostgresRows.rebase(c, id, added.map(\.uuid), logger)
             let list = added.map(\.description).joined(separator: ",")
             let system = try await PostgresRows.insertSystemMessage(c, SQLiteStore.systemDraft(
                 conversationId, by: userId, text: "added \(added.count) participant\(added.count == 1 ? "" : "s")",

@@ -38,6 +38,7 @@ extension PostgresStore {
                     WHERE id = \(messageId.uuid)
                     """, logger)
                 try await c.run("DELETE FROM reactions WHERE message_id = \(messageId.uuid)", logger)
+                try await PostgresRows.uncount(c, message, logger)
             case .reaction(let emoji, let add):
                 guard message.deletedAt == nil else { throw APIError.invalid("A deleted message cannot be reacted to") }
                 let touched = add

@@ -40,6 +40,9 @@ extension PostgresStore {
     /// Locks the member's row (two receipts of one member apply one after the other, so a
     /// watermark never goes back) and reads it with the conversation's counter.
     private static func lockMember(_ c: PostgresConnection, _ id: UUID, _ userId: EntityID, _ logger: Logger) async throws -> MemberRow {
+        // The conversation first (shared), in the order sends lock (conversation, then the
+        // sender's member row): no send commits between a read's count and its counters.
+        try await c.run("SELECT 1 FROM conversations WHERE id = \(id) FOR SHARE", logger)
         guard let row = try await c.first(
             """
             SELECT p.read_seq, p.delivered_seq, c.last_seq
@@ -71,10 +74,13 @@ extension PostgresStore {
                 WHERE conversation_id = \(id) AND user_id = \(userId.uuid)
                 """, logger)
         }
+        // The read moved: the member's unread base is taken again (what is left above the new
+        // watermark, usually nothing when they read to the end).
+        if newRead != old.read { try await PostgresRows.rebase(c, id, [userId.uuid], logger) }
         let row = try await c.first(
             """
-            SELECT (SELECT count(*) FROM messages WHERE conversation_id = \(id) AND seq > \(newRead)
-                    AND sender_id <> \(userId.uuid) AND deleted_at IS NULL AND type <> 'system'),
+            SELECT (SELECT \(unescaped: PostgresRows.unreadExpression) FROM participants p JOIN conversations c ON c.id = p.conversation_id
+                    WHERE p.conversation_id = \(id) AND p.user_id = \(userId.uuid)),
                    (SELECT array_agg(user_id ORDER BY joined_at, user_id) FROM participants WHERE conversation_id = \(id))
             """, logger)!
         let (unread, participants) = try row.decode((Int, [UUID]?).self)

@@ -35,15 +35,57 @@ enum SQLiteRows {
         ).map { try id($0) }
     }
 
-    /// Other senders' messages above `readSeq`, not deleted and not system: the contract's unread count.
-    static func unreadCount(_ db: Database, _ conversationId: String, _ userId: EntityID, readSeq: Int64) throws -> Int {
+    /// The contract's unread count (other senders' messages above the member's `readSeq`,
+    /// not deleted, not system), from two rows, whatever the backlog: the base taken at the
+    /// member's last read, plus the countable messages since, less the member's own since.
+    static let unreadExpression = "(p.unread_base + (c.countable - p.countable_at_base) - (p.own_countable - p.own_at_base))"
+
+    /// One member's unread count, in O(1).
+    static func unreadCount(_ db: Database, _ conversationId: String, _ userId: EntityID) throws -> Int {
         try Int.fetchOne(
             db,
             sql: """
-                SELECT COUNT(*) FROM messages WHERE conversation_id = ? AND seq > ? AND sender_id != ?
-                AND deleted_at IS NULL AND type != 'system'
+                SELECT \(unreadExpression) FROM participants p JOIN conversations c ON c.id = p.conversation_id
+                WHERE p.conversation_id = ? AND p.user_id = ?
                 """,
-            arguments: [conversationId, readSeq, userId.description]) ?? 0
+            arguments: [conversationId, userId.description]) ?? 0
+    }
+
+    /// Takes a member's base now: counts their unread messages above `read_seq` (a read usually
+    /// leaves few or none) and records the counters it was taken against. Runs when the
+    /// watermark moves and when a member joins.
+    static func rebase(_ db: Database, _ conversationId: String, _ userId: EntityID) throws {
+        try db.execute(
+            sql: """
+                UPDATE participants SET
+                    unread_base = (
+                        SELECT COUNT(*) FROM messages m
+                        WHERE m.conversation_id = participants.conversation_id AND m.seq > participants.read_seq
+                        AND m.sender_id != participants.user_id AND m.deleted_at IS NULL AND m.type != 'system'),
+                    countable_at_base = (SELECT c.countable FROM conversations c WHERE c.id = participants.conversation_id),
+                    own_at_base = own_countable,
+                    base_seq = (SELECT c.last_seq FROM conversations c WHERE c.id = participants.conversation_id)
+                WHERE conversation_id = ? AND user_id = ?
+                """,
+            arguments: [conversationId, userId.description])
+    }
+
+    /// A countable message was deleted: the counters lose it, and so do the bases that had
+    /// counted it (members whose base was taken after it was sent), O(members), deletes only.
+    static func uncount(_ db: Database, _ message: Message) throws {
+        guard message.type != .system else { return }
+        let id = message.conversationId.description, sender = message.senderId.description
+        try db.execute(sql: "UPDATE conversations SET countable = countable - 1 WHERE id = ?", arguments: [id])
+        try db.execute(
+            sql: """
+                UPDATE participants SET
+                    own_countable = own_countable - (user_id = ?1),
+                    countable_at_base = countable_at_base - (?2 <= base_seq),
+                    unread_base = unread_base - (?2 <= base_seq AND ?2 > read_seq AND user_id != ?1),
+                    own_at_base = own_at_base - (?2 <= base_seq AND user_id = ?1)
+                WHERE conversation_id = ?3
+                """,
+            arguments: [sender, message.seq, id])
     }
 
     /// Takes the conversation's next seq for a change to an existing message (no new activity).
@@ -57,10 +99,18 @@ enum SQLiteRows {
     /// Takes the conversation's next seq and stores the message with it, in the caller's transaction.
     static func insertMessage(_ db: Database, _ draft: MessageDraft) throws -> Message {
         let now = draft.now.millisecondsSince1970
+        let countable = draft.type == .system ? 0 : 1
         guard let seq = try Int64.fetchOne(
-            db, sql: "UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = ? WHERE id = ? RETURNING last_seq",
-            arguments: [now, draft.conversationId.description])
+            db,
+            sql: "UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = ?, countable = countable + ? WHERE id = ? RETURNING last_seq",
+            arguments: [now, countable, draft.conversationId.description])
         else { throw APIError.notFound("Conversation") }
+        if countable == 1 {
+            // The sender's own messages are never unread to them.
+            try db.execute(
+                sql: "UPDATE participants SET own_countable = own_countable + 1 WHERE conversation_id = ? AND user_id = ?",
+                arguments: [draft.conversationId.description, draft.senderId.description])
+        }
         let message = Message(
             id: EntityID(), conversationId: draft.conversationId, seq: seq, updatedSeq: seq,
             senderId: draft.senderId, clientMessageId: draft.clientMessageId, type: draft.type,

@@ -152,6 +152,35 @@ enum SQLiteSchema {
                 CREATE INDEX invites_by_organization ON invites(organization_id);
                 """)
         }
+        migrator.registerMigration("v8-unread-counters") { db in
+            // Unread counts from a row instead of a COUNT over the unread messages (see
+            // SQLiteRows.unreadCount): the conversation counts its countable messages (not
+            // system, not deleted), each member their own, and each member keeps a base taken
+            // at their last read.
+            try db.execute(sql: """
+                ALTER TABLE conversations ADD COLUMN countable INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE participants ADD COLUMN own_countable INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE participants ADD COLUMN unread_base INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE participants ADD COLUMN countable_at_base INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE participants ADD COLUMN own_at_base INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE participants ADD COLUMN base_seq INTEGER NOT NULL DEFAULT 0;
+                UPDATE conversations SET countable = (
+                    SELECT COUNT(*) FROM messages m
+                    WHERE m.conversation_id = conversations.id AND m.deleted_at IS NULL AND m.type != 'system');
+                UPDATE participants SET own_countable = (
+                    SELECT COUNT(*) FROM messages m
+                    WHERE m.conversation_id = participants.conversation_id AND m.sender_id = participants.user_id
+                    AND m.deleted_at IS NULL AND m.type != 'system');
+                UPDATE participants SET
+                    unread_base = (
+                        SELECT COUNT(*) FROM messages m
+                        WHERE m.conversation_id = participants.conversation_id AND m.seq > participants.read_seq
+                        AND m.sender_id != participants.user_id AND m.deleted_at IS NULL AND m.type != 'system'),
+                    countable_at_base = (SELECT c.countable FROM conversations c WHERE c.id = participants.conversation_id),
+                    own_at_base = own_countable,
+                    base_seq = (SELECT c.last_seq FROM conversations c WHERE c.id = participants.conversation_id);
+                """)
+        }
         return migrator
     }
 }

@@ -67,8 +67,7 @@ extension SQLiteStore {
                 guard let member = base.members.first(where: { $0.userId == viewer }) else { continue }
                 var view = base
                 view.readSeq = member.readSeq
-                view.unreadCount = viewer == first
-                    ? base.unreadCount : try SQLiteRows.unreadCount(db, id.description, viewer, readSeq: member.readSeq)
+                view.unreadCount = viewer == first ? base.unreadCount : try SQLiteRows.unreadCount(db, id.description, viewer)
                 views[viewer] = view
             }
             return views
@@ -111,6 +110,8 @@ extension SQLiteStore {
                 try db.execute(
                     sql: "INSERT INTO participants (conversation_id, user_id, joined_at) VALUES (?, ?, ?)",
                     arguments: [id, user.description, ms])
+                // A newcomer's history is unread to them: their counters start from it (once, here).
+                try SQLiteRows.rebase(db, id, user)
             }
             let list = added.map(\.description).joined(separator: ",")
             let system = try SQLiteRows.insertMessage(db, Self.systemDraft(
@@ -157,7 +158,7 @@ extension SQLiteStore {
         }
         let readSeq = members.first { $0.userId == viewer }?.readSeq ?? 0
         let isMember = members.contains { $0.userId == viewer }
-        let unread = isMember ? try SQLiteRows.unreadCount(db, id, viewer, readSeq: readSeq) : 0
+        let unread = isMember ? try SQLiteRows.unreadCount(db, id, viewer) : 0
         let lastMessage = try SQLiteRows.messages(
             db, where: "conversation_id = ?", arguments: [id, 1], order: "seq DESC", limitPlaceholder: true
         ).first

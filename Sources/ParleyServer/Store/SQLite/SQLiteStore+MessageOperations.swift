@@ -34,6 +34,7 @@ extension SQLiteStore {
                         """,
                     arguments: [ms, seq, messageId.description])
                 try db.execute(sql: "DELETE FROM reactions WHERE message_id = ?", arguments: [messageId.description])
+                try SQLiteRows.uncount(db, message)
             case .reaction(let emoji, let add):
                 guard message.deletedAt == nil else { throw APIError.invalid("A deleted message cannot be reacted to") }
                 if add {

@@ -52,7 +52,10 @@ extension SQLiteStore {
                 sql: "UPDATE participants SET read_seq = ?, delivered_seq = ? WHERE conversation_id = ? AND user_id = ?",
                 arguments: [newRead, newDelivered, id, userId.description])
         }
-        let unread = try SQLiteRows.unreadCount(db, id, userId, readSeq: newRead)
+        // The read moved: the member's unread base is taken again (what is left above the new
+        // watermark, usually nothing when they read to the end).
+        if newRead != oldRead { try SQLiteRows.rebase(db, id, userId) }
+        let unread = try SQLiteRows.unreadCount(db, id, userId)
         return WatermarkChange(
             member: Member(userId: userId, readSeq: newRead, deliveredSeq: newDelivered), unreadCount: unread,
             changed: changed, participantIds: try SQLiteRows.participantIds(db, id))
