@@ -38,11 +38,16 @@ public struct FanoutOptions: Sendable {
 public enum FanoutScenario {
     /// Against Parley servers (one URL, or several nodes on one database): users, groups and
     /// tokens are set up through the first.
-    public static func runParley(servers: [URL], options: FanoutOptions) async throws -> RunResult {
+    ///
+    /// `prepare` runs after the groups exist and before any socket connects (seeding a history).
+    public static func runParley(
+        servers: [URL], options: FanoutOptions, prepare: (@Sendable ([BenchMember]) async throws -> Void)? = nil
+    ) async throws -> RunResult {
         guard let first = servers.first else { throw BenchError("no server") }
         let endpoints = try servers.map { try BenchEndpoint(parley: $0) }
         debug("setting up \(options.groups) groups of \(options.size)")
         let members = try await ParleySetup.groups(baseURL: first, groups: options.groups, size: options.size)
+        try await prepare?(members)
         let cross = options.cross && endpoints.count > 1
         let specs = LoadRun.specs(
             members: members.map { ($0.group, $0.conversationId.description, $0.token) }, size: options.size,

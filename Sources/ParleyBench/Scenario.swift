@@ -67,8 +67,41 @@ public enum ParleySetup {
         return members
     }
 
+    /// Gives every member but the first of each group `count` unread messages: the first member
+    /// sends them straight through the store (pipelined, group-committed, no live sockets yet),
+    /// so a backlog of 100,000 takes seconds rather than an HTTP request each.
+    public static func seedHistory(store: any ParleyStore, members: [BenchMember], count: Int) async throws {
+        let owners = Dictionary(grouping: members, by: \.group).compactMap { $0.value.first }
+        try await withThrowingTaskGroup(of: Void.self) { groups in
+            for owner in owners {
+                groups.addTask {
+                    var pending: [PendingSend] = []
+                    for n in 0..<count {
+                        pending.append(store.enqueueSend(MessageDraft(
+                            conversationId: owner.conversationId, senderId: owner.userId, clientMessageId: "history-\(n)",
+                            type: .text, text: "history \(n)", now: Date())))
+                        if pending.count == 1024 {
+                            for send in pending { _ = try await send.result() }
+                            pending.removeAll(keepingCapacity: true)
+                        }
+                    }
+                    for send in pending { _ = try await send.result() }
+                }
+            }
+            try await groups.waitForAll()
+        }
+    }
+
     /// An in-process Parley server on a temporary SQLite file, or on `databaseURL` (PostgreSQL), with bcrypt cost 4.
     public static func startServer(databaseURL: String? = nil) async throws -> (url: URL, databasePath: String, stop: @Sendable () async -> Void) {
+        let started = try await startApp(databaseURL: databaseURL)
+        return (started.url, started.databasePath, started.stop)
+    }
+
+    /// The same, with the app itself (its store, for seeding).
+    public static func startApp(databaseURL: String? = nil) async throws -> (
+        app: ParleyApp, url: URL, databasePath: String, stop: @Sendable () async -> Void
+    ) {
         var configuration = ServerConfiguration()
         configuration.openOrganizations = true  // registers many users into one organization by name
         configuration.databaseURL = databaseURL
@@ -82,7 +115,7 @@ public enum ParleySetup {
         let app = try await ParleyApp(configuration: configuration, logger: logger)
         let running = try await app.startInBackground()
         let directory = configuration.dataDirectory
-        return (URL(string: "http://127.0.0.1:\(running.port)")!, configuration.databasePath, {
+        return (app, URL(string: "http://127.0.0.1:\(running.port)")!, configuration.databasePath, {
             await running.stop()
             try? FileManager.default.removeItem(atPath: directory)
         })

@@ -49,24 +49,37 @@ struct Fanout: AsyncParsableCommand {
 
     @OptionGroup var arguments: FanoutArguments
     @Option(help: "Server URL to drive; default: start one in-process on a temporary SQLite file.") var server: String?
+    @Option(help: "Messages every group starts with, unread for every member but its first (in-process server only).")
+    var history: Int = 0
 
     func run() async throws {
         let options = try arguments.options()
+        guard history >= 0, history == 0 || server == nil else { throw fail("--history needs the in-process server (no --server)") }
         var stop: (@Sendable () async -> Void)?
+        var prepare: (@Sendable ([BenchMember]) async throws -> Void)?
         let url: URL
         if let server {
             guard let parsed = URL(string: server) else { throw fail("bad server URL") }
             url = parsed
         } else {
-            let started = try await ParleySetup.startServer()
+            let started = try await ParleySetup.startApp()
             url = started.url
             stop = started.stop
+            let store = started.app.store, history = self.history
+            if history > 0 {
+                prepare = { members in
+                    let start = ContinuousClock.now
+                    try await ParleySetup.seedHistory(store: store, members: members, count: history)
+                    print("seeded \(history) unread messages in each of \(options.groups) groups in \(ContinuousClock.now - start)")
+                }
+            }
         }
-        let parley = try await FanoutScenario.runParley(servers: [url], options: options)
+        let parley = try await FanoutScenario.runParley(servers: [url], options: options, prepare: prepare)
         await stop?()
         let floor = arguments.noFloor ? nil : try await FanoutScenario.runFloor(options: options)
         FanoutReport.print(
-            scenario: "fanout", target: server ?? "in-process server, SQLite", options: options, parley: parley, floor: floor)
+            scenario: "fanout", target: server ?? "in-process server, SQLite" + (history > 0 ? ", history \(history) unread per group" : ""),
+            options: options, parley: parley, floor: floor)
     }
 }
 

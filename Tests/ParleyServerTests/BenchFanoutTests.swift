@@ -1,5 +1,7 @@
 import Foundation
 import ParleyBench
+import ParleyClient
+import Synchronization
 import Testing
 
 /// The `bench fanout` scenario, tiny and in-process, through the same generator and setup:
@@ -15,6 +17,28 @@ import Testing
         options.messagesPerSender = 5
         options.verify = true
         return options
+    }
+
+    /// `--history`: every member but a group's first starts with that many unread messages, and
+    /// the run on top of them still delivers everything once, in order.
+    @Test func aSeededHistoryIsUnreadForEveryReaderAndTheRunStillDeliversOnceInOrder() async throws {
+        let server = try await ParleySetup.startApp()
+        let seeded = Mutex<[BenchMember]>([])
+        let result = try await FanoutScenario.runParley(servers: [server.url], options: Self.options) { members in
+            try await ParleySetup.seedHistory(store: server.app.store, members: members, count: 300)
+            seeded.withLock { $0 = members }
+        }
+        let members = seeded.withLock { $0 }
+        #expect(members.count == 6)
+        for member in members where member.userId != members.first(where: { $0.group == member.group })?.userId {
+            let conversation = try await ParleyAPI(baseURL: server.url, token: member.token).conversation(member.conversationId)
+            // 300 seeded, plus what the run's other senders sent (each sender sends 5).
+            #expect(conversation.unreadCount == 300 + 2 * 5, "member of group \(member.group)")
+        }
+        await server.stop()
+        let check = LoadRun.verify(result)
+        #expect(check.delivered == check.expected && check.missing == 0 && check.duplicates == 0)
+        #expect(result.stats.catchUps == 0 && result.stats.outOfOrder == 0)
     }
 
     @Test func parleyDeliversEveryMessageToEveryOtherMemberOnce() async throws {
