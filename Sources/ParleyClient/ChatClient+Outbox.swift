@@ -54,7 +54,7 @@ extension ChatClient {
     /// Queues a failed message again.
     public func resend(clientMessageId: String, in conversationId: EntityID) async throws {
         guard try await database.resend(clientMessageId: clientMessageId) else { return }
-        watchSend("\(userId)/\(clientMessageId)", in: conversationId)
+        watchSend(LocalMessage.id(senderId: userId, clientMessageId: clientMessageId), in: conversationId)
         notify(.messages(conversationId))
         Task { await self.flushOutbox() }
     }
@@ -62,6 +62,7 @@ extension ChatClient {
     /// Drops a failed message.
     public func discard(clientMessageId: String, in conversationId: EntityID) async throws {
         _ = try await database.discard(clientMessageId: clientMessageId)
+        sendStartedAt[LocalMessage.id(senderId: userId, clientMessageId: clientMessageId)] = nil
         notify(.messages(conversationId))
     }
 
@@ -95,6 +96,7 @@ extension ChatClient {
 
     private func deliver(_ entry: OutboxEntry) async {
         let clientMessageId = entry.request.clientMessageId
+        let messageId = LocalMessage.id(senderId: userId, clientMessageId: clientMessageId)
         do {
             let request = try await prepare(entry)
             let stored: Message
@@ -104,23 +106,27 @@ extension ChatClient {
                 stored = try await transport.send(request, to: entry.conversationId)
             }
             try await database.apply([stored])
-            sendStartedAt[LocalMessage(stored, delivery: .sent).id] = nil
-            // The server answers: entries of other conversations waiting out a backoff go now.
-            let waiting = (try? await database.nextOutboxAttempt()).flatMap { $0 } ?? .distantPast
-            if entry.attempts > 0 || waiting > environment.now() {
+            sendStartedAt[messageId] = nil
+            // The server answers: entries waiting out a backoff go now (one update, only when
+            // some may be waiting, not a read per send).
+            if backingOff || entry.attempts > 0 {
+                backingOff = false
                 try? await database.outboxRetryNow()
             }
         } catch let error as ClientError where error.code == .unauthorized {
             // Not the message's fault: keep it queued, as it is, until the user signs in again.
             requireSignIn()
         } catch let error as ClientError where !error.isTransient {
+            sendStartedAt[messageId] = nil
             try? await database.outboxRejected(clientMessageId: clientMessageId, reason: error.message)
         } catch let error as PreparationFailed {
+            sendStartedAt[messageId] = nil
             try? await database.outboxRejected(clientMessageId: clientMessageId, reason: error.reason)
         } catch {
             // No answer (it may or may not be stored), or the server asked for time (storage
             // trouble, rate limiting): retrying with the same id is safe; not before it said.
             let delay = max(machine.backoff(min(entry.attempts, 5)).seconds, (error as? ClientError)?.retryAfter ?? 0)
+            backingOff = true
             try? await database.outboxAttemptFailed(
                 clientMessageId: clientMessageId, retryAt: environment.now().addingTimeInterval(delay))
         }
@@ -130,7 +136,7 @@ extension ChatClient {
 
     /// Runs the entry's remaining preparations in order, recording each as it finishes.
     private func prepare(_ entry: OutboxEntry) async throws -> SendMessageRequest {
-        let messageId = "\(userId)/\(entry.request.clientMessageId)"
+        let messageId = LocalMessage.id(senderId: userId, clientMessageId: entry.request.clientMessageId)
         let conversationId = entry.conversationId
         var message = PreparedMessage(
             request: entry.request, context: entry.context, conversationId: entry.conversationId,

@@ -63,6 +63,9 @@ public actor ChatClient {
     var lastTrim: Date?
     /// The conversation on screen, told to the server with `focus` (again after a reconnect).
     var focusedConversation: EntityID?
+    /// Some outbox entry may be waiting out a backoff: set by a failed attempt, and true at start
+    /// (an earlier run may have left some); the next successful send releases them all.
+    var backingOff = true
     /// When each message still on its way was (last) handed to the outbox, by ``LocalMessage/id``.
     var sendStartedAt: [String: Date] = [:]
     /// Seed 004's read counter.

@@ -54,7 +54,7 @@ struct Connections: AsyncParsableCommand {
 
     /// Spawns the server, opens the connections in two halves (RSS read after each), stops it all.
     func measure(bare: Bool) async throws -> Measurement {
-        let port = try freePort()
+        let port = try freeLoopbackPort()
         let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-conn-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
         let server = Process()
@@ -135,23 +135,6 @@ struct Connections: AsyncParsableCommand {
 /// This executable (for spawning servers and workers).
 func selfExecutable() -> URL {
     URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
-}
-
-/// A free TCP port on loopback (bound, read, closed).
-func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw fail("socket() failed") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-    }
-    guard bound else { throw fail("bind() failed") }
-    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 /// VmRSS of a process, in KB.

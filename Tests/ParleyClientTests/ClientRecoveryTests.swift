@@ -9,6 +9,19 @@ import Testing
 /// What a client meets when the server goes and comes back, refuses its token or does not
 /// answer: nothing lost, nothing sent twice, nothing waiting longer than it must.
 @Suite struct ClientRecoveryTests {
+    /// A server that goes down and comes back on the same data directory and port.
+    struct Outage {
+        let server: TestServer
+        let directory: String
+
+        static func start() async throws -> Outage {
+            let directory = TestServer.temporaryDirectory()
+            return Outage(server: try await TestServer.start(dataDirectory: directory), directory: directory)
+        }
+
+        func restart() async throws -> TestServer { try await TestServer.start(dataDirectory: directory, port: server.port) }
+    }
+
     /// An environment whose time moves only when the test says so.
     static func manualEnvironment(_ clock: ManualClock) -> ClientEnvironment {
         var environment = ClientEnvironment.live
@@ -32,9 +45,8 @@ import Testing
     /// The CLI's scenario: a message queued while the server was down has a retry time from its
     /// failed attempt; the first `synchronize()` after the server returns sends it, once.
     @Test func theFirstSyncAfterTheServerReturnsSendsTheQueueDespiteItsBackoff() async throws {
-        let directory = TestServer.temporaryDirectory()
-        let server = try await TestServer.start(dataDirectory: directory)
-        let port = server.port
+        let outage = try await Outage.start()
+        let server = outage.server
         let (alice, bob, direct) = try await server.directPair()
         let clock = ManualClock()
         let aliceClient = try Self.client(alice, environment: Self.manualEnvironment(clock))
@@ -50,7 +62,7 @@ import Testing
         let unreachable = await aliceClient.synchronize()
         #expect(!unreachable.reachedServer && unreachable.queued == 2)
 
-        let again = try await TestServer.start(dataDirectory: directory, port: port)
+        let again = try await outage.restart()
         defer { Task { await again.stop() } }
         let report = await aliceClient.synchronize()
         #expect(report == SyncReport(reachedServer: true, queued: 0, failed: 0, signInRequired: false))
@@ -63,9 +75,8 @@ import Testing
     /// A send that succeeds proves the server is back: other conversations' queued messages
     /// waiting out a backoff go at once.
     @Test func aSuccessfulSendReleasesTheOtherConversationsBackoff() async throws {
-        let directory = TestServer.temporaryDirectory()
-        let server = try await TestServer.start(dataDirectory: directory)
-        let port = server.port
+        let outage = try await Outage.start()
+        let server = outage.server
         let (alice, bob, direct) = try await server.directPair()
         let carol = try await server.register("carol@x.io")
         let group = try await alice.api.createConversation(.init(type: .group, participantIds: [bob.id, carol.id], name: "g"))
@@ -76,7 +87,7 @@ import Testing
         await aliceClient.flushOutbox()
         #expect(try await aliceClient.database.nextOutboxAttempt()! > clock.now())
 
-        let again = try await TestServer.start(dataDirectory: directory, port: port)
+        let again = try await outage.restart()
         defer { Task { await again.stop() } }
         // A new message in another conversation goes at once (it has no backoff)...
         try await aliceClient.send(text: "to bob", in: direct.id)
@@ -122,9 +133,8 @@ import Testing
     /// "retry now" sends it as soon as the server is there.
     @MainActor
     @Test func noAnswerWithinFiveSecondsShowsNotSentAndRetryNowSendsIt() async throws {
-        let directory = TestServer.temporaryDirectory()
-        let server = try await TestServer.start(dataDirectory: directory)
-        let port = server.port
+        let outage = try await Outage.start()
+        let server = outage.server
         let (alice, bob, direct) = try await server.directPair()
         let clock = ManualClock()
         let aliceClient = try Self.client(alice, environment: Self.manualEnvironment(clock))
@@ -143,7 +153,7 @@ import Testing
         try await ChatClientTests.eventually("shown as not sent") { await MainActor.run { model.messages.map(\.delivery) == [.notSent] } }
         #expect(try await aliceClient.database.outboxCount() == 1, "still queued: it will be retried")
 
-        let again = try await TestServer.start(dataDirectory: directory, port: port)
+        let again = try await outage.restart()
         defer { Task { await again.stop() } }
         await model.retryNow()
         #expect(model.messages.map(\.delivery) == [.sent])

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyBench
 import ParleyClient
 import ParleyTestSupport
 #if canImport(FoundationNetworking)
@@ -19,7 +20,7 @@ final class ServeProcess: Sendable {
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw ClientError(kind: .transport, message: "\(binary.path) is missing: run swift build first")
         }
-        let port = try port ?? Self.freePort()
+        let port = try port ?? freeLoopbackPort()
         let process = Process()
         process.executableURL = binary
         process.arguments = [
@@ -65,21 +66,6 @@ final class ServeProcess: Sendable {
     static var binary: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent(".build/debug/parley")
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw ClientError(kind: .transport, message: "no free port") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

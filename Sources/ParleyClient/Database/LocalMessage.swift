@@ -48,7 +48,10 @@ public struct LocalMessage: Sendable, Equatable, Identifiable {
     public var delivery: Delivery
 
     /// Stable across the temporary → stored swap.
-    public var id: String { "\(senderId)/\(clientMessageId)" }
+    public var id: String { Self.id(senderId: senderId, clientMessageId: clientMessageId) }
+
+    /// The ``id`` of the message with this sender and client message id.
+    public static func id(senderId: EntityID, clientMessageId: String) -> String { "\(senderId)/\(clientMessageId)" }
 
     /// Whether the server has it.
     public var isConfirmed: Bool { seq != nil }

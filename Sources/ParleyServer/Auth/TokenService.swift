@@ -39,7 +39,6 @@ public final class TokenService: Sendable {
 
     private struct Ring {
         var collection: JWTKeyCollection
-        var liveKids: Set<String>
         var signingKid: String
         var loadedAt: ContinuousClock.Instant
         var lastMissReload: ContinuousClock.Instant?
@@ -83,16 +82,20 @@ public final class TokenService: Sendable {
     public func verify(_ token: String) async throws -> Identity {
         guard token.utf8.count < 4096 else { throw APIError.unauthorized }
         refreshIfStale()
-        let kid = Self.keyId(of: token)
-        if let kid, !ring.withLock({ $0.liveKids.contains(kid) }) {
-            // Perhaps a key another node has just added: read the keys once, then decide.
-            await reloadAfterMiss()
-            guard ring.withLock({ $0.liveKids.contains(kid) }) else { throw APIError.unauthorized }
-        }
+        // The ring holds live keys only: a token of a retired or unknown key fails here (its
+        // kid finds no key, and the default key's signature does not match).
+        if let identity = await identity(from: token) { return identity }
+        // Perhaps signed with a key another node has just added: read the keys (at most once a
+        // second), then try once more.
+        guard await reloadAfterMiss(), let identity = await identity(from: token) else { throw APIError.unauthorized }
+        return identity
+    }
+
+    private func identity(from token: String) async -> Identity? {
         let collection = ring.withLock { $0.collection }
         guard let claims = try? await collection.verify(token, as: AccessClaims.self),
             let userId = EntityID(claims.sub.value), let organizationId = EntityID(claims.org)
-        else { throw APIError.unauthorized }
+        else { return nil }
         return Identity(userId: userId, organizationId: organizationId)
     }
 
@@ -108,15 +111,18 @@ public final class TokenService: Sendable {
         }
     }
 
-    private func reloadAfterMiss() async {
-        guard reload != nil else { return }
+    /// Reads the keys again after a token failed, unless that happened less than a second ago
+    /// (forged tokens must not turn into a database read each); true when it read them.
+    private func reloadAfterMiss() async -> Bool {
+        guard reload != nil else { return false }
         let now = ContinuousClock.now
         let due = ring.withLock { ring -> Bool in
             if let last = ring.lastMissReload, now - last < Self.missReloadInterval { return false }
             ring.lastMissReload = now
             return true
         }
-        if due { try? await reloadKeys() }
+        guard due else { return false }
+        return (try? await reloadKeys()) != nil
     }
 
     /// Starts a background read of the keys when the last one is older than the interval.
@@ -145,11 +151,11 @@ public final class TokenService: Sendable {
             guard key.secret.count >= 32 else { throw APIError(.internal, "A signing key must be at least 32 bytes long") }
             await collection.add(hmac: HMACKey(from: key.secret), digestAlgorithm: .sha256, kid: JWKIdentifier(string: key.kid))
         }
-        return Ring(collection: collection, liveKids: Set(live.map(\.kid)), signingKid: newest.kid, loadedAt: .now)
+        return Ring(collection: collection, signingKid: newest.kid, loadedAt: .now)
     }
 
-    /// The `kid` of a token's header, if it has one (nil for a malformed header too: the
-    /// verification that follows refuses it).
+    /// The `kid` of a token's header, if it has one (tools and tests; verification lets JWTKit
+    /// read it).
     public static func keyId(of token: String) -> String? {
         guard let header = token.split(separator: ".", maxSplits: 1).first else { return nil }
         var base64 = header.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")

@@ -64,7 +64,9 @@ public final class ConversationOrder: Sendable {
     private let clock: ServerClock
     private let deliver: @Sendable (Event) -> Void
     private let missing = Mutex<MissingEvents?>(nil)
-    private let counters = Mutex<(held: Int, fetched: Int, late: Int)>((0, 0, 0))
+    private let heldCount = Atomic<Int>(0)
+    private let fetchedCount = Atomic<Int>(0)
+    private let lateCount = Atomic<Int>(0)
     /// Lanes idle this long with nothing held are forgotten (when there are many).
     private static let idleLane: TimeInterval = 60
     private static let lanesBeforeSweep = 4096
@@ -86,7 +88,9 @@ public final class ConversationOrder: Sendable {
     /// Events held for an earlier one, events read from the store after a hold ran out, and
     /// events that came after a later one had been handed on (dropped: the store read or the
     /// client's catch-up covers them).
-    public var stats: (held: Int, fetched: Int, late: Int) { counters.withLock { $0 } }
+    public var stats: (held: Int, fetched: Int, late: Int) {
+        (heldCount.load(ordering: .relaxed), fetchedCount.load(ordering: .relaxed), lateCount.load(ordering: .relaxed))
+    }
 
     /// Tells the lane of a conversation that `seq` was committed, before its event is on its
     /// way: called in commit order (by group commit), so a lane that starts here starts at the
@@ -134,14 +138,14 @@ public final class ConversationOrder: Sendable {
             }
             if event.seq <= lane.delivered || lane.held[event.seq] != nil {
                 lanes[conversationId] = lane
-                counters.withLock { $0.late += 1 }
+                lateCount.add(1, ordering: .relaxed)
                 return (false, false)
             }
             lane.held[event.seq] = event
             drain(&lane)
             var startHold = false
             if !lane.held.isEmpty {
-                counters.withLock { $0.held += 1 }
+                heldCount.add(1, ordering: .relaxed)
                 if !lane.waiting {
                     lane.waiting = true
                     startHold = true
@@ -219,7 +223,7 @@ public final class ConversationOrder: Sendable {
                 lane.delivered = event.seq
                 deliver(event)
             }
-            counters.withLock { $0.fetched += fetched.count }
+            fetchedCount.add(fetched.count, ordering: .relaxed)
             // Whatever the store could not say is given up on: the held ones go on in order.
             if lane.delivered < gap.before - 1, lane.held[gap.before] != nil { lane.delivered = gap.before - 1 }
             defer { lanes[conversationId] = lane }
