@@ -87,6 +87,9 @@ extension ChatClient {
                 while !signInRequired, let entry = try await database.dueOutboxEntries(now: environment.now()).first {
                     await deliver(entry)
                 }
+            } catch is CancellationError {
+                // The client is stopping; the entries stay in the outbox for the next start.
+                return
             } catch {
                 logger.warning("Outbox read failed", metadata: ["error": "\(error)"])
             }
