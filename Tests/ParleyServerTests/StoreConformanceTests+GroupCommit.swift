@@ -85,6 +85,61 @@ extension StoreConformanceTests {
     }
 }
 
+extension StoreConformanceTests {
+    /// A send whose write fails after its checks passed (here a trigger refuses its insert, as
+    /// a full disk or a constraint would) fails alone: the others in its batch are stored, the
+    /// seq it had taken is given back (no gap), and refused sends are still answered as such.
+    @Test(arguments: StoreKind.available)
+    func aWriteThatFailsInABatchFailsAloneAndLeavesNoGap(kind: StoreKind) async throws {
+        try await withStore(kind) { store, fixture in
+            try await fixture.execute(kind == .sqlite
+                ? ["CREATE TRIGGER poison BEFORE INSERT ON messages WHEN NEW.text = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END"]
+                : [
+                    """
+                    CREATE FUNCTION poison() RETURNS trigger AS $$
+                    BEGIN IF NEW.text = 'poison' THEN RAISE EXCEPTION 'poisoned'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql
+                    """,
+                    "CREATE TRIGGER poison BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION poison()",
+                ])
+            let now = Date()
+            let alice = try await store.register(organization: "acme", email: "a@x.io", displayName: "A", passwordHash: "x", now: now)
+            let bob = try await store.register(organization: "acme", email: "b@x.io", displayName: "B", passwordHash: "x", now: now)
+            let eve = try await store.register(organization: "acme", email: "e@x.io", displayName: "E", passwordHash: "x", now: now)
+            let group = try await store.createConversation(NewConversation(
+                organizationId: alice.organizationId, creatorId: alice.id, type: .group, name: "g", participantIds: [bob.id], now: now))
+            let id = group.conversation.id, base = group.conversation.lastSeq
+            // Queued without waiting, as a connection pipelines them: they commit in batches.
+            var pending: [(n: Int, send: PendingSend)] = []
+            for n in 0..<120 {
+                let sender = n % 10 == 3 ? eve.id : alice.id
+                let text = n % 9 == 4 ? "poison" : "m\(n)"
+                pending.append((n, store.enqueueSend(MessageDraft(
+                    conversationId: id, senderId: sender, clientMessageId: "w\(n)", type: .text, text: text, now: now))))
+            }
+            var stored: [Int: Message] = [:]
+            for (n, send) in pending {
+                do {
+                    stored[n] = try await send.result().message
+                    #expect(n % 10 != 3 && n % 9 != 4, "send \(n) should have failed")
+                } catch let error as APIError {
+                    #expect(n % 10 == 3 && error.code == .notFound, "send \(n): \(error)")
+                } catch {
+                    #expect(n % 9 == 4 && n % 10 != 3, "only the poisoned writes fail otherwise: \(n) \(error)")
+                }
+            }
+            let expected = (0..<120).filter { $0 % 10 != 3 && $0 % 9 != 4 }
+            #expect(stored.keys.sorted() == expected)
+            let page = try await store.messages(conversationId: id, viewer: alice.id, before: nil, after: base, limit: 200)
+            #expect(page.messages.map(\.seq) == Array((base + 1)...(base + Int64(expected.count))), "gapless")
+            #expect(page.messages.map(\.text) == expected.map { "m\($0)" }, "in queued order, the failed ones left out")
+            let stats = try #require(store as? any GroupCommitting).sendBatchStats
+            #expect(stats.batches < 120, "the sends shared transactions, so failures met their batches")
+            let view = try #require(try await store.conversation(id: id, viewer: bob.id))
+            #expect(view.unreadCount == expected.count, "the counters saw only what was stored")
+        }
+    }
+}
+
 extension Result where Failure == any Error {
     init(catching body: () async throws -> Success) async {
         do { self = .success(try await body()) } catch { self = .failure(error) }

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Logging
 import ParleyProtocol
 import ParleyServer
@@ -727,6 +728,19 @@ struct StoreFixture: Sendable {
         var logger = Logger(label: "parley.test.store")
         logger.logLevel = .critical
         return try await PostgresStore.connect(url: database!.url, logger: logger)
+    }
+
+    /// Runs SQL on the fixture's database beside the store (a trigger, a fault to inject).
+    func execute(_ statements: [String]) async throws {
+        if let path {
+            let queue = try DatabaseQueue(path: path)
+            try await queue.write { db in
+                for sql in statements { try db.execute(sql: sql) }
+            }
+            try queue.close()
+        } else {
+            try await database!.execute(statements)
+        }
     }
 
     func destroy() async {

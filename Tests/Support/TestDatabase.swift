@@ -57,9 +57,21 @@ public struct TestDatabase: Sendable {
         }
     }
 
+    /// Runs statements on this database, one after another (setting up a fault to inject).
+    public func execute(_ statements: [String]) async throws {
+        try await Self.admin(url: url) { client in
+            for sql in statements { _ = try await client.query(PostgresQuery(unsafeSQL: sql)).collect() }
+        }
+    }
+
     /// Runs `body` with a short-lived client on the server URL's own database.
     public static func admin<T: Sendable>(_ body: (PostgresClient) async throws -> T) async throws -> T {
         guard let serverURL else { throw TestDatabaseError("PARLEY_TEST_POSTGRES_URL is not set") }
+        return try await admin(url: serverURL, body)
+    }
+
+    /// Runs `body` with a short-lived client on the database `url` names.
+    static func admin<T: Sendable>(url serverURL: String, _ body: (PostgresClient) async throws -> T) async throws -> T {
         var logger = Logger(label: "parley.test.postgres")
         logger.logLevel = .critical
         let client = PostgresClient(configuration: try PostgresStore.configuration(url: serverURL), backgroundLogger: logger)

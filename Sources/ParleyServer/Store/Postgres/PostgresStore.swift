@@ -265,9 +265,14 @@ public final class PostgresStore: ParleyStore {
         }
     }
 
-    /// Sends of a group commit in one transaction, each in a savepoint (a refused one rolls
-    /// back alone, its seq included). Conversations are locked in id order, so two nodes'
-    /// batches can never wait on each other in a cycle.
+    /// Sends of a group commit in one transaction. Conversations are locked in id order, so two
+    /// nodes' batches can never wait on each other in a cycle.
+    ///
+    /// A refused send (not a participant, a retry, a bad reply or forward) is refused before it
+    /// writes anything, so it needs no savepoint: its error is its answer and the batch goes on
+    /// (a savepoint each would cost two more round trips per send). Anything else that fails
+    /// (a retry that raced its original, a database error) aborts the transaction, and the
+    /// batch runs again with a savepoint per send, so one failure cannot undo the others.
     static func sendBatch(_ drafts: [MessageDraft], client: PostgresClient, logger: Logger) async -> [Result<SendResult, any Error>] {
         let order = drafts.indices.sorted {
             (drafts[$0].conversationId.uuid.uuidString, $0) < (drafts[$1].conversationId.uuid.uuidString, $1)
@@ -276,10 +281,33 @@ public final class PostgresStore: ParleyStore {
             return try await client.withConnection { c in
                 try await c.inTransaction(logger: logger) { c -> [Result<SendResult, any Error>] in
                     var results = [Result<SendResult, any Error>](repeating: .failure(GroupCommitError()), count: drafts.count)
-                    if drafts.count == 1 {
-                        // Alone: its error rolls back the whole (one-send) transaction.
-                        return [.success(try await sendInTransaction(drafts[0], on: c, logger: logger))]
+                    for index in order {
+                        do {
+                            results[index] = .success(try await sendInTransaction(drafts[index], on: c, logger: logger))
+                        } catch let refused as APIError where drafts.count > 1 {
+                            results[index] = .failure(refused)
+                        }
                     }
+                    return results
+                }
+            }
+        } catch where drafts.count > 1 {
+            return await sendWithSavepoints(drafts, order: order, client: client, logger: logger)
+        } catch {
+            // The transaction itself failed: nothing of the batch was written.
+            return drafts.map { _ in .failure(error) }
+        }
+    }
+
+    /// The slow path of a batch whose transaction failed: each send in a savepoint (a failed
+    /// one rolls back alone, its seq included).
+    private static func sendWithSavepoints(
+        _ drafts: [MessageDraft], order: [Int], client: PostgresClient, logger: Logger
+    ) async -> [Result<SendResult, any Error>] {
+        do {
+            return try await client.withConnection { c in
+                try await c.inTransaction(logger: logger) { c -> [Result<SendResult, any Error>] in
+                    var results = [Result<SendResult, any Error>](repeating: .failure(GroupCommitError()), count: drafts.count)
                     for index in order {
                         try await c.run("SAVEPOINT send", logger)
                         do {
@@ -294,12 +322,12 @@ public final class PostgresStore: ParleyStore {
                 }
             }
         } catch {
-            // The transaction itself failed: nothing of the batch was written.
             return drafts.map { _ in .failure(error) }
         }
     }
 
     /// One send inside a transaction: lock the conversation, check, insert with the next seq.
+    /// Every `APIError` it throws is thrown before it wrote anything (see ``sendBatch``).
     private static func sendInTransaction(_ draft: MessageDraft, on c: PostgresConnection, logger: Logger) async throws -> SendResult {
         let conversationId = draft.conversationId.uuid
         // The row lock first: after it, any earlier send to this conversation has

@@ -24,13 +24,13 @@ enum SQLiteRows {
 
     static func isParticipant(_ db: Database, _ conversationId: String, _ userId: EntityID) throws -> Bool {
         try Bool.fetchOne(
-            db, sql: "SELECT 1 FROM participants WHERE conversation_id = ? AND user_id = ?",
+            db.cachedStatement(sql: "SELECT 1 FROM participants WHERE conversation_id = ? AND user_id = ?"),
             arguments: [conversationId, userId.description]) ?? false
     }
 
     static func participantIds(_ db: Database, _ conversationId: String) throws -> [EntityID] {
         try String.fetchAll(
-            db, sql: "SELECT user_id FROM participants WHERE conversation_id = ? ORDER BY joined_at, user_id",
+            db.cachedStatement(sql: "SELECT user_id FROM participants WHERE conversation_id = ? ORDER BY joined_at, user_id"),
             arguments: [conversationId]
         ).map { try id($0) }
     }
@@ -43,11 +43,10 @@ enum SQLiteRows {
     /// One member's unread count, in O(1).
     static func unreadCount(_ db: Database, _ conversationId: String, _ userId: EntityID) throws -> Int {
         try Int.fetchOne(
-            db,
-            sql: """
+            db.cachedStatement(sql: """
                 SELECT \(unreadExpression) FROM participants p JOIN conversations c ON c.id = p.conversation_id
                 WHERE p.conversation_id = ? AND p.user_id = ?
-                """,
+                """),
             arguments: [conversationId, userId.description]) ?? 0
     }
 
@@ -55,7 +54,7 @@ enum SQLiteRows {
     /// leaves few or none) and records the counters it was taken against. Runs when the
     /// watermark moves and when a member joins.
     static func rebase(_ db: Database, _ conversationId: String, _ userId: EntityID) throws {
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 UPDATE participants SET
                     unread_base = (
@@ -66,8 +65,8 @@ enum SQLiteRows {
                     own_at_base = own_countable,
                     base_seq = (SELECT c.last_seq FROM conversations c WHERE c.id = participants.conversation_id)
                 WHERE conversation_id = ? AND user_id = ?
-                """,
-            arguments: [conversationId, userId.description])
+                """
+        ).execute(arguments: [conversationId, userId.description])
     }
 
     /// A countable message was deleted: the counters lose it, and so do the bases that had
@@ -91,7 +90,8 @@ enum SQLiteRows {
     /// Takes the conversation's next seq for a change to an existing message (no new activity).
     static func nextSeq(_ db: Database, _ conversationId: String) throws -> Int64 {
         guard let seq = try Int64.fetchOne(
-            db, sql: "UPDATE conversations SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq", arguments: [conversationId])
+            db.cachedStatement(sql: "UPDATE conversations SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq"),
+            arguments: [conversationId])
         else { throw APIError.notFound("Conversation") }
         return seq
     }
@@ -101,15 +101,15 @@ enum SQLiteRows {
         let now = draft.now.millisecondsSince1970
         let countable = draft.type == .system ? 0 : 1
         guard let seq = try Int64.fetchOne(
-            db,
-            sql: "UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = ?, countable = countable + ? WHERE id = ? RETURNING last_seq",
+            db.cachedStatement(
+                sql: "UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = ?, countable = countable + ? WHERE id = ? RETURNING last_seq"),
             arguments: [now, countable, draft.conversationId.description])
         else { throw APIError.notFound("Conversation") }
         if countable == 1 {
             // The sender's own messages are never unread to them.
-            try db.execute(
-                sql: "UPDATE participants SET own_countable = own_countable + 1 WHERE conversation_id = ? AND user_id = ?",
-                arguments: [draft.conversationId.description, draft.senderId.description])
+            try db.cachedStatement(
+                sql: "UPDATE participants SET own_countable = own_countable + 1 WHERE conversation_id = ? AND user_id = ?"
+            ).execute(arguments: [draft.conversationId.description, draft.senderId.description])
         }
         let message = Message(
             id: EntityID(), conversationId: draft.conversationId, seq: seq, updatedSeq: seq,
@@ -118,12 +118,13 @@ enum SQLiteRows {
             attachment: try draft.attachmentId.flatMap { try attachments(db, ids: [$0.description])[$0.description]?.wire },
             metadata: draft.metadata, createdAt: draft.now.wholeMilliseconds, forwardedFromId: draft.forwardedFromId)
         let metadataJSON = try draft.metadata.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
-        try db.execute(
+        try db.cachedStatement(
             sql: """
                 INSERT INTO messages (id, conversation_id, seq, updated_seq, sender_id, client_message_id,
                                       type, text, reply_to_id, attachment_id, metadata_json, created_at, forwarded_from_id)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
+                """
+        ).execute(
             arguments: [
                 message.id.description, message.conversationId.description, seq, seq,
                 message.senderId.description, message.clientMessageId, message.type.rawValue,
@@ -141,7 +142,9 @@ enum SQLiteRows {
         order: String = "seq ASC", limitPlaceholder: Bool = false
     ) throws -> [Message] {
         let sql = "SELECT * FROM messages WHERE \(condition) ORDER BY \(order)" + (limitPlaceholder ? " LIMIT ?" : "")
-        let rows = try Row.fetchAll(db, sql: sql, arguments: arguments)
+        // The conditions and orders are a fixed set written in this file's callers, so every
+        // variant is compiled once per connection and reused.
+        let rows = try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments)
         guard !rows.isEmpty else { return [] }
         let reactions = try self.reactions(db, messageIds: rows.map { $0["id"] as String })
         let attachments = try self.attachments(db, ids: rows.compactMap { $0["attachment_id"] as String? })

@@ -146,12 +146,12 @@ extension SQLiteStore {
 
     /// The conversation as `viewer` sees it; the viewer's own fields are zero if they are not in it.
     static func view(_ db: Database, id: String, viewer: EntityID) throws -> Conversation? {
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM conversations WHERE id = ?", arguments: [id]) else {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM conversations WHERE id = ?"), arguments: [id]) else {
             return nil
         }
         let memberRows = try Row.fetchAll(
-            db,
-            sql: "SELECT user_id, read_seq, delivered_seq FROM participants WHERE conversation_id = ? ORDER BY joined_at, user_id",
+            db.cachedStatement(
+                sql: "SELECT user_id, read_seq, delivered_seq FROM participants WHERE conversation_id = ? ORDER BY joined_at, user_id"),
             arguments: [id])
         let members = try memberRows.map {
             Member(userId: try SQLiteRows.id($0["user_id"]), readSeq: $0["read_seq"], deliveredSeq: $0["delivered_seq"])

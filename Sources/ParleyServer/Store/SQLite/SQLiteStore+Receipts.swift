@@ -34,23 +34,23 @@ extension SQLiteStore {
 
     private static func clamped(_ db: Database, _ id: String, _ upToSeq: Int64) throws -> Int64 {
         guard upToSeq >= 0 else { throw APIError.invalid("upToSeq must not be negative") }
-        let lastSeq = try Int64.fetchOne(db, sql: "SELECT last_seq FROM conversations WHERE id = ?", arguments: [id]) ?? 0
+        let lastSeq = try Int64.fetchOne(db.cachedStatement(sql: "SELECT last_seq FROM conversations WHERE id = ?"), arguments: [id]) ?? 0
         return min(upToSeq, lastSeq)
     }
 
     /// Moves watermarks up only; delivered is kept at or above read.
     private static func raise(_ db: Database, _ id: String, _ userId: EntityID, read: Int64?, delivered: Int64) throws -> WatermarkChange {
         let row = try Row.fetchOne(
-            db, sql: "SELECT read_seq, delivered_seq FROM participants WHERE conversation_id = ? AND user_id = ?",
+            db.cachedStatement(sql: "SELECT read_seq, delivered_seq FROM participants WHERE conversation_id = ? AND user_id = ?"),
             arguments: [id, userId.description])!
         let oldRead: Int64 = row["read_seq"], oldDelivered: Int64 = row["delivered_seq"]
         let newRead = max(oldRead, read ?? oldRead)
         let newDelivered = max(oldDelivered, delivered, newRead)
         let changed = newRead != oldRead || newDelivered != oldDelivered
         if changed {
-            try db.execute(
-                sql: "UPDATE participants SET read_seq = ?, delivered_seq = ? WHERE conversation_id = ? AND user_id = ?",
-                arguments: [newRead, newDelivered, id, userId.description])
+            try db.cachedStatement(
+                sql: "UPDATE participants SET read_seq = ?, delivered_seq = ? WHERE conversation_id = ? AND user_id = ?"
+            ).execute(arguments: [newRead, newDelivered, id, userId.description])
         }
         // The read moved: the member's unread base is taken again (what is left above the new
         // watermark, usually nothing when they read to the end).

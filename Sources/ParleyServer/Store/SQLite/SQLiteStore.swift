@@ -58,23 +58,45 @@ public struct SQLiteStore: ParleyStore {
         self.writer = writer
         sends = GroupCommit { drafts in
             do {
+                // The checks of a send write nothing, so a refused send needs no savepoint: its
+                // error is its result and the batch goes on. Only a write that fails (which the
+                // checks make exceptional) aborts the transaction; the batch then runs again
+                // with a savepoint per send, so that one failure cannot undo the others.
                 return try await writer.write { db in
-                    drafts.map { draft in
-                        // A savepoint each: a refused send leaves the others in the batch intact.
-                        Result {
-                            var result: SendResult?
-                            try db.inSavepoint {
-                                result = try Self.send(draft, in: db)
-                                return .commit
-                            }
-                            return result!
+                    try drafts.map { draft in
+                        let accepted: Accepted
+                        do {
+                            accepted = try Self.check(draft, in: db)
+                        } catch {
+                            return .failure(error)
                         }
+                        return .success(try Self.write(accepted, in: db))
                     }
                 }
             } catch {
-                // The transaction itself failed (disk full, I/O error): nothing was written.
-                return drafts.map { _ in .failure(error) }
+                return await Self.sendOneByOne(drafts, writer: writer)
             }
+        }
+    }
+
+    /// The slow path of a batch whose transaction failed: a savepoint per send.
+    private static func sendOneByOne(_ drafts: [MessageDraft], writer: any DatabaseWriter) async -> [Result<SendResult, any Error>] {
+        do {
+            return try await writer.write { db in
+                drafts.map { draft in
+                    Result {
+                        var result: SendResult?
+                        try db.inSavepoint {
+                            result = try Self.write(try Self.check(draft, in: db), in: db)
+                            return .commit
+                        }
+                        return result!
+                    }
+                }
+            }
+        } catch {
+            // The transaction itself failed (disk full, I/O error): nothing was written.
+            return drafts.map { _ in .failure(error) }
         }
     }
 
@@ -107,7 +129,7 @@ public struct SQLiteStore: ParleyStore {
 
     public func user(id: EntityID) async throws -> User? {
         try await writer.read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ? AND deactivated_at IS NULL", arguments: [id.description])
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM users WHERE id = ? AND deactivated_at IS NULL"), arguments: [id.description])
                 .map(SQLiteRows.user)
         }
     }
@@ -147,9 +169,16 @@ public struct SQLiteStore: ParleyStore {
         return PendingSend { try await ticket.value }
     }
 
-    /// One send inside a write transaction: participant check, idempotency, reply and forward
-    /// checks, then the insert with the next seq.
-    private static func send(_ draft: MessageDraft, in db: Database) throws -> SendResult {
+    /// What a send's checks decided: an earlier send with the same client id (a retry), or a
+    /// new message to insert.
+    private enum Accepted {
+        case retry(SendResult)
+        case insert(MessageDraft)
+    }
+
+    /// A send's checks inside the write transaction, writing nothing: participation,
+    /// idempotency, reply and forward checks.
+    private static func check(_ draft: MessageDraft, in db: Database) throws -> Accepted {
         let conversationId = draft.conversationId.description
         guard try SQLiteRows.isParticipant(db, conversationId, draft.senderId) else {
             throw APIError.notFound("Conversation")
@@ -161,13 +190,13 @@ public struct SQLiteStore: ParleyStore {
             guard existing.conversationId == draft.conversationId else {
                 throw APIError(.conflict, "clientMessageId was already used in another conversation")
             }
-            return SendResult(
+            return .retry(SendResult(
                 message: existing, created: false,
-                participantIds: try SQLiteRows.participantIds(db, conversationId))
+                participantIds: try SQLiteRows.participantIds(db, conversationId)))
         }
         if let replyToId = draft.replyToId {
             let replyConversation = try String.fetchOne(
-                db, sql: "SELECT conversation_id FROM messages WHERE id = ?", arguments: [replyToId.description])
+                db.cachedStatement(sql: "SELECT conversation_id FROM messages WHERE id = ?"), arguments: [replyToId.description])
             guard replyConversation == conversationId else {
                 throw APIError.invalid("replyToId is not a message of this conversation")
             }
@@ -189,8 +218,19 @@ public struct SQLiteStore: ParleyStore {
         } else if let attachmentId = draft.attachmentId {
             try SQLiteRows.requireAttachment(db, attachmentId, sender: draft.senderId, type: draft.type)
         }
-        let message = try SQLiteRows.insertMessage(db, draft)
-        return SendResult(message: message, created: true, participantIds: try SQLiteRows.participantIds(db, conversationId))
+        return .insert(draft)
+    }
+
+    /// A checked send's writes: the insert with the next seq (nothing for a retry).
+    private static func write(_ accepted: Accepted, in db: Database) throws -> SendResult {
+        switch accepted {
+        case .retry(let result):
+            return result
+        case .insert(let draft):
+            let message = try SQLiteRows.insertMessage(db, draft)
+            return SendResult(
+                message: message, created: true, participantIds: try SQLiteRows.participantIds(db, draft.conversationId.description))
+        }
     }
 
     public func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage {
@@ -218,7 +258,7 @@ public struct SQLiteStore: ParleyStore {
         try await writer.read { db in
             let id = conversationId.description
             guard try SQLiteRows.isParticipant(db, id, viewer) else { throw APIError.notFound("Conversation") }
-            let lastSeq = try Int64.fetchOne(db, sql: "SELECT last_seq FROM conversations WHERE id = ?", arguments: [id]) ?? 0
+            let lastSeq = try Int64.fetchOne(db.cachedStatement(sql: "SELECT last_seq FROM conversations WHERE id = ?"), arguments: [id]) ?? 0
             let page = try SQLiteRows.messages(
                 db, where: "conversation_id = ? AND updated_seq > ?", arguments: [id, since, limit + 1],
                 order: "updated_seq ASC", limitPlaceholder: true)
