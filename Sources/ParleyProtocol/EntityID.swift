@@ -50,7 +50,42 @@ public struct EntityID: Hashable, Comparable, Sendable, Codable, CustomStringCon
     }
 
     /// The lowercase string form the wire and the stores use.
-    public var description: String { uuid.uuidString.lowercased() }
+    ///
+    /// Written by hand: Foundation's `uuidString` formats with `snprintf` and the result then
+    /// had to be lowercased, and every id of every row and frame goes through here.
+    public var description: String {
+        String(unsafeUninitializedCapacity: 36) { buffer in
+            withUnsafeBytes(of: uuid.uuid) { bytes in Self.writeHex(bytes, into: buffer.baseAddress!) }
+            return 36
+        }
+    }
+
+    /// Appends the 36 bytes of the lowercase form to `output` (the fast JSON writer's path).
+    public func appendDescription(to output: inout [UInt8]) {
+        let start = output.count
+        output.append(contentsOf: repeatElement(0, count: 36))
+        output.withUnsafeMutableBufferPointer { buffer in
+            withUnsafeBytes(of: uuid.uuid) { bytes in Self.writeHex(bytes, into: buffer.baseAddress! + start) }
+        }
+    }
+
+    private static let hexDigits: StaticString = "0123456789abcdef"
+
+    /// Writes `8-4-4-4-12` lowercase hex digits of 16 bytes.
+    private static func writeHex(_ bytes: UnsafeRawBufferPointer, into output: UnsafeMutablePointer<UInt8>) {
+        let digits = hexDigits.utf8Start
+        var position = 0
+        for index in 0..<16 {
+            if index == 4 || index == 6 || index == 8 || index == 10 {
+                output[position] = UInt8(ascii: "-")
+                position += 1
+            }
+            let byte = bytes[index]
+            output[position] = digits[Int(byte >> 4)]
+            output[position + 1] = digits[Int(byte & 0x0F)]
+            position += 2
+        }
+    }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
@@ -67,7 +102,11 @@ public struct EntityID: Hashable, Comparable, Sendable, Codable, CustomStringCon
         try container.encode(description)
     }
 
+    /// The order of the lowercase strings, compared on the bytes (the same order: hex digits
+    /// sort as the nibbles they stand for).
     public static func < (lhs: EntityID, rhs: EntityID) -> Bool {
-        lhs.description < rhs.description
+        withUnsafeBytes(of: lhs.uuid.uuid) { left in
+            withUnsafeBytes(of: rhs.uuid.uuid) { right in left.lexicographicallyPrecedes(right) }
+        }
     }
 }

@@ -54,9 +54,10 @@ struct Gateway: Sendable {
         logger.debug("WebSocket connected")
 
         let window = ConcurrencyGate(limit: Self.maxPipelinedSends)
+        let decoder = WireCoding.makeDecoder()
         do {
             for try await message in inbound.messages(maxSize: Self.transportLimit) {
-                await handle(message, on: connection, window: window, logger: logger)
+                await handle(message, on: connection, window: window, decoder: decoder, logger: logger)
             }
         } catch {
             logger.debug("WebSocket read ended", metadata: ["error": "\(error)"])
@@ -70,26 +71,30 @@ struct Gateway: Sendable {
     }
 
     /// Handles one inbound message; every command gets exactly one reply.
-    func handle(_ message: WebSocketMessage, on connection: LiveConnection, window: ConcurrencyGate, logger: Logger) async {
+    func handle(
+        _ message: WebSocketMessage, on connection: LiveConnection, window: ConcurrencyGate, decoder: JSONDecoder, logger: Logger
+    ) async {
         guard case .text(let text) = message else {
             return reply(nil, APIError.invalid("Binary frames are not supported; send JSON text frames"), on: connection)
         }
         let data = Data(text.utf8)
-        let decoder = WireCoding.makeDecoder()
-        let header = try? decoder.decode(FrameHeader.self, from: data)
         guard data.count <= Limits.maxPayloadBytes else {
-            return reply(header?.id, APIError.payloadTooLarge, on: connection)
+            return reply(try? decoder.decode(FrameHeader.self, from: data).id, APIError.payloadTooLarge, on: connection)
         }
-        guard let id = header?.id, !id.isEmpty else {
-            return reply(nil, APIError.invalid("A frame must be a JSON object with a string id"), on: connection)
-        }
+        // Decoded once; only a frame that does not decode is read again for its id.
         let frame: ClientFrame
         do {
             frame = try decoder.decode(ClientFrame.self, from: data)
-        } catch let error as DecodingError {
-            return reply(id, APIError.invalid(error.wireDescription), on: connection)
         } catch {
-            return reply(id, APIError.invalid("Malformed frame"), on: connection)
+            guard let id = try? decoder.decode(FrameHeader.self, from: data).id, !id.isEmpty else {
+                return reply(nil, APIError.invalid("A frame must be a JSON object with a string id"), on: connection)
+            }
+            let message = (error as? DecodingError)?.wireDescription ?? "Malformed frame"
+            return reply(id, APIError.invalid(message), on: connection)
+        }
+        let id = frame.id
+        guard !id.isEmpty else {
+            return reply(nil, APIError.invalid("A frame must be a JSON object with a string id"), on: connection)
         }
         if case .sendMessage(let request) = frame.command, let conversationId = request.conversationId {
             // Queued now, in arrival order; answered after its commit without holding the reader.
@@ -103,7 +108,7 @@ struct Gateway: Sendable {
             Task {
                 do {
                     let result = try await finish()
-                    send(ReplyFrame(replyTo: id, data: result.message), on: connection)
+                    connection.enqueue(ByteBuffer(bytes: FastWire.messageReply(replyTo: id, result.message)))
                 } catch {
                     fail(id, error, frame: frame, on: connection, logger: logger)
                 }
@@ -139,7 +144,7 @@ struct Gateway: Sendable {
                 throw APIError.invalid("Missing key `conversationId` in `data`")
             }
             let result = try await chat.send(request, in: conversationId, by: identity)
-            send(ReplyFrame(replyTo: frame.id, data: result.message), on: connection)
+            connection.enqueue(ByteBuffer(bytes: FastWire.messageReply(replyTo: frame.id, result.message)))
         case .ping:
             send(ReplyFrame(replyTo: frame.id, data: EmptyPayload()), on: connection)
         case .typing(let command):
