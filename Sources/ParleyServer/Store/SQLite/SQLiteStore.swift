@@ -11,6 +11,8 @@ public struct SQLiteStore: ParleyStore {
     let writer: any DatabaseWriter
     /// Concurrent sends share one transaction (one fsync) instead of one each.
     private let sends: GroupCommit<MessageDraft, SendResult>
+    /// Checkpoints the log off the commit path (files only).
+    let checkpointer: WALCheckpointer?
 
     /// Opens (creating if needed) the database file at `path` and migrates it.
     public init(path: String) throws {
@@ -20,10 +22,12 @@ public struct SQLiteStore: ParleyStore {
         configuration.prepareDatabase { db in
             // WAL with synchronous=FULL: a commit is on disk before the send is acknowledged.
             try db.execute(sql: "PRAGMA synchronous = FULL")
+            // Checkpoints run beside the writer (WALCheckpointer); this is only its safety net.
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = \(WALCheckpointer.safetyNetPages)")
         }
         let pool = try DatabasePool(path: path, configuration: configuration)
         try Self.migrate(pool)
-        self.init(writer: pool)
+        self.init(writer: pool, checkpointer: try WALCheckpointer(path: path))
     }
 
     /// Migrates, tolerating another store (or process) migrating the same file at the same time.
@@ -51,12 +55,14 @@ public struct SQLiteStore: ParleyStore {
         configuration.foreignKeysEnabled = true
         let queue = try DatabaseQueue(configuration: configuration)
         try SQLiteSchema.migrator.migrate(queue)
-        return SQLiteStore(writer: queue)
+        return SQLiteStore(writer: queue, checkpointer: nil)
     }
 
-    private init(writer: any DatabaseWriter) {
+    private init(writer: any DatabaseWriter, checkpointer: WALCheckpointer?) {
         self.writer = writer
+        self.checkpointer = checkpointer
         sends = GroupCommit { drafts in
+            defer { checkpointer?.noteWrite() }
             do {
                 // The checks of a send write nothing, so a refused send needs no savepoint: its
                 // error is its result and the batch goes on. Only a write that fails (which the
@@ -107,6 +113,7 @@ public struct SQLiteStore: ParleyStore {
     }
 
     public func close() async throws {
+        try checkpointer?.close()
         // Folds the WAL back into the database file, so a stopped server leaves one tidy file.
         try await writer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
         if let pool = writer as? DatabasePool { try pool.close() }
