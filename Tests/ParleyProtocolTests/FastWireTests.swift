@@ -44,12 +44,27 @@ import Testing
         for message in Self.cases {
             for event in [ServerEvent.messageCreated(MessageEvent(message: message)), .messageUpdated(MessageEvent(message: message))] {
                 let expected = try encoder.encode(event)
-                let fast = try #require(FastWire.messageEvent(event))
+                let fast = try #require(FastWire.event(event))
                 #expect(String(decoding: fast, as: UTF8.self) == String(decoding: expected, as: UTF8.self))
                 #expect(fast == Array(expected))
             }
         }
-        #expect(FastWire.messageEvent(.typing(TypingEvent(conversationId: Self.conversation, userId: Self.alice, isTyping: true))) == nil)
+        #expect(FastWire.event(.typing(TypingEvent(conversationId: Self.conversation, userId: Self.alice, isTyping: true))) == nil)
+    }
+
+    @Test func conversationViewsAreTheBytesOfTheCodableEncoder() throws {
+        let encoder = Self.sortedEncoder()
+        for (index, text) in Self.texts.enumerated() {
+            let members = (0..<(index % 4)).map { Member(userId: EntityID(), readSeq: Int64($0 * 7), deliveredSeq: Int64($0 * 9)) }
+            let conversation = Conversation(
+                id: EntityID(), type: index % 2 == 0 ? .group : .direct, name: index % 3 == 0 ? nil : text,
+                participantIds: members.map(\.userId), createdAt: Date(millisecondsSince1970: 1_000 + Int64(index)),
+                lastActivityAt: Date(millisecondsSince1970: 1_795_000_000_999), lastSeq: Int64(index * 31),
+                lastMessage: index % 2 == 1 ? Self.message(text: text, variant: index) : nil,
+                unreadCount: index * 1_000, readSeq: Int64(index), members: members)
+            let event = ServerEvent.conversationUpdated(ConversationEvent(conversation: conversation))
+            #expect(try FastWire.event(event) == Array(encoder.encode(event)))
+        }
     }
 
     @Test func repliesAreTheBytesOfTheCodableEncoder() throws {
@@ -75,8 +90,8 @@ import Testing
         message.reactions = ["👍": [Self.alice], "🎉": [Self.conversation, Self.alice], "a": [], "\"": [Self.alice]]
         message.metadata = ["z": "1", "a": "2\n", "m": ""]
         let event = ServerEvent.messageCreated(MessageEvent(message: message))
-        #expect(try FastWire.messageEvent(event) == Array(Self.sortedEncoder().encode(event)))
-        let decoded = try WireCoding.makeDecoder().decode(ServerEvent.self, from: Data(try #require(FastWire.messageEvent(event))))
+        #expect(try FastWire.event(event) == Array(Self.sortedEncoder().encode(event)))
+        let decoded = try WireCoding.makeDecoder().decode(ServerEvent.self, from: Data(try #require(FastWire.event(event))))
         #expect(decoded == event)
         let reply = try WireCoding.makeDecoder().decode(ReplyFrame<Message>.self, from: Data(FastWire.messageReply(replyTo: "r", message)))
         #expect(reply == ReplyFrame(replyTo: "r", data: message))

@@ -223,8 +223,9 @@ public final class FanOut: Sendable {
 
     /// An event encoded once, for every recipient; nil (logged) if it cannot be encoded.
     private func encode(_ event: ServerEvent) -> ByteBuffer? {
-        // A message's events, the bulk of the traffic, are written by hand (see FastWire).
-        if let bytes = FastWire.messageEvent(event) { return ByteBuffer(bytes: bytes) }
+        // A message's events and conversation views, the bulk of the traffic, are written by
+        // hand (see FastWire).
+        if let bytes = FastWire.event(event) { return ByteBuffer(bytes: bytes) }
         do {
             return ByteBuffer(bytes: try WireCoding.makeEncoder().encode(event))
         } catch {
