@@ -170,7 +170,92 @@ enum PostgresRows {
     /// takes it first, so they run one after the other like SQLite's single writer. False when
     /// the conversation does not exist.
     static func lockConversation(_ c: PostgresConnection, _ conversationId: UUID, _ logger: Logger) async throws -> Bool {
-        try await c.first("SELECT 1 FROM conversations WHERE id = \(conversationId) FOR UPDATE", logger) != nil
+        try await c.execute(LockConversation(id: conversationId), logger: logger).reduce(false) { _, _ in true }
+    }
+
+    /// `SELECT … FOR UPDATE` of one conversation, prepared once per connection.
+    struct LockConversation: PostgresPreparedStatement {
+        static let name = "parley_lock_conversation"
+        static let sql = "SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE"
+        static let bindingDataTypes: [PostgresDataType] = [.uuid]
+        typealias Row = Int32
+        let id: UUID
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(id)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Int32 { try row.decode(Int32.self) }
+    }
+
+    /// The send statement, prepared once per connection (PostgreSQL parsed and planned the
+    /// five-part statement on every send before): members, a retry's original, the next seq,
+    /// the insert and the sender's own count, in one round trip.
+    struct InsertMessage: PostgresPreparedStatement {
+        static let name = "parley_insert_message"
+        static let sql = """
+            WITH member AS (
+                SELECT array_agg(user_id ORDER BY joined_at, user_id) AS ids FROM participants
+                WHERE conversation_id = $1
+            ),
+            existing AS (
+                SELECT id FROM messages WHERE sender_id = $2 AND client_message_id = $3
+            ),
+            next AS (
+                UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = $4, countable = countable + $5
+                WHERE id = $1 AND NOT $6
+                AND (NOT $7 OR (
+                    EXISTS (SELECT 1 FROM participants WHERE conversation_id = $1 AND user_id = $2)
+                    AND NOT EXISTS (SELECT 1 FROM existing)))
+                RETURNING last_seq
+            ),
+            inserted AS (
+                INSERT INTO messages (id, conversation_id, seq, updated_seq, sender_id, client_message_id, type, text,
+                                      reply_to_id, attachment_id, metadata_json, created_at, forwarded_from_id)
+                SELECT $8, $1, next.last_seq, next.last_seq, $2, $3, $9, $10, $11, $12, $13, $4, $14
+                FROM next
+                ON CONFLICT (sender_id, client_message_id) DO NOTHING
+                RETURNING seq
+            ),
+            own AS (
+                UPDATE participants SET own_countable = own_countable + 1
+                WHERE conversation_id = $1 AND user_id = $2 AND $5 = 1
+                AND EXISTS (SELECT 1 FROM inserted)
+                RETURNING 1
+            )
+            SELECT (SELECT ids FROM member), (SELECT id FROM existing), (SELECT seq FROM inserted), (SELECT last_seq FROM next)
+            """
+        static let bindingDataTypes: [PostgresDataType] = [
+            .uuid, .uuid, .text, .int8, .int8, .bool, .bool, .uuid, .text, .text, .uuid, .uuid, .text, .uuid,
+        ]
+        typealias Row = ([UUID]?, UUID?, Int64?, Int64?)
+
+        let conversationId: UUID, sender: UUID, clientMessageId: String, now: Int64, countable: Int64
+        let checkOnly: Bool, guarded: Bool, id: UUID, type: String, text: String
+        let replyToId: UUID?, attachmentId: UUID?, metadataJSON: String?, forwardedFromId: UUID?
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 14)
+            bindings.append(conversationId)
+            bindings.append(sender)
+            bindings.append(clientMessageId)
+            bindings.append(now)
+            bindings.append(countable)
+            bindings.append(checkOnly)
+            bindings.append(guarded)
+            bindings.append(id)
+            bindings.append(type)
+            bindings.append(text)
+            bindings.append(replyToId)
+            bindings.append(attachmentId)
+            bindings.append(metadataJSON)
+            bindings.append(forwardedFromId)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// What ``insertMessage(_:_:guarded:_:)`` found and did.
@@ -205,42 +290,15 @@ enum PostgresRows {
         let sender = draft.senderId.uuid
         // Counted for unread (not system); the sender's own count goes up with it.
         let countable: Int64 = draft.type == .system ? 0 : 1
-        let row = try await c.first(
-            """
-            WITH member AS (
-                SELECT array_agg(user_id ORDER BY joined_at, user_id) AS ids FROM participants
-                WHERE conversation_id = \(conversationId)
-            ),
-            existing AS (
-                SELECT id FROM messages WHERE sender_id = \(sender) AND client_message_id = \(draft.clientMessageId)
-            ),
-            next AS (
-                UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = \(now), countable = countable + \(countable)
-                WHERE id = \(conversationId) AND NOT \(checkOnly)
-                AND (NOT \(guarded) OR (
-                    EXISTS (SELECT 1 FROM participants WHERE conversation_id = \(conversationId) AND user_id = \(sender))
-                    AND NOT EXISTS (SELECT 1 FROM existing)))
-                RETURNING last_seq
-            ),
-            inserted AS (
-                INSERT INTO messages (id, conversation_id, seq, updated_seq, sender_id, client_message_id, type, text,
-                                      reply_to_id, attachment_id, metadata_json, created_at, forwarded_from_id)
-                SELECT \(id.uuid), \(conversationId), next.last_seq, next.last_seq, \(sender),
-                       \(draft.clientMessageId), \(draft.type.rawValue), \(draft.text), \(draft.replyToId?.uuid),
-                       \(draft.attachmentId?.uuid), \(metadataJSON), \(now), \(draft.forwardedFromId?.uuid)
-                FROM next
-                ON CONFLICT (sender_id, client_message_id) DO NOTHING
-                RETURNING seq
-            ),
-            own AS (
-                UPDATE participants SET own_countable = own_countable + 1
-                WHERE conversation_id = \(conversationId) AND user_id = \(sender) AND \(countable) = 1
-                AND EXISTS (SELECT 1 FROM inserted)
-                RETURNING 1
-            )
-            SELECT (SELECT ids FROM member), (SELECT id FROM existing), (SELECT seq FROM inserted), (SELECT last_seq FROM next)
-            """, logger)!
-        let (members, existingId, insertedSeq, takenSeq) = try row.decode(([UUID]?, UUID?, Int64?, Int64?).self)
+        let statement = InsertMessage(
+            conversationId: conversationId, sender: sender, clientMessageId: draft.clientMessageId, now: now,
+            countable: countable, checkOnly: checkOnly, guarded: guarded, id: id.uuid, type: draft.type.rawValue,
+            text: draft.text, replyToId: draft.replyToId?.uuid, attachmentId: draft.attachmentId?.uuid,
+            metadataJSON: metadataJSON, forwardedFromId: draft.forwardedFromId?.uuid)
+        // Read to the end (one row), so the connection is free for the next statement.
+        let rows = try await c.execute(statement, logger: logger).reduce(into: [InsertMessage.Row]()) { $0.append($1) }
+        guard let row = rows.first else { throw APIError(.internal, "The send statement returned no row") }
+        let (members, existingId, insertedSeq, takenSeq) = row
         var insertion = Insertion(
             message: nil, participantIds: (members ?? []).map(EntityID.init), existingId: existingId,
             lostRace: takenSeq != nil && insertedSeq == nil)
