@@ -34,9 +34,10 @@ public struct ClusterConfiguration: Sendable {
 /// This node's link to the other `parley serve` processes on the same PostgreSQL.
 ///
 /// Events cross nodes through `LISTEN/NOTIFY`: each delivery whose recipients are online on
-/// another node becomes a one-line record (`U origin ids frame`; an event of a conversation's
-/// sequence is `Q origin conversation seq ids frame`, which the receiving node's
-/// ``ConversationOrder`` puts in seq order with its own); records are packed into
+/// another node becomes a one-line record (`U origin ids frame`); every event of a
+/// conversation's sequence goes to every node, whoever is known online there, as
+/// `Q origin conversation seq ids frame`, which the receiving node's ``ConversationOrder``
+/// puts in seq order with its own and hands to its own connections); records are packed into
 /// notifications below PostgreSQL's 8,000-byte limit, and a record too big for one goes into
 /// a spill table with only its id notified. Presence is a table of (node, user) rows plus a
 /// replica in memory kept current by `P` records; nodes heartbeat into `parley_nodes`, and a
@@ -110,10 +111,15 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
         send("U \(nodeId) \(elsewhere.map(\.description).joined(separator: ",")) \(String(buffer: frame))")
     }
 
+    /// Every event of a conversation's sequence goes to the other nodes, whoever this node
+    /// believes is online there: a user who has just connected to another node may not be
+    /// known here yet (their presence is on its way), and skipping them would leave their
+    /// socket without the message until their next catch-up. It also gives every node's
+    /// orderer every seq, so none waits on a gap that was only a skipped forward. Packed into
+    /// shared notifications, it costs little; the receiving node keeps its own connections.
     public func forward(_ frame: ByteBuffer, to userIds: [EntityID], conversation conversationId: EntityID, seq: Int64) {
-        let elsewhere = remote.withLock { remote in userIds.filter { remote[$0] != nil } }
-        guard !elsewhere.isEmpty else { return }
-        send("Q \(nodeId) \(conversationId) \(seq) \(elsewhere.map(\.description).joined(separator: ",")) \(String(buffer: frame))")
+        guard !userIds.isEmpty else { return }
+        send("Q \(nodeId) \(conversationId) \(seq) \(userIds.map(\.description).joined(separator: ",")) \(String(buffer: frame))")
     }
 
     public func forward(_ frame: ByteBuffer, toOrganization organizationId: EntityID, excluding excluded: Set<EntityID>) {

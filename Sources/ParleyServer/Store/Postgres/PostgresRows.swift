@@ -173,6 +173,30 @@ enum PostgresRows {
         try await c.execute(LockConversation(id: conversationId), logger: logger).reduce(false) { _, _ in true }
     }
 
+    /// Locks the conversations of a batch in one round trip, in id order (the order every
+    /// batch takes them in, so two batches never wait on each other in a cycle); returns the
+    /// ids that exist.
+    static func lockConversations(_ c: PostgresConnection, _ ids: [UUID], _ logger: Logger) async throws -> Set<UUID> {
+        try await c.execute(LockConversations(ids: ids), logger: logger).reduce(into: Set<UUID>()) { $0.insert($1) }
+    }
+
+    /// `SELECT … ORDER BY id FOR UPDATE` of several conversations, prepared once per connection.
+    struct LockConversations: PostgresPreparedStatement {
+        static let name = "parley_lock_conversations"
+        static let sql = "SELECT id FROM conversations WHERE id = ANY($1) ORDER BY id FOR UPDATE"
+        static let bindingDataTypes: [PostgresDataType] = [.uuidArray]
+        typealias Row = UUID
+        let ids: [UUID]
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(ids)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> UUID { try row.decode(UUID.self) }
+    }
+
     /// `SELECT … FOR UPDATE` of one conversation, prepared once per connection.
     struct LockConversation: PostgresPreparedStatement {
         static let name = "parley_lock_conversation"

@@ -281,9 +281,10 @@ public final class PostgresStore: ParleyStore {
             return try await client.withConnection { c in
                 try await c.inTransaction(logger: logger) { c -> [Result<SendResult, any Error>] in
                     var results = [Result<SendResult, any Error>](repeating: .failure(GroupCommitError()), count: drafts.count)
+                    let locked = try await lockAll(drafts, on: c, logger: logger)
                     for index in order {
                         do {
-                            results[index] = .success(try await sendInTransaction(drafts[index], on: c, logger: logger))
+                            results[index] = .success(try await sendInTransaction(drafts[index], locked: locked, on: c, logger: logger))
                         } catch let refused as APIError where drafts.count > 1 {
                             results[index] = .failure(refused)
                         }
@@ -308,10 +309,11 @@ public final class PostgresStore: ParleyStore {
             return try await client.withConnection { c in
                 try await c.inTransaction(logger: logger) { c -> [Result<SendResult, any Error>] in
                     var results = [Result<SendResult, any Error>](repeating: .failure(GroupCommitError()), count: drafts.count)
+                    let locked = try await lockAll(drafts, on: c, logger: logger)
                     for index in order {
                         try await c.run("SAVEPOINT send", logger)
                         do {
-                            results[index] = .success(try await sendInTransaction(drafts[index], on: c, logger: logger))
+                            results[index] = .success(try await sendInTransaction(drafts[index], locked: locked, on: c, logger: logger))
                             try await c.run("RELEASE SAVEPOINT send", logger)
                         } catch {
                             try await c.run("ROLLBACK TO SAVEPOINT send", logger)
@@ -326,15 +328,22 @@ public final class PostgresStore: ParleyStore {
         }
     }
 
-    /// One send inside a transaction: lock the conversation, check, insert with the next seq.
-    /// Every `APIError` it throws is thrown before it wrote anything (see ``sendBatch``).
-    private static func sendInTransaction(_ draft: MessageDraft, on c: PostgresConnection, logger: Logger) async throws -> SendResult {
+    /// Locks every conversation of a batch, before any of its sends (and outside their
+    /// savepoints, so a rolled-back send does not release its conversation's lock).
+    private static func lockAll(_ drafts: [MessageDraft], on c: PostgresConnection, logger: Logger) async throws -> Set<UUID> {
+        try await PostgresRows.lockConversations(c, Array(Set(drafts.map(\.conversationId.uuid))), logger)
+    }
+
+    /// One send inside a transaction that holds its conversation's lock (`locked` are the
+    /// batch's existing conversations): check, insert with the next seq. Every `APIError` it
+    /// throws is thrown before it wrote anything (see ``sendBatch``).
+    private static func sendInTransaction(
+        _ draft: MessageDraft, locked: Set<UUID>, on c: PostgresConnection, logger: Logger
+    ) async throws -> SendResult {
         let conversationId = draft.conversationId.uuid
-        // The row lock first: after it, any earlier send to this conversation has
+        // The row lock came first: after it, any earlier send to this conversation has
         // committed, so the check below sees a retry's original.
-        guard try await PostgresRows.lockConversation(c, conversationId, logger) else {
-            throw APIError.notFound("Conversation")
-        }
+        guard locked.contains(conversationId) else { throw APIError.notFound("Conversation") }
         let needsChecks = draft.replyToId != nil || draft.forwardedFromId != nil || draft.attachmentId != nil
         // A plain message: check and insert in one statement. Otherwise check, validate
         // the reply, forward or attachment, then insert.
