@@ -190,10 +190,11 @@ public struct SQLiteStore: ParleyStore {
         guard try SQLiteRows.isParticipant(db, conversationId, draft.senderId) else {
             throw APIError.notFound("Conversation")
         }
-        if let existing = try SQLiteRows.messages(
-            db, where: "sender_id = ? AND client_message_id = ?",
-            arguments: [draft.senderId.description, draft.clientMessageId]
-        ).first {
+        // Almost always new: a bare index probe first, the whole message only for a retry.
+        let retried = try String.fetchOne(
+            db.cachedStatement(sql: "SELECT id FROM messages WHERE sender_id = ? AND client_message_id = ?"),
+            arguments: [draft.senderId.description, draft.clientMessageId])
+        if let retried, let existing = try SQLiteRows.messages(db, where: "id = ?", arguments: [retried]).first {
             guard existing.conversationId == draft.conversationId else {
                 throw APIError(.conflict, "clientMessageId was already used in another conversation")
             }
