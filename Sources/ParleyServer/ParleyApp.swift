@@ -103,6 +103,8 @@ public struct ParleyApp: Sendable {
     /// `message.created` (new since then) or `message.updated`.
     static func missingEvents(store: any ParleyStore, logger: Logger) -> ConversationOrder.MissingEvents {
         { conversationId, viewer, after, before in
+            // Nothing lies strictly between: nothing to read.
+            guard before - after > 1 else { return [] }
             do {
                 let page = try await store.changes(
                     conversationId: conversationId, viewer: viewer, since: after, limit: Int(min(before - after, 1000)))

@@ -115,6 +115,39 @@ import Testing
         try await waitFor("the rest") { handed.all == [1, 3, 5] }
     }
 
+    /// Events published while the lane reads the store (seqs below the one it waited for):
+    /// they go on in order with what the store said, and none stays held below what was handed
+    /// on. (Before, the lane skipped over them and kept them held; the next fill then asked the
+    /// store for a negative number of changes and the server crashed.)
+    @Test func eventsArrivingDuringAFillGoOnInOrderAndNoneIsLeftBehind() async throws {
+        let clock = ManualClock()
+        let handed = Handed()
+        let order = ConversationOrder(holdBound: .milliseconds(200), clock: clock.serverClock) { handed.append($0.seq) }
+        let conversation = EntityID()
+        let reads = Handed()
+        order.attach(missingEvents: { [order] id, _, after, before in
+            reads.append(before - after)
+            if reads.all.count == 1 {
+                // While the store is read, 3 and 5 arrive; the store itself only knows 2.
+                order.publish(id, Self.event(5))
+                order.publish(id, Self.event(3))
+                return [Self.event(2)]
+            }
+            return (after + 1..<before).map { Self.event($0) }
+        })
+        order.publish(conversation, Self.event(1))
+        order.publish(conversation, Self.event(4))
+        order.publish(conversation, Self.event(7))
+        try await waitFor("the hold timer to sleep") { clock.sleepers == 1 }
+        clock.advance(by: 0.2)
+        try await waitFor("the filled run") { handed.all == [1, 2, 3, 4, 5] }
+        // 6 is still missing: the next fill asks for exactly it.
+        try await waitFor("the second hold") { clock.sleepers == 1 }
+        clock.advance(by: 0.2)
+        try await waitFor("the rest") { handed.all == [1, 2, 3, 4, 5, 6, 7] }
+        #expect(reads.all == [3, 2], "each read asks for a positive range")
+    }
+
     // MARK: From outside
 
     /// The scenario: 4 members each pipeline 300 sends into one group over their

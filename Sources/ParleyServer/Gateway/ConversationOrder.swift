@@ -204,11 +204,14 @@ public final class ConversationOrder: Sendable {
     private func fill(_ conversationId: EntityID) async {
         let gap = shard(conversationId).lanes.withLock { lanes -> (after: Int64, before: Int64, viewer: EntityID?)? in
             guard var lane = lanes[conversationId] else { return nil }
+            for seq in lane.held.keys where seq <= lane.delivered { lane.held[seq] = nil }
+            drain(&lane)
             guard let first = lane.held.keys.min() else {
                 lane.waiting = false
                 lanes[conversationId] = lane
                 return nil
             }
+            lanes[conversationId] = lane
             return (lane.delivered, first, lane.held[first]?.recipients.first)
         }
         guard let gap else { return }
@@ -219,13 +222,21 @@ public final class ConversationOrder: Sendable {
         let now = clock.now()
         let again = shard(conversationId).lanes.withLock { lanes -> Bool in
             guard var lane = lanes[conversationId] else { return false }
-            for event in fetched.sorted(by: { $0.seq < $1.seq }) where event.seq > lane.delivered && event.seq < gap.before {
-                lane.delivered = event.seq
-                deliver(event)
+            // The store's events join the held ones (events published during the read may
+            // already hold some of those seqs, and more below `gap.before`), then all go on in
+            // order as far as they are contiguous.
+            for event in fetched where event.seq > lane.delivered && event.seq < gap.before && lane.held[event.seq] == nil {
+                lane.held[event.seq] = event
             }
             fetchedCount.add(fetched.count, ordering: .relaxed)
-            // Whatever the store could not say is given up on: the held ones go on in order.
-            if lane.delivered < gap.before - 1, lane.held[gap.before] != nil { lane.delivered = gap.before - 1 }
+            drain(&lane)
+            // Whatever the store could not say below `gap.before` is given up on: the held ones
+            // go on in order from the lowest.
+            if let first = lane.held.keys.min(), first <= gap.before, first > lane.delivered + 1 {
+                lane.delivered = first - 1
+            }
+            // Nothing stays held at or below what was handed on.
+            for seq in lane.held.keys where seq <= lane.delivered { lane.held[seq] = nil }
             defer { lanes[conversationId] = lane }
             return resume(&lane, at: now)
         }
