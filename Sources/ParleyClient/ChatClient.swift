@@ -74,6 +74,9 @@ public actor ChatClient {
     var receiptTask: Task<Void, Never>?
     var typingOut: [EntityID: TypingDebouncer] = [:]
     var typingIn = TypingIndicators()
+    /// Large groups' latest `receipt.summary` and `typing.summary` (v1.2), by conversation.
+    var receiptSummaries: [EntityID: ReceiptSummaryEvent] = [:]
+    var typingCounts: [EntityID: (count: Int, at: Duration)] = [:]
     /// How long "this message is visible" marks are collected into one read receipt.
     let receiptDelay: Duration = .milliseconds(500)
 
@@ -270,6 +273,14 @@ public actor ChatClient {
             case .presence(let presence):
                 try await database.apply(presence: presence)
                 notify(.directory)
+            case .receiptSummary(let summary):
+                if summary.seq >= receiptSummaries[summary.conversationId]?.seq ?? 0 {
+                    receiptSummaries[summary.conversationId] = summary
+                }
+                notify(.messages(summary.conversationId))
+            case .typingSummary(let summary):
+                typingCounts[summary.conversationId] = (summary.count, environment.uptime())
+                notify(.typing(summary.conversationId))
             case .hello:
                 break
             }

@@ -193,30 +193,37 @@ extension [UInt8] {
         }
         appendKey("lastSeq")
         appendJSON(conversation.lastSeq)
-        appendKey("members")
-        append(UInt8(ascii: "["))
-        for (index, member) in conversation.members.enumerated() {
-            if index > 0 { append(UInt8(ascii: ",")) }
-            append(literal: #"{"deliveredSeq":"#)
-            appendJSON(member.deliveredSeq)
-            append(literal: #","readSeq":"#)
-            appendJSON(member.readSeq)
-            append(literal: #","userId":"#)
-            appendJSON(member.userId)
-            append(UInt8(ascii: "}"))
+        appendKey("memberCount")
+        appendJSON(conversation.memberCount)
+        let lists = conversation.listsAllMembers
+        if lists {
+            appendKey("members")
+            append(UInt8(ascii: "["))
+            for (index, member) in conversation.members.enumerated() {
+                if index > 0 { append(UInt8(ascii: ",")) }
+                append(literal: #"{"deliveredSeq":"#)
+                appendJSON(member.deliveredSeq)
+                append(literal: #","readSeq":"#)
+                appendJSON(member.readSeq)
+                append(literal: #","userId":"#)
+                appendJSON(member.userId)
+                append(UInt8(ascii: "}"))
+            }
+            append(UInt8(ascii: "]"))
         }
-        append(UInt8(ascii: "]"))
         if let name = conversation.name {
             appendKey("name")
             appendJSONString(name)
         }
-        appendKey("participantIds")
-        append(UInt8(ascii: "["))
-        for (index, userId) in conversation.participantIds.enumerated() {
-            if index > 0 { append(UInt8(ascii: ",")) }
-            appendJSON(userId)
+        if lists {
+            appendKey("participantIds")
+            append(UInt8(ascii: "["))
+            for (index, userId) in conversation.participantIds.enumerated() {
+                if index > 0 { append(UInt8(ascii: ",")) }
+                appendJSON(userId)
+            }
+            append(UInt8(ascii: "]"))
         }
-        append(UInt8(ascii: "]"))
         appendKey("readSeq")
         appendJSON(conversation.readSeq)
         appendKey("type")

@@ -144,6 +144,29 @@ public struct AddParticipantsRequest: Codable, Sendable, Equatable {
     public init(userIds: [EntityID]) { self.userIds = userIds }
 }
 
+/// `GET /conversations/{id}/participants?after=&limit=` (v1.2): members by user id.
+public struct ParticipantsPage: Codable, Sendable, Equatable {
+    public var participants: [Member]
+    public var hasMore: Bool
+
+    public init(participants: [Member], hasMore: Bool) {
+        self.participants = participants
+        self.hasMore = hasMore
+    }
+}
+
+/// `GET /conversations/{id}/messages/{messageId}/reads?after=&limit=` (v1.2): who has read a
+/// message, by user id.
+public struct ReadersPage: Codable, Sendable, Equatable {
+    public var userIds: [EntityID]
+    public var hasMore: Bool
+
+    public init(userIds: [EntityID], hasMore: Bool) {
+        self.userIds = userIds
+        self.hasMore = hasMore
+    }
+}
+
 /// `GET /conversations/{id}/messages`: a page ascending by seq.
 public struct MessagesPage: Codable, Sendable, Equatable {
     public var messages: [Message]

@@ -24,6 +24,8 @@ public enum Limits {
     public static let maxReadBatch = 500
     /// Page size of `/messages`: default and maximum.
     public static let messagesPageDefault = 50, messagesPageMax = 200
+    /// v1.2's member and reader pages.
+    public static let participantsPageDefault = 100, participantsPageMax = 500
     /// Page size of `/changes`: default and maximum.
     public static let changesPageDefault = 100, changesPageMax = 500
 

@@ -114,13 +114,22 @@ public struct Conversation: Codable, Sendable, Equatable, Identifiable {
     public var unreadCount: Int
     public var readSeq: Int64
     public var members: [Member]
+    /// How many participants the conversation has (v1.2). Above the server's large-group size
+    /// `participantIds` and `members` are left out on the wire (they decode empty); page them
+    /// with `GET /conversations/{id}/participants`.
+    public var memberCount: Int
 
-    /// A conversation as the wire carries it.
+    /// Whether `participantIds` and `members` list everyone (false for a large group's
+    /// conversation as the wire carries it).
+    public var listsAllMembers: Bool { participantIds.count == memberCount }
+
+    /// A conversation as the wire carries it; `memberCount` defaults to the participants given.
     public init(
         id: EntityID, type: ConversationType, name: String? = nil, participantIds: [EntityID],
         createdAt: Date, lastActivityAt: Date, lastSeq: Int64, lastMessage: Message? = nil,
-        unreadCount: Int, readSeq: Int64, members: [Member]
+        unreadCount: Int, readSeq: Int64, members: [Member], memberCount: Int? = nil
     ) {
+        self.memberCount = memberCount ?? participantIds.count
         self.id = id
         self.type = type
         self.name = name
@@ -132,6 +141,57 @@ public struct Conversation: Codable, Sendable, Equatable, Identifiable {
         self.unreadCount = unreadCount
         self.readSeq = readSeq
         self.members = members
+    }
+
+    /// This conversation without its member lists when it has more than `limit` members (the
+    /// v1.2 shape of a large group; `memberCount` stays).
+    public func listingMembers(upTo limit: Int) -> Conversation {
+        guard memberCount > limit else { return self }
+        var trimmed = self
+        trimmed.participantIds = []
+        trimmed.members = []
+        return trimmed
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, type, name, participantIds, createdAt, lastActivityAt, lastSeq, lastMessage, unreadCount, readSeq, members
+        case memberCount
+    }
+
+    /// Decodes v1 (no `memberCount`: the participants counted) and v1.2 (lists left out).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(EntityID.self, forKey: .id)
+        type = try c.decode(ConversationType.self, forKey: .type)
+        name = try c.decodeIfPresent(String.self, forKey: .name)
+        participantIds = try c.decodeIfPresent([EntityID].self, forKey: .participantIds) ?? []
+        createdAt = try c.decode(Date.self, forKey: .createdAt)
+        lastActivityAt = try c.decode(Date.self, forKey: .lastActivityAt)
+        lastSeq = try c.decode(Int64.self, forKey: .lastSeq)
+        lastMessage = try c.decodeIfPresent(Message.self, forKey: .lastMessage)
+        unreadCount = try c.decode(Int.self, forKey: .unreadCount)
+        readSeq = try c.decode(Int64.self, forKey: .readSeq)
+        members = try c.decodeIfPresent([Member].self, forKey: .members) ?? []
+        memberCount = try c.decodeIfPresent(Int.self, forKey: .memberCount) ?? participantIds.count
+    }
+
+    /// Writes the member lists only when they are complete (see ``listingMembers(upTo:)``).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(id, forKey: .id)
+        try c.encode(type, forKey: .type)
+        try c.encodeIfPresent(name, forKey: .name)
+        if listsAllMembers {
+            try c.encode(participantIds, forKey: .participantIds)
+            try c.encode(members, forKey: .members)
+        }
+        try c.encode(createdAt, forKey: .createdAt)
+        try c.encode(lastActivityAt, forKey: .lastActivityAt)
+        try c.encode(lastSeq, forKey: .lastSeq)
+        try c.encodeIfPresent(lastMessage, forKey: .lastMessage)
+        try c.encode(unreadCount, forKey: .unreadCount)
+        try c.encode(readSeq, forKey: .readSeq)
+        try c.encode(memberCount, forKey: .memberCount)
     }
 }
 

@@ -73,6 +73,35 @@ public struct PresenceEvent: Codable, Sendable, Equatable {
     }
 }
 
+/// Data of `receipt.summary` (v1.2): in a large group, instead of each member's `receipt`,
+/// how many members have read and received up to the conversation's newest seq.
+public struct ReceiptSummaryEvent: Codable, Sendable, Equatable {
+    public var conversationId: EntityID
+    /// The newest seq the counts are for.
+    public var seq: Int64
+    public var readCount: Int
+    public var deliveredCount: Int
+
+    public init(conversationId: EntityID, seq: Int64, readCount: Int, deliveredCount: Int) {
+        self.conversationId = conversationId
+        self.seq = seq
+        self.readCount = readCount
+        self.deliveredCount = deliveredCount
+    }
+}
+
+/// Data of `typing.summary` (v1.2): in a large group, how many members are typing when more
+/// than the few named in `typing` events are.
+public struct TypingSummaryEvent: Codable, Sendable, Equatable {
+    public var conversationId: EntityID
+    public var count: Int
+
+    public init(conversationId: EntityID, count: Int) {
+        self.conversationId = conversationId
+        self.count = count
+    }
+}
+
 /// An event the server pushes without being asked (`{"type", "data"}`, no id).
 public enum ServerEvent: Codable, Sendable, Equatable {
     case hello(HelloEvent)
@@ -82,6 +111,8 @@ public enum ServerEvent: Codable, Sendable, Equatable {
     case typing(TypingEvent)
     case receipt(ReceiptEvent)
     case presence(PresenceEvent)
+    case receiptSummary(ReceiptSummaryEvent)
+    case typingSummary(TypingSummaryEvent)
 
     /// The `type` string of the frame.
     public var type: String {
@@ -93,6 +124,8 @@ public enum ServerEvent: Codable, Sendable, Equatable {
         case .typing: "typing"
         case .receipt: "receipt"
         case .presence: "presence"
+        case .receiptSummary: "receipt.summary"
+        case .typingSummary: "typing.summary"
         }
     }
 
@@ -112,6 +145,8 @@ public enum ServerEvent: Codable, Sendable, Equatable {
         case "typing": self = .typing(try c.decode(TypingEvent.self, forKey: .data))
         case "receipt": self = .receipt(try c.decode(ReceiptEvent.self, forKey: .data))
         case "presence": self = .presence(try c.decode(PresenceEvent.self, forKey: .data))
+        case "receipt.summary": self = .receiptSummary(try c.decode(ReceiptSummaryEvent.self, forKey: .data))
+        case "typing.summary": self = .typingSummary(try c.decode(TypingSummaryEvent.self, forKey: .data))
         default: throw UnknownType(type: type)
         }
     }
@@ -126,6 +161,8 @@ public enum ServerEvent: Codable, Sendable, Equatable {
         case .typing(let data): try c.encode(data, forKey: .data)
         case .receipt(let data): try c.encode(data, forKey: .data)
         case .presence(let data): try c.encode(data, forKey: .data)
+        case .receiptSummary(let data): try c.encode(data, forKey: .data)
+        case .typingSummary(let data): try c.encode(data, forKey: .data)
         }
     }
 }

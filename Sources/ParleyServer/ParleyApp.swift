@@ -78,8 +78,11 @@ public struct ParleyApp: Sendable {
             logger.notice("Push off: no APNs key configured (see `parley serve --help`); connected devices still get every message")
         }
         chat = ChatService(
-            store: store, fanOut: fanOut, push: push, clock: configuration.clock, activityWindow: configuration.activityWindow)
-        signals = LiveSignals(store: store, fanOut: fanOut, chat: chat, typingTimeout: configuration.typingTimeout, clock: configuration.clock)
+            store: store, fanOut: fanOut, push: push, clock: configuration.clock, activityWindow: configuration.activityWindow,
+            largeGroupSize: configuration.largeGroupSize)
+        signals = LiveSignals(
+            store: store, fanOut: fanOut, chat: chat, typingTimeout: configuration.typingTimeout, clock: configuration.clock,
+            summaryInterval: configuration.summaryInterval)
         if let cluster {
             let signals = self.signals
             cluster.onUsersLost { identities in

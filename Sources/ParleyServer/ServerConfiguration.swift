@@ -31,6 +31,11 @@ public struct ServerConfiguration: Sendable {
     public var apns: APNsConfiguration?
     /// The clock the server's timers run on (tests drive it by hand).
     public var clock: ServerClock = .system
+    /// Above this many members a group is large (v1.2): its conversations leave out the member
+    /// lists, receipts become `receipt.summary` and typing beyond three typists `typing.summary`.
+    public var largeGroupSize: Int = 100
+    /// How often a large group's `receipt.summary` and `typing.summary` go out at most.
+    public var summaryInterval: Duration = .seconds(2)
     /// New activity in a conversation is announced at once, then folded for this long.
     public var activityWindow: Duration = .milliseconds(200)
     /// How long an event of a conversation waits for an earlier one (committed but not yet

@@ -38,6 +38,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("max-connections"), help: "Open connections at most; more are refused at once (env PARLEY_MAX_CONNECTIONS; default: from the descriptor limit, raised to its hard limit).")
     var maxConnections: Int?
 
+    @Option(name: .customLong("large-group-size"), help: "Above this many members a group is large: member lists left out of its conversations, receipts and typing summarized (env PARLEY_LARGE_GROUP_SIZE; default 100).")
+    var largeGroupSize: Int?
+
     @Flag(name: .customLong("open-organizations"), help: "Let anyone join an existing organization by its name, as v1 did (env PARLEY_OPEN_ORGANIZATIONS=1; demos and tests only).")
     var openOrganizations = false
 
@@ -90,6 +93,11 @@ struct Serve: AsyncParsableCommand {
         else { throw fail("max attachment bytes must be a positive number") }
         configuration.maxAttachmentBytes = attachmentLimit
         try readConnectionLimits(into: &configuration.connectionLimits)
+        let large = setting(largeGroupSize.map(String.init), env: "PARLEY_LARGE_GROUP_SIZE", default: "")
+        if !large.isEmpty {
+            guard let value = Int(large), value >= 2 else { throw fail("large group size must be a number of at least 2") }
+            configuration.largeGroupSize = value
+        }
         configuration.openOrganizations = openOrganizations || ["1", "true", "yes"].contains(ProcessInfo.processInfo.environment["PARLEY_OPEN_ORGANIZATIONS"]?.lowercased() ?? "")
         if let secret = ProcessInfo.processInfo.environment["PARLEY_JWT_SECRET"], !secret.isEmpty {
             guard secret.utf8.count >= 32 else { throw fail("PARLEY_JWT_SECRET must be at least 32 bytes") }

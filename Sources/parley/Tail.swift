@@ -33,10 +33,13 @@ struct Tail: AsyncParsableCommand {
         case .messageCreated(let event): return "[\(event.message.conversationId.description.prefix(8))] " + MessageLine.render(event.message, names: names)
         case .messageUpdated(let event): return "[\(event.message.conversationId.description.prefix(8))] updated " + MessageLine.render(event.message, names: names)
         case .conversationUpdated(let event):
-            return "conversation \(event.conversation.id) \(event.conversation.name ?? "") now has \(event.conversation.participantIds.count) participants, seq \(event.conversation.lastSeq)"
+            return "conversation \(event.conversation.id) \(event.conversation.name ?? "") now has \(event.conversation.memberCount) participants, seq \(event.conversation.lastSeq)"
         case .typing(let event): return "\(name(event.userId)) \(event.isTyping ? "is typing…" : "stopped typing")"
         case .receipt(let event): return "\(name(event.userId)) read up to #\(event.readSeq), received up to #\(event.deliveredSeq)"
         case .presence(let event): return "\(name(event.userId)) is \(event.isOnline ? "online" : "offline")"
+        case .receiptSummary(let event):
+            return "[\(event.conversationId.description.prefix(8))] #\(event.seq) read by \(event.readCount), received by \(event.deliveredCount)"
+        case .typingSummary(let event): return "[\(event.conversationId.description.prefix(8))] \(event.count) typing"
         }
     }
 }

@@ -62,8 +62,12 @@ import Testing
                 lastActivityAt: Date(millisecondsSince1970: 1_795_000_000_999), lastSeq: Int64(index * 31),
                 lastMessage: index % 2 == 1 ? Self.message(text: text, variant: index) : nil,
                 unreadCount: index * 1_000, readSeq: Int64(index), members: members)
-            let event = ServerEvent.conversationUpdated(ConversationEvent(conversation: conversation))
-            #expect(try FastWire.event(event) == Array(encoder.encode(event)))
+            for view in [conversation, conversation.listingMembers(upTo: 1)] {
+                let event = ServerEvent.conversationUpdated(ConversationEvent(conversation: view))
+                #expect(try FastWire.event(event) == Array(encoder.encode(event)))
+                let decoded = try WireCoding.makeDecoder().decode(ServerEvent.self, from: Data(try #require(FastWire.event(event))))
+                #expect(decoded == event, "memberCount and the lists round-trip")
+            }
         }
     }
 

@@ -8,19 +8,22 @@ public struct ChatService: Sendable {
     let fanOut: FanOut
     let push: PushService?
     let now: @Sendable () -> Date
+    /// Above this many members a group is large (v1.2; see ``ServerConfiguration/largeGroupSize``).
+    public let largeGroupSize: Int
     private let activity: ActivityAnnouncer
 
     /// A service over a store and this node's connections; `now` is injectable for tests.
     public init(
         store: any ParleyStore, fanOut: FanOut, push: PushService? = nil, now: @escaping @Sendable () -> Date = Date.init,
-        clock: ServerClock = .system, activityWindow: Duration = .milliseconds(200)
+        clock: ServerClock = .system, activityWindow: Duration = .milliseconds(200), largeGroupSize: Int = 100
     ) {
         self.store = store
+        self.largeGroupSize = largeGroupSize
         self.fanOut = fanOut
         self.push = push
         self.now = now
         activity = ActivityAnnouncer(window: activityWindow, clock: clock) { [store, fanOut] conversationId, participants in
-            await Self.announceConversation(conversationId, to: participants, store: store, fanOut: fanOut)
+            await Self.announceConversation(conversationId, to: participants, store: store, fanOut: fanOut, largeGroupSize: largeGroupSize)
         }
     }
 
@@ -122,14 +125,21 @@ public struct ChatService: Sendable {
 
     /// Sends each connected user of `userIds` their own view of a conversation.
     func announceConversation(_ conversationId: EntityID, to userIds: [EntityID]) async {
-        await Self.announceConversation(conversationId, to: userIds, store: store, fanOut: fanOut)
+        await Self.announceConversation(conversationId, to: userIds, store: store, fanOut: fanOut, largeGroupSize: largeGroupSize)
     }
 
-    private static func announceConversation(_ conversationId: EntityID, to userIds: [EntityID], store: any ParleyStore, fanOut: FanOut) async {
+    /// A conversation as the wire carries it: a large group's without its member lists.
+    public func wire(_ conversation: Conversation) -> Conversation {
+        conversation.listingMembers(upTo: largeGroupSize)
+    }
+
+    private static func announceConversation(
+        _ conversationId: EntityID, to userIds: [EntityID], store: any ParleyStore, fanOut: FanOut, largeGroupSize: Int
+    ) async {
         let online = userIds.filter(fanOut.isOnline)
         guard !online.isEmpty, let views = try? await store.conversationViews(id: conversationId, viewers: online) else { return }
         for (userId, view) in views {
-            fanOut.deliver(.conversationUpdated(ConversationEvent(conversation: view)), to: [userId])
+            fanOut.deliver(.conversationUpdated(ConversationEvent(conversation: view.listingMembers(upTo: largeGroupSize))), to: [userId])
         }
     }
 
@@ -146,7 +156,7 @@ public struct ChatService: Sendable {
         await announceConversation(change.conversation.id, to: change.audience.filter(participants.contains))
         for userId in change.audience where !participants.contains(userId) && fanOut.isOnline(userId) {
             // Removed by this change: they learn they are out, with nothing of their own left.
-            var view = change.conversation
+            var view = wire(change.conversation)
             view.unreadCount = 0
             view.readSeq = 0
             fanOut.deliver(.conversationUpdated(ConversationEvent(conversation: view)), to: [userId])

@@ -7,26 +7,53 @@ import Synchronization
 /// Typing lapses by itself (``TypingTracker``) and when the typer's last connection closes;
 /// presence goes to the user's organization only; receipts move watermarks up only and are
 /// announced to the conversation, with the reader's own devices told their new unread count.
+///
+/// In a large group (more members than ``ChatService/largeGroupSize``, v1.2) each member's
+/// receipt would go to every member (300 members reading a message: 90,000 events), so there
+/// the reader's own devices get their receipt and everyone gets a `receipt.summary` at most
+/// every ``summaryInterval``; and beyond three typists, typing is a `typing.summary` count.
 public final class LiveSignals: Sendable {
     let store: any ParleyStore
     let fanOut: FanOut
     let chat: ChatService
     private let typing: TypingTracker
+    /// Folds a large group's receipts and typing into summaries, one per interval.
+    private let receiptSummaries: ActivityAnnouncer
+    private let typingSummaries: ActivityAnnouncer
+    /// Typists named in `typing` events of a large group; more are only counted.
+    static let namedTypists = 3
     /// The conversation each online user is looking at (`focus`).
     private let focused = Mutex<[EntityID: EntityID]>([:])
 
     /// Signals over a store and this node's connections; typing lapses after `typingTimeout`.
     public init(
-        store: any ParleyStore, fanOut: FanOut, chat: ChatService, typingTimeout: Duration = .seconds(3), clock: ServerClock = .system
+        store: any ParleyStore, fanOut: FanOut, chat: ChatService, typingTimeout: Duration = .seconds(3), clock: ServerClock = .system,
+        summaryInterval: Duration = .seconds(2)
     ) {
         self.store = store
         self.fanOut = fanOut
         self.chat = chat
-        typing = TypingTracker(timeout: typingTimeout, clock: clock) { [store, fanOut] expired in
+        // The lapse announcer and the typing summaries need each other: the summary counts
+        // the tracker's typists, and a lapse in a large group updates the summary.
+        let summaries = SummaryLink()
+        let largeGroupSize = chat.largeGroupSize
+        let typing = TypingTracker(timeout: typingTimeout, clock: clock) { [store, fanOut] expired in
             for key in expired {
-                await Self.announceTyping(key, isTyping: false, store: store, fanOut: fanOut)
+                await Self.announceTyping(
+                    key, isTyping: false, store: store, fanOut: fanOut, largeGroupSize: largeGroupSize, summaries: summaries.announcer)
             }
         }
+        self.typing = typing
+        receiptSummaries = ActivityAnnouncer(window: summaryInterval, clock: clock) { [store, fanOut] conversationId, participants in
+            guard let summary = try? await store.receiptSummary(conversationId: conversationId) else { return }
+            fanOut.deliver(.receiptSummary(summary), to: participants)
+        }
+        let typingSummaries = ActivityAnnouncer(window: summaryInterval, clock: clock) { [fanOut] conversationId, participants in
+            let count = await typing.typists(in: conversationId)
+            fanOut.deliver(.typingSummary(TypingSummaryEvent(conversationId: conversationId, count: count)), to: participants)
+        }
+        self.typingSummaries = typingSummaries
+        summaries.announcer = typingSummaries
     }
 
     // MARK: Typing
@@ -40,9 +67,16 @@ public final class LiveSignals: Sendable {
         } else if await !typing.stopped(key) {
             return
         }
+        let others = participants.filter { $0 != identity.userId }
+        if participants.count > chat.largeGroupSize {
+            // A large group: a few typists named, the count for everyone at most every interval.
+            let typists = await typing.typists(in: command.conversationId)
+            if typists >= Self.namedTypists { typingSummaries.touch(command.conversationId, participants: others) }
+            if command.isTyping, typists > Self.namedTypists { return }
+        }
         let event = ServerEvent.typing(TypingEvent(
             conversationId: command.conversationId, userId: identity.userId, isTyping: command.isTyping))
-        fanOut.deliver(event, to: participants.filter { $0 != identity.userId })
+        fanOut.deliver(event, to: others)
     }
 
     /// Live typing indicators (for tests and metrics).
@@ -50,10 +84,14 @@ public final class LiveSignals: Sendable {
         get async { await typing.activeCount }
     }
 
-    private static func announceTyping(_ key: TypingTracker.Key, isTyping: Bool, store: any ParleyStore, fanOut: FanOut) async {
+    private static func announceTyping(
+        _ key: TypingTracker.Key, isTyping: Bool, store: any ParleyStore, fanOut: FanOut, largeGroupSize: Int, summaries: ActivityAnnouncer?
+    ) async {
         guard let participants = try? await store.participantIds(conversationId: key.conversationId) else { return }
+        let others = participants.filter { $0 != key.userId }
         let event = ServerEvent.typing(TypingEvent(conversationId: key.conversationId, userId: key.userId, isTyping: isTyping))
-        fanOut.deliver(event, to: participants.filter { $0 != key.userId })
+        fanOut.deliver(event, to: others)
+        if participants.count > largeGroupSize { summaries?.touch(key.conversationId, participants: others) }
     }
 
     // MARK: Presence
@@ -70,7 +108,8 @@ public final class LiveSignals: Sendable {
     /// A user's last connection on this node closed: their typing stops, they are seen now.
     func wentOffline(_ identity: Identity) async {
         for key in await typing.stopAll(userId: identity.userId) {
-            await Self.announceTyping(key, isTyping: false, store: store, fanOut: fanOut)
+            await Self.announceTyping(
+                key, isTyping: false, store: store, fanOut: fanOut, largeGroupSize: chat.largeGroupSize, summaries: typingSummaries)
         }
         _ = focused.withLock { $0.removeValue(forKey: identity.userId) }
         if let relay = fanOut.relay, await relay.userWentOffline(identity) { return }
@@ -134,12 +173,27 @@ public final class LiveSignals: Sendable {
         let event = ServerEvent.receipt(ReceiptEvent(
             conversationId: conversationId, userId: change.member.userId, readSeq: change.member.readSeq,
             deliveredSeq: change.member.deliveredSeq))
-        fanOut.deliver(event, to: change.participantIds)
+        guard change.participantIds.count > chat.largeGroupSize else {
+            return fanOut.deliver(event, to: change.participantIds)
+        }
+        // A large group: the reader's own devices learn their watermarks; everyone else a count.
+        fanOut.deliver(event, to: [change.member.userId])
+        receiptSummaries.touch(conversationId, participants: change.participantIds)
     }
 
     private func requireParticipant(_ conversationId: EntityID, _ identity: Identity) async throws -> [EntityID] {
         let participants = try await store.participantIds(conversationId: conversationId)
         guard participants.contains(identity.userId) else { throw APIError.notFound("Conversation") }
         return participants
+    }
+}
+
+/// The typing-summary announcer, handed to the typing tracker's lapse callback after both exist.
+private final class SummaryLink: Sendable {
+    private let value = Mutex<ActivityAnnouncer?>(nil)
+
+    var announcer: ActivityAnnouncer? {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
     }
 }

@@ -45,6 +45,11 @@ actor TypingTracker {
         return keys
     }
 
+    /// How many members are typing in a conversation.
+    func typists(in conversationId: EntityID) -> Int {
+        deadlines.keys.reduce(0) { $0 + ($1.conversationId == conversationId ? 1 : 0) }
+    }
+
     /// How many indicators are live (for tests and metrics).
     var activeCount: Int { deadlines.count }
 

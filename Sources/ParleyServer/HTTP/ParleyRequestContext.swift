@@ -74,6 +74,13 @@ extension Request {
         return value
     }
 
+    /// An optional id query parameter (a paging cursor); present but not an id is `invalid_request`.
+    func entityIDQuery(_ name: String) throws -> EntityID? {
+        guard let text = uri.queryParameters.get(name) else { return nil }
+        guard let id = EntityID(String(text)) else { throw APIError.invalid("\(name) must be a user id") }
+        return id
+    }
+
     /// The `limit` query parameter: below 1 is `invalid_request`, above `max` is clamped.
     func pageLimit(default defaultValue: Int, max: Int) throws -> Int {
         guard let value = try integerQuery("limit") else { return defaultValue }

@@ -16,6 +16,7 @@ struct MessageController: Sendable {
         group.post("conversations/:id/messages/:messageId/reactions", use: react)
         group.delete("conversations/:id/messages/:messageId/reactions/:emoji", use: unreact)
         group.get("search", use: search)
+        group.get("conversations/:id/messages/:messageId/reads", use: readers)
     }
 
     @Sendable func edit(_ request: Request, context: ParleyRequestContext) async throws -> Response {
@@ -87,6 +88,17 @@ struct MessageController: Sendable {
             conversationId: id, viewer: identity.userId,
             before: try request.integerQuery("before"), after: try request.integerQuery("after"), limit: limit)
         return try JSONResponse.make(page)
+    }
+
+    /// `GET /conversations/{id}/messages/{messageId}/reads?after=USERID&limit=` (v1.2): who has
+    /// read a message, by user id.
+    @Sendable func readers(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try context.requireIdentity()
+        let id = try context.parameters.entityID("id", what: "Conversation")
+        let messageId = try context.parameters.entityID("messageId", what: "Message")
+        let limit = try request.pageLimit(default: Limits.participantsPageDefault, max: Limits.participantsPageMax)
+        return try JSONResponse.make(try await store.readers(
+            conversationId: id, messageId: messageId, viewer: identity.userId, after: try request.entityIDQuery("after"), limit: limit))
     }
 
     @Sendable func changes(_ request: Request, context: ParleyRequestContext) async throws -> Response {

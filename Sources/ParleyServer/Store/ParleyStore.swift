@@ -187,6 +187,15 @@ public protocol ParleyStore: Sendable {
     func conversationViews(id: EntityID, viewers: [EntityID]) async throws -> [EntityID: Conversation]
     /// The ids of a conversation's participants (no check of who asks).
     func participantIds(conversationId: EntityID) async throws -> [EntityID]
+    /// A page of a conversation's members with their watermarks, by user id after `after`,
+    /// for a participant (v1.2); anyone else gets "not found".
+    func participants(conversationId: EntityID, viewer: EntityID, after: EntityID?, limit: Int) async throws -> ParticipantsPage
+    /// The members who have read a message (their `readSeq` is at or past its seq), by user
+    /// id after `after`, for a participant (v1.2).
+    func readers(conversationId: EntityID, messageId: EntityID, viewer: EntityID, after: EntityID?, limit: Int) async throws -> ReadersPage
+    /// How many members have read and received the conversation's newest message (v1.2's
+    /// `receipt.summary`; no check of who asks).
+    func receiptSummary(conversationId: EntityID) async throws -> ReceiptSummaryEvent
     /// Renames a group; writes a system message.
     func rename(conversationId: EntityID, by userId: EntityID, to name: String, now: Date) async throws -> ConversationChange
     /// Adds users of the same organization to a group; writes a system message if anyone was new.
