@@ -31,6 +31,15 @@ import Testing
         }
     }
 
+    /// Invite codes are typed into command lines: none may start with `-` (it would read as an
+    /// option), and they stay 43 characters of base64url.
+    @Test func inviteCodesNeverLookLikeAnOption() {
+        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        let codes = (0..<5_000).map { _ in Membership.newInviteCode() }
+        #expect(codes.allSatisfy { !$0.hasPrefix("-") && $0.count == 43 && $0.allSatisfy(alphabet.contains) })
+        #expect(Set(codes).count == codes.count)
+    }
+
     @Test(arguments: StoreKind.available)
     func theFounderIsAdminAndStrangersAndLookalikeDomainsAreRefused(_ kind: StoreKind) async throws {
         let server = try await Self.closed(kind)

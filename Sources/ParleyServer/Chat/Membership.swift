@@ -87,11 +87,17 @@ public enum Membership {
     }
 
     /// A new invite code: 32 random bytes, base64url (43 characters), not to be guessed.
+    ///
+    /// Never one that starts with `-`: a command line reads `--invite -x…` as another option
+    /// (1 code in 64 could not be typed into `parley register`; a flaky README test found it).
     public static func newInviteCode() -> String {
         var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        return Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        while true {
+            let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+            let code = Data(bytes).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            if !code.hasPrefix("-") { return code }
+        }
     }
 
     /// An invite as an admin asks for it: 1–1000 uses (default 1), 1 hour to 90 days (default a week).
