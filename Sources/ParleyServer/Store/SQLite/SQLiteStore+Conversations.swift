@@ -62,12 +62,24 @@ extension SQLiteStore {
         guard let first = viewers.first else { return [:] }
         return try await writer.read { db in
             guard let base = try Self.view(db, id: id.description, viewer: first) else { return [:] }
+            // Every member's unread count in one statement (each from its two rows), rather
+            // than a statement per viewer.
+            let unread = viewers.count == 1 ? [:] : Dictionary(
+                try Row.fetchAll(
+                    db.cachedStatement(sql: """
+                        SELECT p.user_id, \(SQLiteRows.unreadExpression) AS unread
+                        FROM participants p JOIN conversations c ON c.id = p.conversation_id WHERE p.conversation_id = ?
+                        """),
+                    arguments: [id.description]
+                ).map { (try SQLiteRows.id($0["user_id"]), $0["unread"] as Int) },
+                uniquingKeysWith: { first, _ in first })
+            let members = Dictionary(base.members.map { ($0.userId, $0) }, uniquingKeysWith: { first, _ in first })
             var views: [EntityID: Conversation] = [:]
             for viewer in viewers {
-                guard let member = base.members.first(where: { $0.userId == viewer }) else { continue }
+                guard let member = members[viewer] else { continue }
                 var view = base
                 view.readSeq = member.readSeq
-                view.unreadCount = viewer == first ? base.unreadCount : try SQLiteRows.unreadCount(db, id.description, viewer)
+                view.unreadCount = viewer == first ? base.unreadCount : unread[viewer] ?? 0
                 views[viewer] = view
             }
             return views
