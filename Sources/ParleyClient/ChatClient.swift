@@ -320,13 +320,27 @@ public actor ChatClient {
     public func synchronize() async -> SyncReport {
         var reached = false
         do {
-            let list = try await transport.conversations()
+            // v1.2: only what changed since the last sync (a reconnect with nothing new moves
+            // almost nothing), the whole list the first time.
+            let token = try await database.setting(Self.listSyncTokenKey)
+            let sync = try await transport.conversationList(changedSince: token)
             reached = true
             signInRequired = false
             await renewTokenIfDue()
             // The server is back: what waited for it goes now, not when its backoff ends.
             try? await database.outboxRetryNow()
-            try await database.store(conversations: list, replacingAll: true)
+            let list: [Conversation]
+            switch sync {
+            case .all(let all, let next):
+                list = all
+                try await database.store(conversations: all, replacingAll: true)
+                try await database.setSetting(Self.listSyncTokenKey, to: next)
+            case .changes(let changed, let removed, let next):
+                list = changed
+                try await database.store(conversations: changed, replacingAll: false)
+                try await database.forget(conversations: removed)
+                try await database.setSetting(Self.listSyncTokenKey, to: next)
+            }
             notify(.conversations)
             let latest = Dictionary(list.map { ($0.id, $0.lastSeq) }, uniquingKeysWith: max)
             for (id, synced) in try await database.syncedConversations() where (latest[id] ?? 0) > synced {
@@ -345,6 +359,9 @@ public actor ChatClient {
         let counts = (try? await database.outboxCounts()) ?? (queued: 0, failed: 0)
         return SyncReport(reachedServer: reached, queued: counts.queued, failed: counts.failed, signInRequired: signInRequired)
     }
+
+    /// Where the conversation list's sync token is kept.
+    static let listSyncTokenKey = "conversations_sync_token"
 
     /// A token is renewed when it has less than this left (tokens live 30 days).
     public static let tokenRenewalWindow: TimeInterval = 7 * 86400

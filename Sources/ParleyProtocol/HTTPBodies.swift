@@ -126,8 +126,34 @@ public struct CreateConversationRequest: Codable, Sendable, Equatable {
 /// `GET /conversations`: newest activity first.
 public struct ConversationsResponse: Codable, Sendable, Equatable {
     public var conversations: [Conversation]
+    /// v1.2: more conversations follow (the list is paged: at 200 without `limit`).
+    public var hasMore: Bool?
+    /// v1.2 (`limit`/`before` given): the `before` of the next page.
+    public var nextBefore: String?
+    /// v1.2 (`limit`/`before` given): give it as `changedSince` to get what changed after
+    /// this answer. Keep the first page's: later pages may have moved on.
+    public var syncToken: String?
 
-    public init(conversations: [Conversation]) { self.conversations = conversations }
+    public init(conversations: [Conversation], hasMore: Bool? = nil, nextBefore: String? = nil, syncToken: String? = nil) {
+        self.conversations = conversations
+        self.hasMore = hasMore
+        self.nextBefore = nextBefore
+        self.syncToken = syncToken
+    }
+}
+
+/// `GET /conversations?changedSince=TOKEN` (v1.2): the conversations whose view changed since
+/// the token's answer (a few changed just before it may come again), and the ones the user left.
+public struct ConversationChanges: Codable, Sendable, Equatable {
+    public var conversations: [Conversation]
+    public var removedIds: [EntityID]
+    public var syncToken: String
+
+    public init(conversations: [Conversation], removedIds: [EntityID], syncToken: String) {
+        self.conversations = conversations
+        self.removedIds = removedIds
+        self.syncToken = syncToken
+    }
 }
 
 /// `PATCH /conversations/{id}`.

@@ -173,7 +173,11 @@ public struct ParleyApp: Sendable {
             membership: MembershipService(
                 store: store, accounts: accounts, fanOut: fanOut, now: chat.now, openOrganizations: configuration.openOrganizations)
         ).addRoutes(to: authenticated)
-        ConversationController(store: store, chat: chat).addRoutes(to: authenticated)
+        ConversationController(
+            store: store, chat: chat,
+            syncOverlapMilliseconds: Int64(configuration.listSyncOverlap.components.seconds * 1000)
+                + configuration.listSyncOverlap.components.attoseconds / 1_000_000_000_000_000
+        ).addRoutes(to: authenticated)
         MessageController(store: store, chat: chat).addRoutes(to: authenticated)
         ReceiptController(signals: signals).addRoutes(to: authenticated)
         DeviceController(store: store, now: chat.now).addRoutes(to: authenticated)

@@ -34,6 +34,9 @@ public struct ServerConfiguration: Sendable {
     /// Above this many members a group is large (v1.2): its conversations leave out the member
     /// lists, receipts become `receipt.summary` and typing beyond three typists `typing.summary`.
     public var largeGroupSize: Int = 100
+    /// How far before a list sync token `changedSince` looks again (v1.2): a change stamped
+    /// just before the token's clock reading may commit just after it. Tests set it to zero.
+    public var listSyncOverlap: Duration = .seconds(10)
     /// How often a large group's `receipt.summary` and `typing.summary` go out at most.
     public var summaryInterval: Duration = .seconds(2)
     /// New activity in a conversation is announced at once, then folded for this long.

@@ -9,8 +9,8 @@ import Testing
 /// receipts become counts, typing beyond three typists a count, member lists are paged.
 @Suite struct LargeGroupTests {
     /// A server where groups of more than 4 are large, on a clock the test moves.
-    static func start(_ clock: ManualClock) async throws -> TestServer {
-        try await TestServer.start {
+    static func start(_ clock: ManualClock, _ kind: StoreKind) async throws -> TestServer {
+        try await TestServer.start(store: kind) {
             $0.clock = clock.serverClock
             $0.largeGroupSize = 4
         }
@@ -33,9 +33,10 @@ import Testing
         recorder.events.compactMap { if case .receiptSummary(let event) = $0 { event } else { nil } }
     }
 
-    @Test func receiptsInALargeGroupAreCountedAtMostEveryIntervalAndReadersArePaged() async throws {
+    @Test(arguments: StoreKind.available)
+    func receiptsInALargeGroupAreCountedAtMostEveryIntervalAndReadersArePaged(_ kind: StoreKind) async throws {
         let clock = ManualClock()
-        let server = try await Self.start(clock)
+        let server = try await Self.start(clock, kind)
         defer { Task { await server.stop() } }
         let (users, group) = try await Self.bigGroup(server)
         let bobSocket = try await users[1].connect()
@@ -81,9 +82,10 @@ import Testing
         await carolSocket.close()
     }
 
-    @Test func aLargeGroupLeavesOutItsMemberListsWhichArePaged() async throws {
+    @Test(arguments: StoreKind.available)
+    func aLargeGroupLeavesOutItsMemberListsWhichArePaged(_ kind: StoreKind) async throws {
         let clock = ManualClock()
-        let server = try await Self.start(clock)
+        let server = try await Self.start(clock, kind)
         defer { Task { await server.stop() } }
         let (users, group) = try await Self.bigGroup(server)
         #expect(group.memberCount == 6 && group.participantIds.isEmpty && group.members.isEmpty)
@@ -119,9 +121,10 @@ import Testing
         await carolSocket.close()
     }
 
-    @Test func typingInALargeGroupNamesThreeAndCountsTheRest() async throws {
+    @Test(arguments: StoreKind.available)
+    func typingInALargeGroupNamesThreeAndCountsTheRest(_ kind: StoreKind) async throws {
         let clock = ManualClock()
-        let server = try await Self.start(clock)
+        let server = try await Self.start(clock, kind)
         defer { Task { await server.stop() } }
         let (users, group) = try await Self.bigGroup(server)
         let watcherSocket = try await users[0].connect()

@@ -72,6 +72,10 @@ public struct FaultyTransport: ChatTransport {
     public func renewToken() async throws -> String { try http(); return try await base.renewToken() }
 
     public func conversations() async throws -> [Conversation] { try http(); return try await base.conversations() }
+    public func conversationList(changedSince token: String?) async throws -> ConversationListSync {
+        try http()
+        return try await base.conversationList(changedSince: token)
+    }
     public func conversation(_ id: EntityID) async throws -> Conversation { try http(); return try await base.conversation(id) }
     public func messages(_ id: EntityID, before: Int64?, limit: Int) async throws -> MessagesPage {
         try http()

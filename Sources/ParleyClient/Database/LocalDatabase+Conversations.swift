@@ -37,6 +37,17 @@ extension LocalDatabase {
             ])
     }
 
+    /// Forgets conversations the user is no longer in (their confirmed messages with them).
+    public func forget(conversations ids: [EntityID]) async throws {
+        guard !ids.isEmpty else { return }
+        try await writer.write { db in
+            for id in ids.map(\.description) {
+                try db.execute(sql: "DELETE FROM messages WHERE conversation_id = ? AND state = 'confirmed'", arguments: [id])
+                try db.execute(sql: "DELETE FROM conversations WHERE id = ?", arguments: [id])
+            }
+        }
+    }
+
     /// Stores a conversation view (from an event or a fetch).
     public func store(conversation: Conversation) async throws {
         try await writer.write { db in try Self.upsert(db, conversation) }

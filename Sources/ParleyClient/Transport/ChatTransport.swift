@@ -7,6 +7,9 @@ import Synchronization
 public protocol ChatTransport: Sendable {
     /// The user's conversations.
     func conversations() async throws -> [Conversation]
+    /// The conversation list for a sync: what changed since `token` when there is one (and
+    /// the server still answers from it), else the whole list; with the token for next time.
+    func conversationList(changedSince token: String?) async throws -> ConversationListSync
     /// One conversation.
     func conversation(_ id: EntityID) async throws -> Conversation
     /// A history page.
@@ -58,6 +61,21 @@ public protocol RealtimeChannel: Sendable {
 
 extension RealtimeConnection: RealtimeChannel {}
 
+/// What a list sync brought.
+public enum ConversationListSync: Sendable {
+    /// The whole list (the first sync, or the token could not be answered from).
+    case all([Conversation], token: String?)
+    /// Only what changed since the token, and the conversations the user left.
+    case changes([Conversation], removed: [EntityID], token: String)
+}
+
+extension ChatTransport {
+    /// Without v1.2's sync: the whole list every time.
+    public func conversationList(changedSince token: String?) async throws -> ConversationListSync {
+        .all(try await conversations(), token: nil)
+    }
+}
+
 /// The real network: ``ParleyAPI`` and ``RealtimeConnection``.
 public struct LiveTransport: ChatTransport {
     /// The REST client, shared by copies of this transport so a new token reaches them all.
@@ -89,6 +107,21 @@ public struct LiveTransport: ChatTransport {
     }
 
     public func conversations() async throws -> [Conversation] { try await api.conversations() }
+
+    public func conversationList(changedSince token: String?) async throws -> ConversationListSync {
+        if let token {
+            do {
+                let changes = try await api.conversationChanges(since: token)
+                return .changes(changes.conversations, removed: changes.removedIds, token: changes.syncToken)
+            } catch let error as ClientError where error.code == .conflict || error.code == .invalidRequest {
+                // The server cannot answer from this token (too old, or another server's):
+                // the whole list again.
+            }
+        }
+        let list = try await api.allConversations()
+        return .all(list.conversations, token: list.syncToken)
+    }
+
     public func conversation(_ id: EntityID) async throws -> Conversation { try await api.conversation(id) }
     public func messages(_ id: EntityID, before: Int64?, limit: Int) async throws -> MessagesPage {
         try await api.messages(id, before: before, limit: limit)

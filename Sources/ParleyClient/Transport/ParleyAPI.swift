@@ -97,10 +97,32 @@ public struct ParleyAPI: Sendable {
         try await request("POST", "conversations", body: body)
     }
 
-    /// The caller's conversations, newest activity first.
+    /// The caller's conversations, newest activity first (every page).
     public func conversations() async throws -> [Conversation] {
-        let page: ConversationsResponse = try await request("GET", "conversations")
-        return page.conversations
+        try await allConversations().conversations
+    }
+
+    /// One page of the caller's conversations, newest activity first (v1.2): `before` is the
+    /// previous page's `nextBefore`; the answer carries a sync token.
+    public func conversationsPage(limit: Int = 200, before: String? = nil) async throws -> ConversationsResponse {
+        try await request("GET", "conversations", query: ["limit": String(limit), "before": before])
+    }
+
+    /// Every page of the caller's conversations, with the first page's sync token.
+    public func allConversations() async throws -> (conversations: [Conversation], syncToken: String?) {
+        var page = try await conversationsPage()
+        let token = page.syncToken
+        var all = page.conversations
+        while page.hasMore == true, let next = page.nextBefore {
+            page = try await conversationsPage(before: next)
+            all += page.conversations
+        }
+        return (all, token)
+    }
+
+    /// The conversations whose view changed since a sync token, and the ones the user left (v1.2).
+    public func conversationChanges(since token: String) async throws -> ConversationChanges {
+        try await request("GET", "conversations", query: ["changedSince": token])
     }
 
     /// One conversation.

@@ -5,6 +5,8 @@ import ParleyProtocol
 struct ConversationController: Sendable {
     let store: any ParleyStore
     let chat: ChatService
+    /// See ``ServerConfiguration/listSyncOverlap``.
+    var syncOverlapMilliseconds: Int64 = 10_000
 
     func addRoutes(to group: RouterGroup<ParleyRequestContext>) {
         group.post("conversations", use: create)
@@ -33,10 +35,43 @@ struct ConversationController: Sendable {
         return try JSONResponse.make(chat.wire(change.conversation), status: change.created ? .created : .ok)
     }
 
+    /// `GET /conversations`: v1's list (paged at 200, `hasMore`); with `limit`/`before` a page
+    /// and a sync token; with `changedSince` only what changed since that token (v1.2).
     @Sendable func list(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
+        let query = request.uri.queryParameters
+        if let token = query.get("changedSince") {
+            guard let since = Self.parseSyncToken(String(token)) else {
+                throw APIError.invalid("changedSince is not a sync token this server gave")
+            }
+            let now = try await store.clockMilliseconds()
+            let changes = try await store.conversationChanges(viewer: identity.userId, since: since - syncOverlapMilliseconds)
+            return try JSONResponse.make(ConversationChanges(
+                conversations: changes.changed.map(chat.wire), removedIds: changes.removedIds, syncToken: Self.syncToken(now)))
+        }
+        let paged = query.get("limit") != nil || query.get("before") != nil
+        var before: ListCursor?
+        if let text = query.get("before") {
+            guard let cursor = ListCursor(String(text)) else { throw APIError.invalid("before is not a cursor this server gave") }
+            before = cursor
+        }
+        let limit = paged ? try request.pageLimit(default: 50, max: 200) : 200
+        // Read before the page, so a change made while it is read is still after the token.
+        let now = try await store.clockMilliseconds()
+        let result = try await store.conversations(viewer: identity.userId, limit: limit, before: before)
+        guard paged else {
+            return try JSONResponse.make(ConversationsResponse(conversations: result.page.map(chat.wire), hasMore: result.next != nil))
+        }
         return try JSONResponse.make(ConversationsResponse(
-            conversations: try await store.conversations(viewer: identity.userId).map(chat.wire)))
+            conversations: result.page.map(chat.wire), hasMore: result.next != nil, nextBefore: result.next?.wire,
+            syncToken: Self.syncToken(now)))
+    }
+
+    static func syncToken(_ milliseconds: Int64) -> String { "s1.\(milliseconds)" }
+
+    static func parseSyncToken(_ token: String) -> Int64? {
+        guard token.hasPrefix("s1."), let value = Int64(token.dropFirst(3)), value >= 0 else { return nil }
+        return value
     }
 
     @Sendable func show(_ request: Request, context: ParleyRequestContext) async throws -> Response {

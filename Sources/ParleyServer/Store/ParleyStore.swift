@@ -181,6 +181,14 @@ public protocol ParleyStore: Sendable {
     func createConversation(_ new: NewConversation) async throws -> ConversationChange
     /// The viewer's conversations, newest activity first.
     func conversations(viewer: EntityID) async throws -> [Conversation]
+    /// A page of the viewer's conversations, newest activity first, after the cursor `before`
+    /// (v1.2), with the cursor of the next page when there is one.
+    func conversations(viewer: EntityID, limit: Int, before: ListCursor?) async throws -> (page: [Conversation], next: ListCursor?)
+    /// The viewer's conversations whose view changed after `since` (the store's clock, in ms),
+    /// and the ones they left since (v1.2).
+    func conversationChanges(viewer: EntityID, since: Int64) async throws -> (changed: [Conversation], removedIds: [EntityID])
+    /// The store's clock in milliseconds: what list changes are stamped with (v1.2 sync tokens).
+    func clockMilliseconds() async throws -> Int64
     /// One conversation as the viewer sees it; nil when it does not exist or the viewer is not in it.
     func conversation(id: EntityID, viewer: EntityID) async throws -> Conversation?
     /// Each participant's view of one conversation, read together (the shared parts once).
@@ -308,4 +316,25 @@ extension ParleyStore {
     public func enqueueSend(_ draft: MessageDraft) -> PendingSend {
         enqueueSend(draft) { _ in }
     }
+}
+
+/// Where a page of the conversation list ends: the last conversation's activity time and id
+/// (the list is ordered by activity, newest first, then by id). On the wire: `"<ms>.<id>"`.
+public struct ListCursor: Sendable, Equatable {
+    public var lastActivityMs: Int64
+    public var id: EntityID
+
+    public init(lastActivityMs: Int64, id: EntityID) {
+        self.lastActivityMs = lastActivityMs
+        self.id = id
+    }
+
+    /// Parses the wire form; nil when malformed.
+    public init?(_ text: String) {
+        let parts = text.split(separator: ".", maxSplits: 1)
+        guard parts.count == 2, let ms = Int64(parts[0]), let id = EntityID(String(parts[1])) else { return nil }
+        self.init(lastActivityMs: ms, id: id)
+    }
+
+    public var wire: String { "\(lastActivityMs).\(id)" }
 }

@@ -161,7 +161,8 @@ enum PostgresRows {
     /// Takes the conversation's next seq for a change to an existing message (no new activity).
     static func nextSeq(_ c: PostgresConnection, _ conversationId: UUID, _ logger: Logger) async throws -> Int64 {
         guard let row = try await c.first(
-            "UPDATE conversations SET last_seq = last_seq + 1 WHERE id = \(conversationId) RETURNING last_seq", logger)
+            "UPDATE conversations SET last_seq = last_seq + 1, changed_at = \(unescaped: nowMilliseconds) WHERE id = \(conversationId) RETURNING last_seq",
+            logger)
         else { throw APIError.notFound("Conversation") }
         return try row.decode(Int64.self)
     }
@@ -172,6 +173,10 @@ enum PostgresRows {
     static func lockConversation(_ c: PostgresConnection, _ conversationId: UUID, _ logger: Logger) async throws -> Bool {
         try await c.execute(LockConversation(id: conversationId), logger: logger).reduce(false) { _, _ in true }
     }
+
+    /// The database's clock in milliseconds, as SQL: list changes are stamped and compared on
+    /// it alone (one clock for every node).
+    static let nowMilliseconds = "(extract(epoch from clock_timestamp()) * 1000)::bigint"
 
     /// Locks the conversations of a batch in one round trip, in id order (the order every
     /// batch takes them in, so two batches never wait on each other in a cycle); returns the
@@ -228,7 +233,8 @@ enum PostgresRows {
                 SELECT id FROM messages WHERE sender_id = $2 AND client_message_id = $3
             ),
             next AS (
-                UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = $4, countable = countable + $5
+                UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = $4, countable = countable + $5,
+                    changed_at = (extract(epoch from clock_timestamp()) * 1000)::bigint
                 WHERE id = $1 AND NOT $6
                 AND (NOT $7 OR (
                     EXISTS (SELECT 1 FROM participants WHERE conversation_id = $1 AND user_id = $2)

@@ -192,6 +192,16 @@ enum PostgresSchema {
             FROM conversations c WHERE c.id = p.conversation_id
             """,
         ]),
+        // v1.2's incremental conversation list (see the SQLite schema's v9).
+        Migration(version: 9, name: "v9-list-sync", statements: [
+            "ALTER TABLE conversations ADD COLUMN changed_at bigint NOT NULL DEFAULT 0",
+            "ALTER TABLE participants ADD COLUMN view_changed_at bigint NOT NULL DEFAULT 0",
+            """
+            CREATE TABLE departures (
+                user_id uuid NOT NULL, conversation_id uuid NOT NULL, left_at bigint NOT NULL,
+                PRIMARY KEY (user_id, conversation_id))
+            """,
+        ]),
     ]
 
     /// Applies the migrations the database lacks, all in one transaction under the advisory lock;

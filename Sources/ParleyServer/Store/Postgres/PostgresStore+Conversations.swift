@@ -34,8 +34,8 @@ extension PostgresStore {
             let userIds = ([new.creatorId] + others.sorted()).map(\.uuid)
             try await c.run(
                 """
-                INSERT INTO participants (conversation_id, user_id, joined_at)
-                SELECT \(id), u, \(now) FROM unnest(\(userIds)::uuid[]) AS u
+                INSERT INTO participants (conversation_id, user_id, joined_at, view_changed_at)
+                SELECT \(id), u, \(now), \(unescaped: PostgresRows.nowMilliseconds) FROM unnest(\(userIds)::uuid[]) AS u
                 """, logger)
             let conversation = try await PostgresRows.view(c, id: id, viewer: new.creatorId.uuid, logger)!
             return ConversationChange(conversation: conversation, created: true, audience: conversation.participantIds)
@@ -132,9 +132,11 @@ extension PostgresStore {
             let ms = now.millisecondsSince1970
             try await c.run(
                 """
-                INSERT INTO participants (conversation_id, user_id, joined_at)
-                SELECT \(id), u, \(ms) FROM unnest(\(added.map(\.uuid))::uuid[]) AS u
+                INSERT INTO participants (conversation_id, user_id, joined_at, view_changed_at)
+                SELECT \(id), u, \(ms), \(unescaped: PostgresRows.nowMilliseconds) FROM unnest(\(added.map(\.uuid))::uuid[]) AS u
                 """, logger)
+            try await c.run(
+                "DELETE FROM departures WHERE conversation_id = \(id) AND user_id = ANY(\(added.map(\.uuid)))", logger)
             // Newcomers' history is unread to them: their counters start from it (once, here).
             try await PostgresRows.rebase(c, id, added.map(\.uuid), logger)
             let list = added.map(\.description).joined(separator: ",")
@@ -158,6 +160,12 @@ extension PostgresStore {
                 metadata: ["action": removed == userId ? "participant.left" : "participant.removed", "userId": removed.description],
                 now: now), logger)
             try await c.run("DELETE FROM participants WHERE conversation_id = \(id) AND user_id = \(removed.uuid)", logger)
+            try await c.run(
+                """
+                INSERT INTO departures (user_id, conversation_id, left_at)
+                VALUES (\(removed.uuid), \(id), \(unescaped: PostgresRows.nowMilliseconds))
+                ON CONFLICT (user_id, conversation_id) DO UPDATE SET left_at = excluded.left_at
+                """, logger)
             let conversation = try await PostgresRows.view(c, id: id, viewer: userId.uuid, logger)!
             return ConversationChange(
                 conversation: conversation, created: false, systemMessage: system,

@@ -63,3 +63,50 @@ extension PostgresStore {
         }
     }
 }
+
+/// v1.2's conversation list: paged, and changes since a token.
+extension PostgresStore {
+    public func conversations(viewer: EntityID, limit: Int, before: ListCursor?) async throws -> (page: [Conversation], next: ListCursor?) {
+        let logger = self.logger
+        return try await read { c in
+            let rows = try await c.all(
+                """
+                SELECT c.id, c.last_activity_at FROM conversations c JOIN participants p ON p.conversation_id = c.id
+                WHERE p.user_id = \(viewer.uuid)
+                AND (\(before?.lastActivityMs)::bigint IS NULL OR c.last_activity_at < \(before?.lastActivityMs)
+                     OR (c.last_activity_at = \(before?.lastActivityMs) AND c.id > \(before?.id.uuid)))
+                ORDER BY c.last_activity_at DESC, c.id LIMIT \(limit + 1)
+                """, logger
+            ).map { try $0.decode((UUID, Int64).self) }
+            let kept = Array(rows.prefix(limit))
+            let page = try await PostgresRows.views(c, ids: kept.map(\.0), viewer: viewer.uuid, logger)
+            guard rows.count > limit, let last = kept.last else { return (page, nil) }
+            return (page, ListCursor(lastActivityMs: last.1, id: EntityID(last.0)))
+        }
+    }
+
+    public func conversationChanges(viewer: EntityID, since: Int64) async throws -> (changed: [Conversation], removedIds: [EntityID]) {
+        let logger = self.logger
+        return try await read { c in
+            let ids = try await c.all(
+                """
+                SELECT c.id FROM conversations c JOIN participants p ON p.conversation_id = c.id
+                WHERE p.user_id = \(viewer.uuid) AND (c.changed_at > \(since) OR p.view_changed_at > \(since))
+                ORDER BY c.last_activity_at DESC, c.id
+                """, logger
+            ).map { try $0.decode(UUID.self) }
+            let removed = try await c.all(
+                "SELECT conversation_id FROM departures WHERE user_id = \(viewer.uuid) AND left_at > \(since) ORDER BY conversation_id",
+                logger
+            ).map { EntityID(try $0.decode(UUID.self)) }
+            return (try await PostgresRows.views(c, ids: ids, viewer: viewer.uuid, logger), removed)
+        }
+    }
+
+    public func clockMilliseconds() async throws -> Int64 {
+        let logger = self.logger
+        return try await single { c in
+            try await c.first("SELECT \(unescaped: PostgresRows.nowMilliseconds)", logger)?.decode(Int64.self) ?? 0
+        }
+    }
+}

@@ -76,7 +76,15 @@ extension PostgresStore {
         }
         // The read moved: the member's unread base is taken again (what is left above the new
         // watermark, usually nothing when they read to the end).
-        if newRead != old.read { try await PostgresRows.rebase(c, id, [userId.uuid], logger) }
+        if newRead != old.read {
+            try await PostgresRows.rebase(c, id, [userId.uuid], logger)
+            // The member's own view (readSeq, unread) changed: the list sync must say so.
+            try await c.run(
+                """
+                UPDATE participants SET view_changed_at = \(unescaped: PostgresRows.nowMilliseconds)
+                WHERE conversation_id = \(id) AND user_id = \(userId.uuid)
+                """, logger)
+        }
         let row = try await c.first(
             """
             SELECT (SELECT \(unescaped: PostgresRows.unreadExpression) FROM participants p JOIN conversations c ON c.id = p.conversation_id

@@ -87,10 +87,15 @@ enum SQLiteRows {
             arguments: [sender, message.seq, id])
     }
 
+    /// The database's clock in milliseconds, as SQL: list changes are stamped and compared on
+    /// it alone, whatever the clock a request was given.
+    static let nowMilliseconds = "CAST((julianday('now') - 2440587.5) * 86400000 AS INTEGER)"
+
     /// Takes the conversation's next seq for a change to an existing message (no new activity).
     static func nextSeq(_ db: Database, _ conversationId: String) throws -> Int64 {
         guard let seq = try Int64.fetchOne(
-            db.cachedStatement(sql: "UPDATE conversations SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq"),
+            db.cachedStatement(
+                sql: "UPDATE conversations SET last_seq = last_seq + 1, changed_at = \(nowMilliseconds) WHERE id = ? RETURNING last_seq"),
             arguments: [conversationId])
         else { throw APIError.notFound("Conversation") }
         return seq
@@ -102,7 +107,11 @@ enum SQLiteRows {
         let countable = draft.type == .system ? 0 : 1
         guard let seq = try Int64.fetchOne(
             db.cachedStatement(
-                sql: "UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = ?, countable = countable + ? WHERE id = ? RETURNING last_seq"),
+                sql: """
+                    UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = ?, countable = countable + ?,
+                        changed_at = \(nowMilliseconds)
+                    WHERE id = ? RETURNING last_seq
+                    """),
             arguments: [now, countable, draft.conversationId.description])
         else { throw APIError.notFound("Conversation") }
         if countable == 1 {

@@ -181,6 +181,20 @@ enum SQLiteSchema {
                     base_seq = (SELECT c.last_seq FROM conversations c WHERE c.id = participants.conversation_id);
                 """)
         }
+        migrator.registerMigration("v9-list-sync") { db in
+            // v1.2's incremental conversation list: when each conversation's shared view last
+            // changed, when each member's own part of it did, and whom a conversation lost.
+            try db.execute(sql: """
+                ALTER TABLE conversations ADD COLUMN changed_at INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE participants ADD COLUMN view_changed_at INTEGER NOT NULL DEFAULT 0;
+                CREATE TABLE departures (
+                    user_id TEXT NOT NULL,
+                    conversation_id TEXT NOT NULL,
+                    left_at INTEGER NOT NULL,
+                    PRIMARY KEY (user_id, conversation_id)
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -30,7 +30,7 @@ extension SQLiteStore {
                 arguments: [id, new.organizationId.description, new.type.rawValue, new.name, directKey, now, now])
             for userId in [new.creatorId] + others.sorted() {
                 try db.execute(
-                    sql: "INSERT INTO participants (conversation_id, user_id, joined_at) VALUES (?, ?, ?)",
+                    sql: "INSERT INTO participants (conversation_id, user_id, joined_at, view_changed_at) VALUES (?, ?, ?, \(SQLiteRows.nowMilliseconds))",
                     arguments: [id, userId.description, now])
             }
             let conversation = try Self.view(db, id: id, viewer: new.creatorId)!
@@ -120,8 +120,9 @@ extension SQLiteStore {
             let ms = now.millisecondsSince1970
             for user in added {
                 try db.execute(
-                    sql: "INSERT INTO participants (conversation_id, user_id, joined_at) VALUES (?, ?, ?)",
+                    sql: "INSERT INTO participants (conversation_id, user_id, joined_at, view_changed_at) VALUES (?, ?, ?, \(SQLiteRows.nowMilliseconds))",
                     arguments: [id, user.description, ms])
+                try db.execute(sql: "DELETE FROM departures WHERE user_id = ? AND conversation_id = ?", arguments: [user.description, id])
                 // A newcomer's history is unread to them: their counters start from it (once, here).
                 try SQLiteRows.rebase(db, id, user)
             }
@@ -147,6 +148,9 @@ extension SQLiteStore {
             try db.execute(
                 sql: "DELETE FROM participants WHERE conversation_id = ? AND user_id = ?",
                 arguments: [id, removed.description])
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO departures (user_id, conversation_id, left_at) VALUES (?, ?, \(SQLiteRows.nowMilliseconds))",
+                arguments: [removed.description, id])
             let conversation = try Self.view(db, id: id, viewer: userId)!
             return ConversationChange(
                 conversation: conversation, created: false, systemMessage: system,

@@ -54,7 +54,13 @@ extension SQLiteStore {
         }
         // The read moved: the member's unread base is taken again (what is left above the new
         // watermark, usually nothing when they read to the end).
-        if newRead != oldRead { try SQLiteRows.rebase(db, id, userId) }
+        if newRead != oldRead {
+            try SQLiteRows.rebase(db, id, userId)
+            // The member's own view (readSeq, unread) changed: the list sync must say so.
+            try db.cachedStatement(
+                sql: "UPDATE participants SET view_changed_at = \(SQLiteRows.nowMilliseconds) WHERE conversation_id = ? AND user_id = ?"
+            ).execute(arguments: [id, userId.description])
+        }
         let unread = try SQLiteRows.unreadCount(db, id, userId)
         return WatermarkChange(
             member: Member(userId: userId, readSeq: newRead, deliveredSeq: newDelivered), unreadCount: unread,
