@@ -163,6 +163,8 @@ private struct Unreachable: ChatTransport {
     func markDelivered(_ conversationId: EntityID, upToSeq: Int64) async throws { throw Self.error }
     func users() async throws -> [User] { throw Self.error }
     func deleteMessage(_ messageId: EntityID, in conversationId: EntityID) async throws -> Message { throw Self.error }
+    func change(_ edit: MessageChange, of messageId: EntityID, in conversationId: EntityID) async throws -> Message { throw Self.error }
+    func search(_ query: String, in conversationId: EntityID?, limit: Int?, offset: Int?) async throws -> SearchResponse { throw Self.error }
     func download(_ url: String) async throws -> Data { throw Self.error }
     func registerDevice(token: String, environment: PushEnvironment) async throws { throw Self.error }
     func logout(deviceToken: String?) async throws { throw Self.error }

@@ -174,6 +174,52 @@ import Testing
         }
     }
 
+    /// Edit, react, take a reaction back and search through the SDK only: each change is applied
+    /// to the local database from the server's answer and reaches the other user; refusals
+    /// (editing someone else's message, one that never reached the server) change nothing.
+    @Test func serviceEditsReactsAndSearches() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, bob, direct) = try await server.directPair()
+        let client = try Self.client(alice, hooks: MessageHooks())
+        let service = MessageService(client: client)
+        let provider = CachedMessageProvider(client: client)
+        _ = try await provider.messages(in: direct.id, before: nil, limit: 20)
+        _ = try await service.send(.init(clientMessageId: "", text: "the quarterly numbers"), in: direct.id, context: [:])
+        let fromBob = try await bob.api.send(.init(clientMessageId: "b1", text: "lunch at noon?"), to: direct.id)
+        try await ChatClientTests.eventually("both stored locally") {
+            _ = await client.synchronize()
+            let local = try await client.database.messages(in: direct.id, viewer: alice.id)
+            return local.count == 2 && local.allSatisfy(\.isConfirmed)
+        }
+        let local = try await client.database.messages(in: direct.id, viewer: alice.id)
+        let mine = try #require(local.first { $0.senderId == alice.id })
+        let theirs = try #require(local.first { $0.serverId == fromBob.id })
+
+        try await service.edit(mine, text: "the quarterly numbers (final)")
+        try await service.react(theirs, emoji: "👍")
+        try await service.react(theirs, emoji: "🎉")
+        try await service.unreact(theirs, emoji: "🎉")
+        let after = try await client.database.messages(in: direct.id, viewer: alice.id)
+        #expect(after.first { $0.serverId == mine.serverId }?.text == "the quarterly numbers (final)")
+        #expect(after.first { $0.serverId == mine.serverId }?.editedAt != nil)
+        #expect(after.first { $0.serverId == theirs.serverId }?.reactions == ["👍": [alice.id]])
+        let remote = try await bob.api.messages(direct.id).messages
+        #expect(remote.first { $0.id == mine.serverId }?.text == "the quarterly numbers (final)")
+        #expect(remote.first { $0.id == fromBob.id }?.reactions == ["👍": [alice.id]])
+
+        await #expect(throws: ClientError.self) { try await service.edit(theirs, text: "not mine") }
+        #expect(try await bob.api.messages(direct.id).messages.first { $0.id == fromBob.id }?.text == "lunch at noon?")
+
+        let found: [SearchResult] = try await service.search("quarterly", in: nil)
+        #expect(found.map { $0.message.id } == [mine.serverId].compactMap { $0 })
+        #expect(found.first?.snippet.contains("[quarterly]") == true)
+        let lunch: [SearchResult] = try await service.search("lunch", in: direct.id)
+        #expect(lunch.map { $0.message.id } == [fromBob.id])
+        let none: [SearchResult] = try await service.search("nothing-like-this", in: nil)
+        #expect(none.isEmpty)
+    }
+
     /// An app's own service: wraps the standard one and records what the screen asked for.
     final class RecordingService: MessageServicing, Sendable {
         let base: MessageService
@@ -196,6 +242,22 @@ import Testing
         func deleteForMe(_ message: LocalMessage) async throws {
             log.withLock { $0.append("deleteForMe") }
             try await base.deleteForMe(message)
+        }
+        func edit(_ message: LocalMessage, text: String) async throws {
+            log.withLock { $0.append("edit") }
+            try await base.edit(message, text: text)
+        }
+        func react(_ message: LocalMessage, emoji: String) async throws {
+            log.withLock { $0.append("react") }
+            try await base.react(message, emoji: emoji)
+        }
+        func unreact(_ message: LocalMessage, emoji: String) async throws {
+            log.withLock { $0.append("unreact") }
+            try await base.unreact(message, emoji: emoji)
+        }
+        func search(_ query: String, in conversationId: EntityID?) async throws -> [SearchResult] {
+            log.withLock { $0.append("search") }
+            return try await base.search(query, in: conversationId)
         }
     }
 

@@ -101,6 +101,14 @@ public struct FaultyTransport: ChatTransport {
         try await base.markDelivered(conversationId, upToSeq: upToSeq)
     }
     public func users() async throws -> [User] { try http(); return try await base.users() }
+    public func change(_ edit: MessageChange, of messageId: EntityID, in conversationId: EntityID) async throws -> Message {
+        try http()
+        return try await base.change(edit, of: messageId, in: conversationId)
+    }
+    public func search(_ query: String, in conversationId: EntityID?, limit: Int?, offset: Int?) async throws -> SearchResponse {
+        try http()
+        return try await base.search(query, in: conversationId, limit: limit, offset: offset)
+    }
     public func deleteMessage(_ messageId: EntityID, in conversationId: EntityID) async throws -> Message {
         try http()
         return try await base.deleteMessage(messageId, in: conversationId)

@@ -16,6 +16,14 @@ public protocol MessageServicing: Sendable {
     func save(_ message: LocalMessage, to file: URL) async throws
     /// Hides a message on this device only.
     func deleteForMe(_ message: LocalMessage) async throws
+    /// Changes the text of one's own sent message (everyone sees it edited).
+    func edit(_ message: LocalMessage, text: String) async throws
+    /// Adds one's reaction to a sent message.
+    func react(_ message: LocalMessage, emoji: String) async throws
+    /// Takes one's reaction back.
+    func unreact(_ message: LocalMessage, emoji: String) async throws
+    /// Full-text search over the user's conversations (or one of them), newest first.
+    func search(_ query: String, in conversationId: EntityID?) async throws -> [SearchResult]
 }
 
 /// The standard implementation over a ``ChatClient``.
@@ -65,6 +73,36 @@ public struct MessageService: MessageServicing {
 
     public func deleteForMe(_ message: LocalMessage) async throws {
         try await client.database.hide(senderId: message.senderId, clientMessageId: message.clientMessageId)
+        await client.notify(.messages(message.conversationId))
+    }
+
+    public func edit(_ message: LocalMessage, text: String) async throws {
+        guard message.senderId == client.userId else {
+            throw ClientError(kind: .server, code: .forbidden, message: "Only the sender can edit a message")
+        }
+        try await change(.edit(text), of: message)
+    }
+
+    public func react(_ message: LocalMessage, emoji: String) async throws {
+        try await change(.react(emoji), of: message)
+    }
+
+    public func unreact(_ message: LocalMessage, emoji: String) async throws {
+        try await change(.unreact(emoji), of: message)
+    }
+
+    public func search(_ query: String, in conversationId: EntityID? = nil) async throws -> [SearchResult] {
+        try await client.transport.search(query, in: conversationId, limit: nil, offset: nil).results
+    }
+
+    /// Sends a change and applies the server's answer at once (the `message.updated` event that
+    /// follows finds it applied); a message that never reached the server cannot be changed.
+    private func change(_ edit: MessageChange, of message: LocalMessage) async throws {
+        guard let id = message.serverId else {
+            throw ClientError(kind: .server, code: .invalidRequest, message: "The message has not reached the server yet")
+        }
+        let changed = try await client.transport.change(edit, of: id, in: message.conversationId)
+        try await client.database.apply([changed])
         await client.notify(.messages(message.conversationId))
     }
 }

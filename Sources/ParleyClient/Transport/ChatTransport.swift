@@ -35,6 +35,10 @@ public protocol ChatTransport: Sendable {
     func users() async throws -> [User]
     /// Deletes (revokes) one of the user's messages.
     func deleteMessage(_ messageId: EntityID, in conversationId: EntityID) async throws -> Message
+    /// Edits, reacts to or takes back a reaction on a message; answers the message as changed.
+    func change(_ edit: MessageChange, of messageId: EntityID, in conversationId: EntityID) async throws -> Message
+    /// Full-text search over the user's conversations (or one of them).
+    func search(_ query: String, in conversationId: EntityID?, limit: Int?, offset: Int?) async throws -> SearchResponse
     /// Downloads an attachment by its `url`.
     func download(_ url: String) async throws -> Data
     /// Registers this device's APNs token for the user.
@@ -60,6 +64,13 @@ public protocol RealtimeChannel: Sendable {
 }
 
 extension RealtimeConnection: RealtimeChannel {}
+
+/// A change to an existing message.
+public enum MessageChange: Sendable, Equatable {
+    case edit(String)
+    case react(String)
+    case unreact(String)
+}
 
 /// What a list sync brought.
 public enum ConversationListSync: Sendable {
@@ -143,6 +154,18 @@ public struct LiveTransport: ChatTransport {
         try await api.deleteMessage(messageId, in: conversationId)
     }
     public func download(_ url: String) async throws -> Data { try await api.download(url) }
+
+    public func change(_ edit: MessageChange, of messageId: EntityID, in conversationId: EntityID) async throws -> Message {
+        switch edit {
+        case .edit(let text): try await api.editMessage(messageId, in: conversationId, text: text)
+        case .react(let emoji): try await api.react(messageId, in: conversationId, emoji: emoji)
+        case .unreact(let emoji): try await api.unreact(messageId, in: conversationId, emoji: emoji)
+        }
+    }
+
+    public func search(_ query: String, in conversationId: EntityID?, limit: Int?, offset: Int?) async throws -> SearchResponse {
+        try await api.search(query, in: conversationId, limit: limit, offset: offset)
+    }
     public func registerDevice(token: String, environment: PushEnvironment) async throws {
         try await api.registerDevice(token: token, environment: environment)
     }

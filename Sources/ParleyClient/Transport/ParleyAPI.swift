@@ -171,6 +171,29 @@ public struct ParleyAPI: Sendable {
         try await request("DELETE", "conversations/\(conversationId)/messages/\(messageId)")
     }
 
+    /// Edits the text of one of the caller's messages; answers the message as changed.
+    public func editMessage(_ messageId: EntityID, in conversationId: EntityID, text: String) async throws -> Message {
+        try await request("PATCH", "conversations/\(conversationId)/messages/\(messageId)", body: EditMessageRequest(text: text))
+    }
+
+    /// Adds the caller's reaction to a message (adding it again changes nothing).
+    public func react(_ messageId: EntityID, in conversationId: EntityID, emoji: String) async throws -> Message {
+        try await request("POST", "conversations/\(conversationId)/messages/\(messageId)/reactions", body: ReactionRequest(emoji: emoji))
+    }
+
+    /// Takes the caller's reaction back.
+    public func unreact(_ messageId: EntityID, in conversationId: EntityID, emoji: String) async throws -> Message {
+        // The path is percent-encoded on the way out (the server decodes the emoji).
+        try await request("DELETE", "conversations/\(conversationId)/messages/\(messageId)/reactions/\(emoji)")
+    }
+
+    /// Full-text search over the caller's conversations (or one of them), newest first.
+    public func search(_ query: String, in conversationId: EntityID? = nil, limit: Int? = nil, offset: Int? = nil) async throws -> SearchResponse {
+        try await request(
+            "GET", "search",
+            query: ["q": query, "conversationId": conversationId?.description, "limit": limit.map(String.init), "offset": offset.map(String.init)])
+    }
+
     /// Uploads a file as an attachment (streamed from disk).
     public func upload(file: URL, name: String, contentType: String) async throws -> Attachment {
         var components = URLComponents(url: baseURL.appendingPathComponent("api/v1/attachments"), resolvingAgainstBaseURL: false)!
