@@ -140,6 +140,59 @@ extension StoreConformanceTests {
     }
 }
 
+extension StoreConformanceTests {
+    /// 60 members read a busy group at once (and 2 outsiders try): every watermark lands
+    /// exactly, each member's unread count is right, the outsiders change nothing, and on
+    /// SQLite the reads shared transactions (one fsync for many).
+    @Test func concurrentReadsShareTransactionsAndLandExactly() async throws {
+        let directory = TestServer.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try SQLiteStore(path: directory + "/parley.sqlite")
+        let now = Date()
+        var members: [User] = []
+        for n in 0..<60 {
+            members.append(try await store.register(organization: "acme", email: "m\(n)@x.io", displayName: "M\(n)", passwordHash: "x", now: now))
+        }
+        let outsiders = [
+            try await store.register(organization: "acme", email: "o1@x.io", displayName: "O1", passwordHash: "x", now: now),
+            try await store.register(organization: "acme", email: "o2@x.io", displayName: "O2", passwordHash: "x", now: now),
+        ]
+        let group = try await store.createConversation(NewConversation(
+            organizationId: members[0].organizationId, creatorId: members[0].id, type: .group, name: "g",
+            participantIds: members.dropFirst().map(\.id), now: now)).conversation
+        for n in 0..<10 {
+            _ = try await store.send(MessageDraft(
+                conversationId: group.id, senderId: members[0].id, clientMessageId: "s\(n)", type: .text, text: "\(n)", now: now))
+        }
+        let last = group.lastSeq + 10
+        let results = await withTaskGroup(of: (Int, Result<WatermarkChange, any Error>).self) { tasks in
+            for (index, user) in (members.dropFirst() + outsiders).enumerated() {
+                tasks.addTask {
+                    let target = last - Int64(index % 5)
+                    return (index, await Result { try await store.markRead(conversationId: group.id, userId: user.id, upToSeq: target, messageIds: nil) })
+                }
+            }
+            return await tasks.reduce(into: [:]) { $0[$1.0] = $1.1 }
+        }
+        for (index, result) in results {
+            let target = last - Int64(index % 5)
+            switch result {
+            case .success(let change):
+                #expect(index < 59 && change.member.readSeq == target && change.unreadCount == Int(last - target))
+            case .failure(let error):
+                #expect(index >= 59 && (error as? APIError)?.code == .notFound, "\(index): \(error)")
+            }
+        }
+        for (index, user) in members.dropFirst().enumerated() {
+            let view = try #require(try await store.conversation(id: group.id, viewer: user.id))
+            #expect(view.readSeq == last - Int64(index % 5) && view.unreadCount == index % 5)
+        }
+        let stats = store.watermarkBatchStats
+        #expect(stats.moves == 61 && stats.batches < stats.moves, "reads shared transactions: \(stats)")
+        try await store.close()
+    }
+}
+
 extension Result where Failure == any Error {
     init(catching body: () async throws -> Success) async {
         do { self = .success(try await body()) } catch { self = .failure(error) }

@@ -2,9 +2,72 @@ import Foundation
 import GRDB
 import ParleyProtocol
 
+/// A watermark move queued for group commit: reads and deliveries of many members share a
+/// transaction (one fsync), as sends do; a busy group's readers made one transaction each.
+enum WatermarkJob: Sendable {
+    case read(conversationId: EntityID, userId: EntityID, upToSeq: Int64?, messageIds: [EntityID]?)
+    case delivered(conversationId: EntityID, userId: EntityID, upToSeq: Int64)
+}
+
 extension SQLiteStore {
     public func markRead(conversationId: EntityID, userId: EntityID, upToSeq: Int64?, messageIds: [EntityID]?) async throws -> WatermarkChange {
-        try await writer.write { db in
+        try await watermarks.submit(.read(conversationId: conversationId, userId: userId, upToSeq: upToSeq, messageIds: messageIds))
+    }
+
+    public func markDelivered(conversationId: EntityID, userId: EntityID, upToSeq: Int64) async throws -> WatermarkChange {
+        try await watermarks.submit(.delivered(conversationId: conversationId, userId: userId, upToSeq: upToSeq))
+    }
+
+    /// A batch of watermark moves in one transaction. Every refusal (`APIError`: not a
+    /// participant, a bad seq or id list) comes before the job writes anything, so it is that
+    /// job's answer and the batch goes on; any other failure aborts the transaction, and the
+    /// batch runs again with a savepoint per job.
+    static func commitWatermarks(_ jobs: [WatermarkJob], writer: any DatabaseWriter) async -> [Result<WatermarkChange, any Error>] {
+        do {
+            return try await writer.write { db in
+                try jobs.map { job in
+                    do {
+                        return .success(try Self.apply(job, in: db))
+                    } catch let refused as APIError {
+                        return .failure(refused)
+                    }
+                }
+            }
+        } catch {
+            do {
+                return try await writer.write { db in
+                    jobs.map { job in
+                        Result {
+                            var change: WatermarkChange?
+                            try db.inSavepoint {
+                                change = try Self.apply(job, in: db)
+                                return .commit
+                            }
+                            return change!
+                        }
+                    }
+                }
+            } catch {
+                return jobs.map { _ in .failure(error) }
+            }
+        }
+    }
+
+    private static func apply(_ job: WatermarkJob, in db: Database) throws -> WatermarkChange {
+        switch job {
+        case .read(let conversationId, let userId, let upToSeq, let messageIds):
+            return try read(db, conversationId, userId, upToSeq: upToSeq, messageIds: messageIds)
+        case .delivered(let conversationId, let userId, let upToSeq):
+            let id = conversationId.description
+            guard try SQLiteRows.isParticipant(db, id, userId) else { throw APIError.notFound("Conversation") }
+            return try Self.raise(db, id, userId, read: nil, delivered: try Self.clamped(db, id, upToSeq))
+        }
+    }
+
+    private static func read(
+        _ db: Database, _ conversationId: EntityID, _ userId: EntityID, upToSeq: Int64?, messageIds: [EntityID]?
+    ) throws -> WatermarkChange {
+        do {
             let id = conversationId.description
             guard try SQLiteRows.isParticipant(db, id, userId) else { throw APIError.notFound("Conversation") }
             let target: Int64
@@ -21,14 +84,6 @@ extension SQLiteStore {
                 throw APIError.invalid("A read needs upToSeq or messageIds")
             }
             return try Self.raise(db, id, userId, read: target, delivered: target)
-        }
-    }
-
-    public func markDelivered(conversationId: EntityID, userId: EntityID, upToSeq: Int64) async throws -> WatermarkChange {
-        try await writer.write { db in
-            let id = conversationId.description
-            guard try SQLiteRows.isParticipant(db, id, userId) else { throw APIError.notFound("Conversation") }
-            return try Self.raise(db, id, userId, read: nil, delivered: try Self.clamped(db, id, upToSeq))
         }
     }
 

@@ -13,6 +13,8 @@ public struct SQLiteStore: ParleyStore {
     private let sends: GroupCommit<MessageDraft, SendResult>
     /// Checkpoints the log off the commit path (files only).
     let checkpointer: WALCheckpointer?
+    /// Concurrent read and delivery receipts share one transaction, as sends do.
+    let watermarks: GroupCommit<WatermarkJob, WatermarkChange>
 
     /// Opens (creating if needed) the database file at `path` and migrates it.
     public init(path: String) throws {
@@ -61,6 +63,10 @@ public struct SQLiteStore: ParleyStore {
     private init(writer: any DatabaseWriter, checkpointer: WALCheckpointer?) {
         self.writer = writer
         self.checkpointer = checkpointer
+        watermarks = GroupCommit { jobs in
+            defer { checkpointer?.noteWrite() }
+            return await Self.commitWatermarks(jobs, writer: writer)
+        }
         sends = GroupCommit { drafts in
             defer { checkpointer?.noteWrite() }
             do {
@@ -104,6 +110,12 @@ public struct SQLiteStore: ParleyStore {
             // The transaction itself failed (disk full, I/O error): nothing was written.
             return drafts.map { _ in .failure(error) }
         }
+    }
+
+    /// Watermark moves committed and the transactions that carried them.
+    public var watermarkBatchStats: (batches: Int, moves: Int) {
+        let stats = watermarks.batchStats
+        return (stats.batches, stats.jobs)
     }
 
     /// Sends committed and the transactions that carried them (group commit's effect).
