@@ -435,7 +435,7 @@ import Testing
             let view = try #require(try await store.conversation(id: conversation.id, viewer: bob.id))
             #expect(view.unreadCount == 1 && view.readSeq == 9)
             #expect(view.members.first { $0.userId == bob.id }?.deliveredSeq == 9)
-            let views = try await store.conversationViews(id: conversation.id, viewers: [alice.id, bob.id, EntityID()])
+            let views = try await store.conversationViews(id: conversation.id, viewers: [alice.id, bob.id, EntityID()], listingMembersUpTo: .max)
             #expect(views.count == 2)
             #expect(views[bob.id]?.unreadCount == 1 && views[bob.id]?.readSeq == 9)
             #expect(views[alice.id]?.unreadCount == 1 && views[alice.id]?.readSeq == 0)

@@ -26,7 +26,15 @@ import Testing
     }
 
     static func check(_ store: any ParleyStore, _ conversationId: EntityID, _ members: [EntityID], step: String) async throws {
-        let views = try await store.conversationViews(id: conversationId, viewers: members)
+        let views = try await store.conversationViews(id: conversationId, viewers: members, listingMembersUpTo: .max)
+        // The same as a large group's views (no member lists; read another way on SQLite).
+        let large = try await store.conversationViews(id: conversationId, viewers: members, listingMembersUpTo: 1)
+        for member in members {
+            #expect(large[member]?.unreadCount == views[member]?.unreadCount && large[member]?.readSeq == views[member]?.readSeq,
+                    "\(step): large-group view of member \(members.firstIndex(of: member)!)")
+            #expect(large[member]?.members.isEmpty == true && large[member]?.memberCount == views[member]?.memberCount)
+            #expect(large[member]?.lastMessage == views[member]?.lastMessage && large[member]?.lastSeq == views[member]?.lastSeq)
+        }
         for member in members {
             let expected = try await expectedUnread(store, conversationId, for: member)
             let single = try await store.conversation(id: conversationId, viewer: member)?.unreadCount

@@ -137,7 +137,7 @@ public struct ChatService: Sendable {
         _ conversationId: EntityID, to userIds: [EntityID], store: any ParleyStore, fanOut: FanOut, largeGroupSize: Int
     ) async {
         let online = userIds.filter(fanOut.isOnline)
-        guard !online.isEmpty, let views = try? await store.conversationViews(id: conversationId, viewers: online) else { return }
+        guard !online.isEmpty, let views = try? await store.conversationViews(id: conversationId, viewers: online, listingMembersUpTo: largeGroupSize) else { return }
         for (userId, view) in views {
             fanOut.deliver(.conversationUpdated(ConversationEvent(conversation: view.listingMembers(upTo: largeGroupSize))), to: [userId])
         }

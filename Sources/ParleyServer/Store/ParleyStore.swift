@@ -192,7 +192,9 @@ public protocol ParleyStore: Sendable {
     /// One conversation as the viewer sees it; nil when it does not exist or the viewer is not in it.
     func conversation(id: EntityID, viewer: EntityID) async throws -> Conversation?
     /// Each participant's view of one conversation, read together (the shared parts once).
-    func conversationViews(id: EntityID, viewers: [EntityID]) async throws -> [EntityID: Conversation]
+    /// Above `limit` members the views leave out the member lists (and the store need not read
+    /// them: a large group's reader asked for their own view on every read).
+    func conversationViews(id: EntityID, viewers: [EntityID], listingMembersUpTo limit: Int) async throws -> [EntityID: Conversation]
     /// The ids of a conversation's participants (no check of who asks).
     func participantIds(conversationId: EntityID) async throws -> [EntityID]
     /// A page of a conversation's members with their watermarks, by user id after `after`,

@@ -63,7 +63,12 @@ extension PostgresStore {
         }
     }
 
-    public func conversationViews(id: EntityID, viewers: [EntityID]) async throws -> [EntityID: Conversation] {
+    public func conversationViews(id: EntityID, viewers: [EntityID], listingMembersUpTo limit: Int) async throws -> [EntityID: Conversation] {
+        // The lists are read and left out here (a cheaper member-less read is still to do).
+        try await fullViews(id: id, viewers: viewers).mapValues { $0.listingMembers(upTo: limit) }
+    }
+
+    private func fullViews(id: EntityID, viewers: [EntityID]) async throws -> [EntityID: Conversation] {
         guard let first = viewers.first else { return [:] }
         let logger = self.logger
         return try await read { c in

@@ -58,9 +58,14 @@ extension SQLiteStore {
         }
     }
 
-    public func conversationViews(id: EntityID, viewers: [EntityID]) async throws -> [EntityID: Conversation] {
+    public func conversationViews(id: EntityID, viewers: [EntityID], listingMembersUpTo limit: Int) async throws -> [EntityID: Conversation] {
         guard let first = viewers.first else { return [:] }
         return try await writer.read { db in
+            let memberCount = try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT COUNT(*) FROM participants WHERE conversation_id = ?"), arguments: [id.description]) ?? 0
+            if memberCount > limit {
+                return try Self.largeGroupViews(db, id: id.description, viewers: viewers, memberCount: memberCount)
+            }
             guard let base = try Self.view(db, id: id.description, viewer: first) else { return [:] }
             // Every member's unread count in one statement (each from its two rows), rather
             // than a statement per viewer.
@@ -156,6 +161,36 @@ extension SQLiteStore {
                 conversation: conversation, created: false, systemMessage: system,
                 audience: conversation.participantIds + [removed])
         }
+    }
+
+    /// A large group's views without member lists: the conversation row and its last message
+    /// once, then each viewer's own row (watermark and unread count), O(viewers), not O(members).
+    static func largeGroupViews(_ db: Database, id: String, viewers: [EntityID], memberCount: Int) throws -> [EntityID: Conversation] {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM conversations WHERE id = ?"), arguments: [id]) else {
+            return [:]
+        }
+        let lastMessage = try SQLiteRows.messages(
+            db, where: "conversation_id = ?", arguments: [id, 1], order: "seq DESC", limitPlaceholder: true
+        ).first
+        var views: [EntityID: Conversation] = [:]
+        for viewer in viewers {
+            guard let own = try Row.fetchOne(
+                db.cachedStatement(sql: """
+                    SELECT p.read_seq, \(SQLiteRows.unreadExpression) AS unread
+                    FROM participants p JOIN conversations c ON c.id = p.conversation_id
+                    WHERE p.conversation_id = ? AND p.user_id = ?
+                    """),
+                arguments: [id, viewer.description])
+            else { continue }
+            views[viewer] = Conversation(
+                id: try SQLiteRows.id(row["id"]), type: ConversationType(rawValue: row["type"]) ?? .group,
+                name: row["name"], participantIds: [],
+                createdAt: Date(millisecondsSince1970: row["created_at"]),
+                lastActivityAt: Date(millisecondsSince1970: row["last_activity_at"]),
+                lastSeq: row["last_seq"], lastMessage: lastMessage, unreadCount: own["unread"], readSeq: own["read_seq"],
+                members: [], memberCount: memberCount)
+        }
+        return views
     }
 
     // MARK: Shared pieces
