@@ -175,8 +175,7 @@ public struct ParleyApp: Sendable {
         ).addRoutes(to: authenticated)
         ConversationController(
             store: store, chat: chat,
-            syncOverlapMilliseconds: Int64(configuration.listSyncOverlap.components.seconds * 1000)
-                + configuration.listSyncOverlap.components.attoseconds / 1_000_000_000_000_000
+            syncOverlapMilliseconds: Int64((configuration.listSyncOverlap.timeInterval * 1000).rounded())
         ).addRoutes(to: authenticated)
         MessageController(store: store, chat: chat).addRoutes(to: authenticated)
         ReceiptController(signals: signals).addRoutes(to: authenticated)

@@ -21,7 +21,7 @@ import Testing
         let conversation = try await store.createConversation(NewConversation(
             organizationId: alice.organizationId, creatorId: alice.id, type: .direct, participantIds: [bob.id], now: now)).conversation
         let checkpointer = try #require(store.checkpointer)
-        checkpointer.checkpoint()
+        await checkpointer.checkpoint()
         let before = Self.size(of: path)
         let words = String(repeating: "lorem ipsum dolor sit amet ", count: 76)
         for n in 0..<600 {

@@ -18,73 +18,37 @@ extension SQLiteStore {
         try await watermarks.submit(.delivered(conversationId: conversationId, userId: userId, upToSeq: upToSeq))
     }
 
-    /// A batch of watermark moves in one transaction. Every refusal (`APIError`: not a
-    /// participant, a bad seq or id list) comes before the job writes anything, so it is that
-    /// job's answer and the batch goes on; any other failure aborts the transaction, and the
-    /// batch runs again with a savepoint per job.
-    static func commitWatermarks(_ jobs: [WatermarkJob], writer: any DatabaseWriter) async -> [Result<WatermarkChange, any Error>] {
-        do {
-            return try await writer.write { db in
-                try jobs.map { job in
-                    do {
-                        return .success(try Self.apply(job, in: db))
-                    } catch let refused as APIError {
-                        return .failure(refused)
-                    }
-                }
-            }
-        } catch {
-            do {
-                return try await writer.write { db in
-                    jobs.map { job in
-                        Result {
-                            var change: WatermarkChange?
-                            try db.inSavepoint {
-                                change = try Self.apply(job, in: db)
-                                return .commit
-                            }
-                            return change!
-                        }
-                    }
-                }
-            } catch {
-                return jobs.map { _ in .failure(error) }
-            }
-        }
-    }
-
-    private static func apply(_ job: WatermarkJob, in db: Database) throws -> WatermarkChange {
+    /// One watermark move inside a batch (see ``commitBatch(_:writer:_:)``).
+    static func apply(_ job: WatermarkJob, in db: Database) throws -> WatermarkChange {
         switch job {
         case .read(let conversationId, let userId, let upToSeq, let messageIds):
             return try read(db, conversationId, userId, upToSeq: upToSeq, messageIds: messageIds)
         case .delivered(let conversationId, let userId, let upToSeq):
             let id = conversationId.description
-            guard try SQLiteRows.isParticipant(db, id, userId) else { throw APIError.notFound("Conversation") }
-            return try Self.raise(db, id, userId, read: nil, delivered: try Self.clamped(db, id, upToSeq))
+        guard try SQLiteRows.isParticipant(db, id, userId) else { throw APIError.notFound("Conversation") }
+        return try Self.raise(db, id, userId, read: nil, delivered: try Self.clamped(db, id, upToSeq))
         }
     }
 
     private static func read(
         _ db: Database, _ conversationId: EntityID, _ userId: EntityID, upToSeq: Int64?, messageIds: [EntityID]?
     ) throws -> WatermarkChange {
-        do {
-            let id = conversationId.description
-            guard try SQLiteRows.isParticipant(db, id, userId) else { throw APIError.notFound("Conversation") }
-            let target: Int64
-            if let upToSeq {
-                target = try Self.clamped(db, id, upToSeq)
-            } else if let messageIds, !messageIds.isEmpty {
-                let placeholders = Array(repeating: "?", count: messageIds.count).joined(separator: ",")
-                guard let highest = try Int64.fetchOne(
-                    db, sql: "SELECT MAX(seq) FROM messages WHERE conversation_id = ? AND id IN (\(placeholders))",
-                    arguments: StatementArguments([id] + messageIds.map(\.description)))
-                else { throw APIError.invalid("None of messageIds is a message of this conversation") }
-                target = highest
-            } else {
-                throw APIError.invalid("A read needs upToSeq or messageIds")
-            }
-            return try Self.raise(db, id, userId, read: target, delivered: target)
+        let id = conversationId.description
+        guard try SQLiteRows.isParticipant(db, id, userId) else { throw APIError.notFound("Conversation") }
+        let target: Int64
+        if let upToSeq {
+            target = try Self.clamped(db, id, upToSeq)
+        } else if let messageIds, !messageIds.isEmpty {
+            let placeholders = Array(repeating: "?", count: messageIds.count).joined(separator: ",")
+            guard let highest = try Int64.fetchOne(
+                db, sql: "SELECT MAX(seq) FROM messages WHERE conversation_id = ? AND id IN (\(placeholders))",
+                arguments: StatementArguments([id] + messageIds.map(\.description)))
+            else { throw APIError.invalid("None of messageIds is a message of this conversation") }
+            target = highest
+        } else {
+            throw APIError.invalid("A read needs upToSeq or messageIds")
         }
+        return try Self.raise(db, id, userId, read: target, delivered: target)
     }
 
     private static func clamped(_ db: Database, _ id: String, _ upToSeq: Int64) throws -> Int64 {

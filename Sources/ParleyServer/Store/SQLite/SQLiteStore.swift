@@ -65,50 +65,52 @@ public struct SQLiteStore: ParleyStore {
         self.checkpointer = checkpointer
         watermarks = GroupCommit { jobs in
             defer { checkpointer?.noteWrite() }
-            return await Self.commitWatermarks(jobs, writer: writer)
+            return await Self.commitBatch(jobs, writer: writer, Self.apply)
         }
         sends = GroupCommit { drafts in
             defer { checkpointer?.noteWrite() }
-            do {
-                // The checks of a send write nothing, so a refused send needs no savepoint: its
-                // error is its result and the batch goes on. Only a write that fails (which the
-                // checks make exceptional) aborts the transaction; the batch then runs again
-                // with a savepoint per send, so that one failure cannot undo the others.
-                return try await writer.write { db in
-                    try drafts.map { draft in
-                        let accepted: Accepted
-                        do {
-                            accepted = try Self.check(draft, in: db)
-                        } catch {
-                            return .failure(error)
-                        }
-                        return .success(try Self.write(accepted, in: db))
-                    }
-                }
-            } catch {
-                return await Self.sendOneByOne(drafts, writer: writer)
-            }
+            return await Self.commitBatch(drafts, writer: writer) { draft, db in try Self.write(try Self.check(draft, in: db), in: db) }
         }
     }
 
-    /// The slow path of a batch whose transaction failed: a savepoint per send.
-    private static func sendOneByOne(_ drafts: [MessageDraft], writer: any DatabaseWriter) async -> [Result<SendResult, any Error>] {
+    /// Runs a group commit's batch in one transaction.
+    ///
+    /// `run` throws an `APIError` only before it writes anything (a refusal: not a participant,
+    /// a bad reply or watermark), so a refused job needs no savepoint: its error is its answer
+    /// and the batch goes on. Anything else (a write that fails, which the checks make
+    /// exceptional) aborts the transaction, and the batch runs again with a savepoint per job,
+    /// so one failure cannot undo the others.
+    static func commitBatch<Job: Sendable, Output: Sendable>(
+        _ jobs: [Job], writer: any DatabaseWriter, _ run: @escaping @Sendable (Job, Database) throws -> Output
+    ) async -> [Result<Output, any Error>] {
         do {
             return try await writer.write { db in
-                drafts.map { draft in
-                    Result {
-                        var result: SendResult?
-                        try db.inSavepoint {
-                            result = try Self.write(try Self.check(draft, in: db), in: db)
-                            return .commit
-                        }
-                        return result!
+                try jobs.map { job in
+                    do {
+                        return .success(try run(job, db))
+                    } catch let refused as APIError {
+                        return .failure(refused)
                     }
                 }
             }
         } catch {
-            // The transaction itself failed (disk full, I/O error): nothing was written.
-            return drafts.map { _ in .failure(error) }
+            do {
+                return try await writer.write { db in
+                    jobs.map { job in
+                        Result {
+                            var output: Output?
+                            try db.inSavepoint {
+                                output = try run(job, db)
+                                return .commit
+                            }
+                            return output!
+                        }
+                    }
+                }
+            } catch {
+                // The transaction itself failed (disk full, I/O error): nothing was written.
+                return jobs.map { _ in .failure(error) }
+            }
         }
     }
 

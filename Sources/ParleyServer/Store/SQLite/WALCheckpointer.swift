@@ -40,19 +40,20 @@ final class WALCheckpointer: Sendable {
         guard start else { return }
         Task.detached { [self] in
             try? await Task.sleep(for: delay)
-            checkpoint()
+            await checkpoint()
         }
     }
 
-    /// A passive checkpoint now.
-    func checkpoint() {
+    /// A passive checkpoint now, on the connection's own queue (not blocking a thread of the
+    /// concurrency pool for the copy and its fsync).
+    func checkpoint() async {
         let go = state.withLock { state -> Bool in
             state.scheduled = false
             return !state.closed
         }
         guard go else { return }
         // Passive: never waits for the writer or readers; what it cannot copy yet, the next run will.
-        _ = try? connection.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+        _ = try? await connection.writeWithoutTransaction { db in try db.checkpoint(.passive) }
         state.withLock { $0.runs += 1 }
     }
 
