@@ -60,6 +60,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
+            resources: [.copy("Web")],
             swiftSettings: strict
         ),
         .target(

@@ -57,6 +57,9 @@ public actor ChatClient {
     var flushWaiters: [CheckedContinuation<Void, Never>] = []
     private var catchingUp: Set<EntityID> = []
     private var catchUpAgain: Set<EntityID> = []
+    /// List rows being read again after a missed event (see ``refreshListRow(_:)``).
+    var refreshingRows: Set<EntityID> = []
+    var refreshRowAgain: Set<EntityID> = []
     /// The server refused the token (401): queued messages wait for ``updateToken(_:)``.
     public internal(set) var signInRequired = false
     /// When the cache was last trimmed to its retention limits.
@@ -256,8 +259,12 @@ public actor ChatClient {
             switch event {
             case .messageCreated(let payload):
                 try await applyLive(payload.message, changeSeq: payload.message.seq)
+                try await applyToListRow(payload.message, changeSeq: payload.message.seq)
             case .messageUpdated(let payload):
                 try await applyLive(payload.message, changeSeq: payload.message.updatedSeq)
+                try await applyToListRow(payload.message, changeSeq: payload.message.updatedSeq)
+            case .conversationActivity(let activity):
+                try await apply(activity: activity)
             case .conversationUpdated(let payload):
                 try await database.store(conversation: payload.conversation)
                 notify(.conversations)
@@ -302,8 +309,8 @@ public actor ChatClient {
             readCounts.gapCatchUps += 1
             await catchUp(message.conversationId)
         case .untracked:
-            // Our own message from another device, or a conversation never opened here: the list
-            // learns of it through `conversation.updated`; its messages load when it is opened.
+            // Our own message from another device, or a conversation never opened here: its
+            // list row follows (applyToListRow); its messages load when it is opened.
             if message.senderId == userId { try await database.apply([message]) }
         }
     }

@@ -75,6 +75,29 @@ public struct PresenceEvent: Codable, Sendable, Equatable {
 
 /// Data of `receipt.summary` (v1.2): in a large group, instead of each member's `receipt`,
 /// how many members have read and received up to the conversation's newest seq.
+/// v1.2: new messages in a large group, one frame for every member (`conversation.activity`).
+///
+/// Sent in place of each member's own `conversation.updated` view after new messages, so the
+/// server reads and encodes nothing per member. A client applies it to the conversation it
+/// keeps: the newer `lastSeq` wins; unread counts follow from the `message.created` events it
+/// applied (another sender's countable message above its `readSeq` adds one), and a client that
+/// finds `lastSeq` beyond what it applied has missed events and reads the conversation again.
+public struct ConversationActivityEvent: Codable, Sendable, Equatable {
+    public var conversationId: EntityID
+    /// The conversation's sequence after the newest message.
+    public var lastSeq: Int64
+    public var lastActivityAt: Date
+    /// The newest message.
+    public var lastMessage: Message
+
+    public init(conversationId: EntityID, lastSeq: Int64, lastActivityAt: Date, lastMessage: Message) {
+        self.conversationId = conversationId
+        self.lastSeq = lastSeq
+        self.lastActivityAt = lastActivityAt
+        self.lastMessage = lastMessage
+    }
+}
+
 public struct ReceiptSummaryEvent: Codable, Sendable, Equatable {
     public var conversationId: EntityID
     /// The newest seq the counts are for.
@@ -113,6 +136,7 @@ public enum ServerEvent: Codable, Sendable, Equatable {
     case presence(PresenceEvent)
     case receiptSummary(ReceiptSummaryEvent)
     case typingSummary(TypingSummaryEvent)
+    case conversationActivity(ConversationActivityEvent)
 
     /// The `type` string of the frame.
     public var type: String {
@@ -126,6 +150,7 @@ public enum ServerEvent: Codable, Sendable, Equatable {
         case .presence: "presence"
         case .receiptSummary: "receipt.summary"
         case .typingSummary: "typing.summary"
+        case .conversationActivity: "conversation.activity"
         }
     }
 
@@ -147,6 +172,7 @@ public enum ServerEvent: Codable, Sendable, Equatable {
         case "presence": self = .presence(try c.decode(PresenceEvent.self, forKey: .data))
         case "receipt.summary": self = .receiptSummary(try c.decode(ReceiptSummaryEvent.self, forKey: .data))
         case "typing.summary": self = .typingSummary(try c.decode(TypingSummaryEvent.self, forKey: .data))
+        case "conversation.activity": self = .conversationActivity(try c.decode(ConversationActivityEvent.self, forKey: .data))
         default: throw UnknownType(type: type)
         }
     }
@@ -163,6 +189,7 @@ public enum ServerEvent: Codable, Sendable, Equatable {
         case .presence(let data): try c.encode(data, forKey: .data)
         case .receiptSummary(let data): try c.encode(data, forKey: .data)
         case .typingSummary(let data): try c.encode(data, forKey: .data)
+        case .conversationActivity(let data): try c.encode(data, forKey: .data)
         }
     }
 }

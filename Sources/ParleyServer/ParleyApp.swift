@@ -184,6 +184,9 @@ public struct ParleyApp: Sendable {
             store: store, directory: configuration.attachmentsDirectory,
             maxBytes: configuration.maxAttachmentBytes, now: chat.now
         ).addRoutes(to: authenticated)
+        if configuration.servesWebClient {
+            WebClientFiles(webRoot: configuration.webRoot).addRoutes(to: router)
+        }
         return router
     }
 

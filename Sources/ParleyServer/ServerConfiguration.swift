@@ -59,6 +59,12 @@ public struct ServerConfiguration: Sendable {
     /// serve each other's uploads when this is shared storage.
     public var attachmentsPath: String?
 
+    /// Serve the web client at `/` (on by default).
+    public var servesWebClient = true
+    /// A folder the web client's files are read from on every request, in place of the ones
+    /// built into the server (for working on the client); nil serves the built-in files.
+    public var webRoot: String?
+
     /// The folder of uploaded files.
     public var attachmentsDirectory: String {
         attachmentsPath ?? (dataDirectory as NSString).appendingPathComponent("attachments")

@@ -47,6 +47,11 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("attachments-dir"), help: "Uploaded files (env PARLEY_ATTACHMENTS_DIR; default <data-dir>/attachments; shared storage for several nodes).")
     var attachmentsDirectory: String?
 
+    @Option(name: .customLong("web-root"), help: "Serve the web client from this folder, read again on every request, instead of the built-in files (env PARLEY_WEB_ROOT; for working on the client).")
+    var webRoot: String?
+    @Flag(name: .customLong("no-web-client"), help: "Do not serve the web client at / (the API only).")
+    var noWebClient = false
+
     @Option(name: .customLong("node-id"), help: "This node's name in a PostgreSQL cluster (env PARLEY_NODE_ID; default random).")
     var nodeId: String?
 
@@ -108,6 +113,10 @@ struct Serve: AsyncParsableCommand {
         if let path = attachmentsDirectory ?? ProcessInfo.processInfo.environment["PARLEY_ATTACHMENTS_DIR"], !path.isEmpty {
             configuration.attachmentsPath = path
         }
+        if let path = webRoot ?? ProcessInfo.processInfo.environment["PARLEY_WEB_ROOT"], !path.isEmpty {
+            configuration.webRoot = path
+        }
+        configuration.servesWebClient = !noWebClient
         if configuration.usesPostgres, let url = configuration.databaseURL {
             var cluster = try ClusterConfiguration(url: url)
             if let id = nodeId ?? ProcessInfo.processInfo.environment["PARLEY_NODE_ID"], !id.isEmpty {

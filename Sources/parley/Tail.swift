@@ -40,6 +40,7 @@ struct Tail: AsyncParsableCommand {
         case .receiptSummary(let event):
             return "[\(event.conversationId.description.prefix(8))] #\(event.seq) read by \(event.readCount), received by \(event.deliveredCount)"
         case .typingSummary(let event): return "[\(event.conversationId.description.prefix(8))] \(event.count) typing"
+        case .conversationActivity(let event): return "[\(event.conversationId.description.prefix(8))] activity up to seq \(event.lastSeq)"
         }
     }
 }

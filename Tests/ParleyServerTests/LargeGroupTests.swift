@@ -148,6 +148,105 @@ import Testing
         await watcherSocket.close()
     }
 
+    /// New messages in a large group: one `conversation.activity` frame for every connected
+    /// member (the newest message, folded within the activity window) instead of each member's
+    /// `conversation.updated` view; a small group keeps the views.
+    @Test(arguments: StoreKind.available)
+    func newMessagesInALargeGroupAreOneActivityFrameNotPerMemberViews(_ kind: StoreKind) async throws {
+        let clock = ManualClock()
+        let server = try await Self.start(clock, kind)
+        defer { Task { await server.stop() } }
+        let (users, group) = try await Self.bigGroup(server)
+        let pair = try await users[0].api.createConversation(.init(type: .direct, participantIds: [users[1].id]))
+        let bobSocket = try await users[1].connect()
+        let bob = EventRecorder(bobSocket)
+        let carolSocket = try await users[2].connect()
+        let carol = EventRecorder(carolSocket)
+        @Sendable func activity(_ recorder: EventRecorder) -> [ConversationActivityEvent] {
+            recorder.events.compactMap { if case .conversationActivity(let e) = $0 { e } else { nil } }
+        }
+        @Sendable func views(_ recorder: EventRecorder, of id: EntityID) -> [Conversation] {
+            recorder.events.compactMap { if case .conversationUpdated(let e) = $0, e.conversation.id == id { e.conversation } else { nil } }
+        }
+
+        // The first message of a quiet group: at once, after its message.created.
+        let first = try await users[0].api.send(.init(clientMessageId: "a1", text: "hello all"), to: group.id)
+        for recorder in [bob, carol] {
+            try await recorder.wait("the activity") { _ in activity(recorder).count == 1 }
+            #expect(activity(recorder) == [ConversationActivityEvent(
+                conversationId: group.id, lastSeq: first.seq, lastActivityAt: first.createdAt, lastMessage: first)])
+            let created = recorder.events.firstIndex { if case .messageCreated(let e) = $0 { e.message.id == first.id } else { false } }
+            let announced = recorder.events.firstIndex { if case .conversationActivity = $0 { true } else { false } }
+            #expect(try #require(created) < #require(announced), "the message comes before the row that shows it")
+        }
+
+        // More within the window: folded into one more frame at its end, carrying the newest.
+        var more: [Message] = []
+        for n in 2...4 { more.append(try await users[n - 1].api.send(.init(clientMessageId: "a\(n)", text: "m\(n)"), to: group.id)) }
+        try await waitFor("the fold to wait for the window") { clock.sleepers >= 1 }
+        #expect(activity(bob).count == 1)
+        clock.advance(by: 0.2)
+        try await bob.wait("the folded activity") { _ in activity(bob).count == 2 }
+        try await carol.wait("the folded activity") { _ in activity(carol).count == 2 }
+        #expect(activity(bob).last?.lastMessage == more.last && activity(bob).last?.lastSeq == more.last?.seq)
+        #expect(activity(carol).last == activity(bob).last, "one frame for all")
+
+        // A direct conversation keeps its per-member views, and no activity frame.
+        _ = try await users[0].api.send(.init(clientMessageId: "d1", text: "just us"), to: pair.id)
+        try await bob.wait("the direct view") { _ in views(bob, of: pair.id).contains { $0.lastSeq > 0 } }
+        #expect(activity(bob).allSatisfy { $0.conversationId == group.id })
+        #expect(views(bob, of: group.id).isEmpty && views(carol, of: group.id).isEmpty, "no per-member view of the large group")
+        await bobSocket.close()
+        await carolSocket.close()
+    }
+
+    /// The SDK keeps a large group's list row exact from the events alone: unread counts,
+    /// last message and seq equal the server's view after others' messages, its own, a delete
+    /// and an event delivered twice, without reading the conversation again.
+    @Test(arguments: StoreKind.available)
+    func theSDKsListRowOfALargeGroupFollowsTheEventsExactly(_ kind: StoreKind) async throws {
+        let server = try await TestServer.start(store: kind) { $0.largeGroupSize = 4 }
+        defer { Task { await server.stop() } }
+        let (users, group) = try await Self.bigGroup(server)
+        let bob = users[1]
+        let database = try LocalDatabase.inMemory()
+        let client = ChatClient(
+            transport: LiveTransport(serverURL: server.baseURL, token: bob.token), database: database, userId: bob.id,
+            policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)))
+        await client.start()
+        _ = await client.synchronize()
+        try await waitFor("bob connected") { await client.connectionState == .connected }
+        let readsBefore = await client.readCounts.networkReads
+
+        var sent: [Message] = []
+        for n in 0..<6 {
+            let sender = users[[0, 2, 3, 1, 4, 0][n]]
+            sent.append(try await sender.api.send(.init(clientMessageId: "s\(n)", text: "m\(n)"), to: group.id))
+        }
+        _ = try await users[0].api.deleteMessage(sent[0].id, in: group.id)
+        let last = try await users[5].api.send(.init(clientMessageId: "last", text: "the newest"), to: group.id)
+
+        let truth = try await bob.api.conversation(group.id)
+        #expect(truth.unreadCount == 5, "six from others less one deleted; bob's own does not count")
+        try await waitFor("the row to reach the server's view") {
+            (try? await database.conversation(group.id))?.lastSeq == truth.lastSeq
+        }
+        let row = try #require(try await database.conversation(group.id))
+        #expect(row.unreadCount == truth.unreadCount && row.lastMessage?.id == last.id && row.lastSeq == truth.lastSeq)
+        #expect(row.participantIds.isEmpty && row.memberCount == 6)
+        #expect(await client.readCounts.networkReads == readsBefore, "followed from events, nothing read again")
+
+        // An event delivered twice counts once; one past a missed event is not guessed at.
+        #expect(try await database.applyToListRow(last, changeSeq: last.seq, viewer: bob.id) == .applied)
+        #expect(try await database.conversation(group.id)?.unreadCount == truth.unreadCount)
+        var skipped = last
+        skipped.seq = last.seq + 2
+        skipped.updatedSeq = skipped.seq
+        #expect(try await database.applyToListRow(skipped, changeSeq: skipped.seq, viewer: bob.id) == .stale)
+        #expect(try await database.conversation(group.id)?.lastSeq == truth.lastSeq)
+        await client.stop()
+    }
+
     static func get<T: Decodable>(_ type: T.Type, _ server: TestServer, _ path: String, _ user: TestUser) async throws -> T {
         let answer = try await server.raw("GET", path, token: user.token)
         #expect(answer.status == 200, "\(path): \(String(decoding: answer.body, as: UTF8.self))")

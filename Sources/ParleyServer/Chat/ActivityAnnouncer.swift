@@ -2,37 +2,47 @@ import Foundation
 import ParleyProtocol
 import Synchronization
 
-/// Sends `conversation.updated` for new activity without one store read per message.
+/// Announces activity in a conversation (`conversation.updated` views or a large group's
+/// `conversation.activity` after new messages; receipt and typing summaries) without one
+/// announcement per change.
 ///
 /// The first message of a quiet conversation is announced at once; messages within the next
 /// `window` are folded into one more announcement at its end (reading the views fresh then).
 /// A busy group costs one view read per window instead of one per message: list screens
 /// still converge within `window`, and `message.created` itself is never delayed.
-final class ActivityAnnouncer: Sendable {
+/// `Payload` is what one announcement needs (who to tell, what happened); the changes folded
+/// into one are merged by `merge` (by default the later one stands).
+final class ActivityAnnouncer<Payload: Sendable>: Sendable {
+    private enum Step { case now, later(Date), merged }
+
     private struct Window {
         var endsAt: Date
-        var pending: [EntityID]?
+        var pending: Payload?
     }
 
     private let windows = Mutex<[EntityID: Window]>([:])
     private let window: TimeInterval
     private let clock: ServerClock
-    private let announce: @Sendable (EntityID, [EntityID]) async -> Void
+    private let announce: @Sendable (EntityID, Payload) async -> Void
+    private let merge: @Sendable (Payload, Payload) -> Payload
 
-    init(window: Duration, clock: ServerClock, announce: @escaping @Sendable (EntityID, [EntityID]) async -> Void) {
+    init(
+        window: Duration, clock: ServerClock, merge: @escaping @Sendable (_ earlier: Payload, _ later: Payload) -> Payload = { $1 },
+        announce: @escaping @Sendable (EntityID, Payload) async -> Void
+    ) {
         self.window = window.timeInterval
         self.clock = clock
+        self.merge = merge
         self.announce = announce
     }
 
-    /// New activity in a conversation with these participants.
-    func touch(_ conversationId: EntityID, participants: [EntityID]) {
+    /// New activity in a conversation.
+    func touch(_ conversationId: EntityID, _ payload: Payload) {
         let now = clock.now()
-        enum Step { case now, later(Date), merged }
         let step = windows.withLock { windows -> Step in
             if var current = windows[conversationId], now < current.endsAt {
                 let first = current.pending == nil
-                current.pending = participants
+                current.pending = current.pending.map { merge($0, payload) } ?? payload
                 windows[conversationId] = current
                 return first ? .later(current.endsAt) : .merged
             }
@@ -41,7 +51,7 @@ final class ActivityAnnouncer: Sendable {
         }
         switch step {
         case .now:
-            Task { await announce(conversationId, participants) }
+            Task { await announce(conversationId, payload) }
         case .later(let deadline):
             Task {
                 await clock.sleepUntil(deadline)
@@ -54,7 +64,7 @@ final class ActivityAnnouncer: Sendable {
 
     private func flush(_ conversationId: EntityID) async {
         let now = clock.now()
-        let participants = windows.withLock { windows -> [EntityID]? in
+        let pending = windows.withLock { windows -> Payload? in
             guard var current = windows[conversationId], let pending = current.pending else {
                 windows[conversationId] = nil
                 return nil
@@ -64,8 +74,8 @@ final class ActivityAnnouncer: Sendable {
             windows[conversationId] = current
             return pending
         }
-        guard let participants else { return }
-        await announce(conversationId, participants)
+        guard let pending else { return }
+        await announce(conversationId, pending)
         // Forget the window once it has passed with nothing new, so memory stays bounded.
         await clock.sleepUntil(now.addingTimeInterval(window))
         let later = clock.now()

@@ -10,7 +10,13 @@ public struct ChatService: Sendable {
     let now: @Sendable () -> Date
     /// Above this many members a group is large (v1.2; see ``ServerConfiguration/largeGroupSize``).
     public let largeGroupSize: Int
-    private let activity: ActivityAnnouncer
+    private let activity: ActivityAnnouncer<NewActivity>
+
+    /// What a folded announcement of new messages tells: who is in the conversation, and its newest message.
+    struct NewActivity: Sendable {
+        var participants: [EntityID]
+        var newest: Message
+    }
 
     /// A service over a store and this node's connections; `now` is injectable for tests.
     public init(
@@ -22,8 +28,18 @@ public struct ChatService: Sendable {
         self.fanOut = fanOut
         self.push = push
         self.now = now
-        activity = ActivityAnnouncer(window: activityWindow, clock: clock) { [store, fanOut] conversationId, participants in
-            await Self.announceConversation(conversationId, to: participants, store: store, fanOut: fanOut, largeGroupSize: largeGroupSize)
+        activity = ActivityAnnouncer(
+            window: activityWindow, clock: clock,
+            // Sends commit in seq order but finish their fan-out in parallel: keep the newest.
+            merge: { earlier, later in later.newest.seq >= earlier.newest.seq ? later : NewActivity(participants: later.participants, newest: earlier.newest) }
+        ) { [store, fanOut] conversationId, activity in
+            if activity.participants.count > largeGroupSize {
+                // A large group: one frame for all, nothing read or encoded per member.
+                Self.announceActivity(activity, in: conversationId, fanOut: fanOut)
+            } else {
+                await Self.announceConversation(
+                    conversationId, to: activity.participants, store: store, fanOut: fanOut, largeGroupSize: largeGroupSize)
+            }
         }
     }
 
@@ -56,7 +72,7 @@ public struct ChatService: Sendable {
                 push?.messageCommitted(result.message, participants: result.participantIds)
                 // List screens get the new activity too, off the send's path (the reply does not
                 // wait), folded per conversation under load.
-                activity.touch(conversationId, participants: result.participantIds)
+                activity.touch(conversationId, NewActivity(participants: result.participantIds, newest: result.message))
             }
             return result
         }
@@ -131,6 +147,17 @@ public struct ChatService: Sendable {
     /// A conversation as the wire carries it: a large group's without its member lists.
     public func wire(_ conversation: Conversation) -> Conversation {
         conversation.listingMembers(upTo: largeGroupSize)
+    }
+
+    /// `conversation.activity` to a large group's connected members: the newest message and
+    /// the sequence after it (messages take the sequence's next number, so it is the message's).
+    private static func announceActivity(_ activity: NewActivity, in conversationId: EntityID, fanOut: FanOut) {
+        let online = activity.participants.filter(fanOut.isOnline)
+        guard !online.isEmpty else { return }
+        let event = ConversationActivityEvent(
+            conversationId: conversationId, lastSeq: activity.newest.seq, lastActivityAt: activity.newest.createdAt,
+            lastMessage: activity.newest)
+        fanOut.deliver(.conversationActivity(event), to: online)
     }
 
     private static func announceConversation(

@@ -18,8 +18,8 @@ public final class LiveSignals: Sendable {
     let chat: ChatService
     private let typing: TypingTracker
     /// Folds a large group's receipts and typing into summaries, one per interval.
-    private let receiptSummaries: ActivityAnnouncer
-    private let typingSummaries: ActivityAnnouncer
+    private let receiptSummaries: ActivityAnnouncer<[EntityID]>
+    private let typingSummaries: ActivityAnnouncer<[EntityID]>
     /// Typists named in `typing` events of a large group; more are only counted.
     static let namedTypists = 3
     /// The conversation each online user is looking at (`focus`).
@@ -44,11 +44,11 @@ public final class LiveSignals: Sendable {
             }
         }
         self.typing = typing
-        receiptSummaries = ActivityAnnouncer(window: summaryInterval, clock: clock) { [store, fanOut] conversationId, participants in
+        receiptSummaries = ActivityAnnouncer<[EntityID]>(window: summaryInterval, clock: clock) { [store, fanOut] conversationId, participants in
             guard let summary = try? await store.receiptSummary(conversationId: conversationId) else { return }
             fanOut.deliver(.receiptSummary(summary), to: participants)
         }
-        let typingSummaries = ActivityAnnouncer(window: summaryInterval, clock: clock) { [fanOut] conversationId, participants in
+        let typingSummaries = ActivityAnnouncer<[EntityID]>(window: summaryInterval, clock: clock) { [fanOut] conversationId, participants in
             let count = await typing.typists(in: conversationId)
             fanOut.deliver(.typingSummary(TypingSummaryEvent(conversationId: conversationId, count: count)), to: participants)
         }
@@ -71,7 +71,7 @@ public final class LiveSignals: Sendable {
         if participants.count > chat.largeGroupSize {
             // A large group: a few typists named, the count for everyone at most every interval.
             let typists = await typing.typists(in: command.conversationId)
-            if typists >= Self.namedTypists { typingSummaries.touch(command.conversationId, participants: others) }
+            if typists >= Self.namedTypists { typingSummaries.touch(command.conversationId, others) }
             if command.isTyping, typists > Self.namedTypists { return }
         }
         let event = ServerEvent.typing(TypingEvent(
@@ -85,13 +85,13 @@ public final class LiveSignals: Sendable {
     }
 
     private static func announceTyping(
-        _ key: TypingTracker.Key, isTyping: Bool, store: any ParleyStore, fanOut: FanOut, largeGroupSize: Int, summaries: ActivityAnnouncer?
+        _ key: TypingTracker.Key, isTyping: Bool, store: any ParleyStore, fanOut: FanOut, largeGroupSize: Int, summaries: ActivityAnnouncer<[EntityID]>?
     ) async {
         guard let participants = try? await store.participantIds(conversationId: key.conversationId) else { return }
         let others = participants.filter { $0 != key.userId }
         let event = ServerEvent.typing(TypingEvent(conversationId: key.conversationId, userId: key.userId, isTyping: isTyping))
         fanOut.deliver(event, to: others)
-        if participants.count > largeGroupSize { summaries?.touch(key.conversationId, participants: others) }
+        if participants.count > largeGroupSize { summaries?.touch(key.conversationId, others) }
     }
 
     // MARK: Presence
@@ -178,7 +178,7 @@ public final class LiveSignals: Sendable {
         }
         // A large group: the reader's own devices learn their watermarks; everyone else a count.
         fanOut.deliver(event, to: [change.member.userId])
-        receiptSummaries.touch(conversationId, participants: change.participantIds)
+        receiptSummaries.touch(conversationId, change.participantIds)
     }
 
     private func requireParticipant(_ conversationId: EntityID, _ identity: Identity) async throws -> [EntityID] {
@@ -190,9 +190,9 @@ public final class LiveSignals: Sendable {
 
 /// The typing-summary announcer, handed to the typing tracker's lapse callback after both exist.
 private final class SummaryLink: Sendable {
-    private let value = Mutex<ActivityAnnouncer?>(nil)
+    private let value = Mutex<ActivityAnnouncer<[EntityID]>?>(nil)
 
-    var announcer: ActivityAnnouncer? {
+    var announcer: ActivityAnnouncer<[EntityID]>? {
         get { value.withLock { $0 } }
         set { value.withLock { $0 = newValue } }
     }
