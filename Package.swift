@@ -95,12 +95,18 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        .target(
+            name: "ParleyTerminal",
+            dependencies: ["ParleyProtocol", "ParleyClient"],
+            swiftSettings: strict
+        ),
         .executableTarget(
             name: "parley",
             dependencies: [
                 "ParleyProtocol",
                 "ParleyServer",
                 "ParleyClient",
+                "ParleyTerminal",
                 "ParleyBench",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -150,7 +156,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ParleyClientTests",
-            dependencies: ["ParleyProtocol", "ParleyServer", "ParleyClient", "ParleyTestSupport"],
+            dependencies: ["ParleyProtocol", "ParleyServer", "ParleyClient", "ParleyTestSupport", "ParleyTerminal"],
             swiftSettings: strict
         ),
     ]

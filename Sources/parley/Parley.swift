@@ -9,7 +9,7 @@ struct Parley: AsyncParsableCommand {
         abstract: "Parley: real-time messaging that never loses or duplicates a message.",
         subcommands: [
             Serve.self, Register.self, Login.self, InviteCommand.self, Members.self, Users.self, Conversations.self, OpenDirect.self,
-            OpenGroup.self, Send.self, Sync.self, History.self, Tail.self, Bench.self, Keys.self,
+            Chat.self, OpenGroup.self, Send.self, Sync.self, History.self, Tail.self, Bench.self, Keys.self,
         ])
 }
 

@@ -97,8 +97,8 @@ public final class ChatModel {
         typingLine = TypingIndicators.line(for: users.map { names($0) ?? "Someone" })
     }
 
-    /// Sends a text; it appears at once with `.sending`.
-    public func send(_ text: String) async {
+    /// Sends a text (a reply when `replyingTo` is a stored message); it appears at once with `.sending`.
+    public func send(_ text: String, replyingTo: LocalMessage? = nil) async {
         do {
             await client.userSent(in: conversationId)
             let trimmed = Limits.trimmed(text)
@@ -107,7 +107,7 @@ public final class ChatModel {
                 return
             }
             let pending = try await service.send(
-                SendMessageRequest(clientMessageId: "", text: trimmed), in: conversationId, context: [:])
+                SendMessageRequest(clientMessageId: "", text: trimmed, replyToId: replyingTo?.serverId), in: conversationId, context: [:])
             lastError = nil
             // On screen now; the next reload (when the outbox or an event changes it) keeps the
             // same identity, so the row updates in place.
@@ -144,6 +144,33 @@ public final class ChatModel {
     /// Writes a message's attachment or text to a file.
     public func save(_ message: LocalMessage, to file: URL) async {
         await perform { try await self.service.save(message, to: file) }
+    }
+
+    /// Changes the text of one's own message (the server's answer is applied when it comes).
+    public func edit(_ message: LocalMessage, text: String) async {
+        await perform { try await self.service.edit(message, text: text) }
+    }
+
+    /// Adds the user's reaction to a message.
+    public func react(_ message: LocalMessage, emoji: String) async {
+        await perform { try await self.service.react(message, emoji: emoji) }
+    }
+
+    /// Takes the user's reaction back.
+    public func unreact(_ message: LocalMessage, emoji: String) async {
+        await perform { try await self.service.unreact(message, emoji: emoji) }
+    }
+
+    /// Searches this conversation's messages on the server.
+    public func search(_ query: String) async -> [SearchResult] {
+        do {
+            let results = try await service.search(query, in: conversationId)
+            lastError = nil
+            return results
+        } catch {
+            lastError = "\(error)"
+            return []
+        }
     }
 
     /// Hides a message on this device.

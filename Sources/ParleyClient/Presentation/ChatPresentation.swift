@@ -1,0 +1,211 @@
+import Foundation
+import ParleyProtocol
+
+/// What a chat screen shows, decided once in plain Swift (tested on Linux) so the terminal
+/// client and SwiftUI views only lay it out: grouping by sender and day, status marks, the
+/// connection banner, badges.
+public enum ChatPresentation {
+    /// Messages closer than this to the previous one of the same sender join its group.
+    public static let groupingWindow: TimeInterval = 5 * 60
+
+    /// One line of a chat's timeline.
+    public enum Item: Sendable, Equatable {
+        /// "Today", "Yesterday", or a date, before the first message of each day.
+        case day(String)
+        /// A message; `startsGroup` is true for the first of a run by one sender.
+        case message(MessageItem)
+        /// A system line ("Ada added Bob").
+        case notice(String, id: String)
+    }
+
+    /// A message as a bubble shows it.
+    public struct MessageItem: Sendable, Equatable {
+        public var message: LocalMessage
+        /// Whether the signed-in user sent it.
+        public var isOwn: Bool
+        /// The sender's name (shown when the group starts).
+        public var senderName: String
+        /// First of a run of one sender's messages within ``groupingWindow`` on one day.
+        public var startsGroup: Bool
+        /// The text to show: the message's, or "This message was deleted".
+        public var body: String
+        /// "10:42".
+        public var time: String
+        /// The delivery mark of an own message; nil for others'.
+        public var status: StatusMark?
+        /// "edited" when edited (and not deleted).
+        public var isEdited: Bool
+        /// "👍 2  ❤️ 1", reactions in a stable order; empty when none.
+        public var reactions: String
+        /// "↪ Ada: the quoted text", when it replies to a message found in the timeline.
+        public var replyPreview: String?
+        /// "📎 report.pdf (12 KB)" for attachments.
+        public var attachmentLine: String?
+    }
+
+    /// The delivery state of an own message as a mark and a word.
+    public enum StatusMark: String, Sendable, Equatable {
+        case sending, notSent, failed, sent, delivered, read
+
+        public init?(_ delivery: Delivery) {
+            switch delivery {
+            case .sending: self = .sending
+            case .notSent: self = .notSent
+            case .failed: self = .failed
+            case .sent: self = .sent
+            case .delivered: self = .delivered
+            case .read: self = .read
+            case .received: return nil
+            }
+        }
+
+        /// A short mark: ◷ sending, ✓ sent, ✓✓ delivered, ✓✓ read (shown coloured), ! not sent.
+        public var glyph: String {
+            switch self {
+            case .sending: "◷"
+            case .notSent: "!"
+            case .failed: "✗"
+            case .sent: "✓"
+            case .delivered, .read: "✓✓"
+            }
+        }
+
+        /// The word beside or instead of the mark (accessibility, plain terminals).
+        public var label: String {
+            switch self {
+            case .sending: "sending"
+            case .notSent: "not sent, retrying"
+            case .failed: "failed, /resend"
+            case .sent: "sent"
+            case .delivered: "delivered"
+            case .read: "read"
+            }
+        }
+    }
+
+    /// The timeline of a conversation: day separators, grouped messages, system notices.
+    public static func timeline(
+        _ messages: [LocalMessage], me: EntityID, names: (EntityID) -> String?, now: Date = Date(),
+        calendar: Calendar = .current
+    ) -> [Item] {
+        var items: [Item] = []
+        var previous: LocalMessage?
+        var byServerId: [EntityID: LocalMessage] = [:]
+        for message in messages { if let id = message.serverId { byServerId[id] = message } }
+        for message in messages {
+            let day = calendar.startOfDay(for: message.createdAt)
+            let newDay = previous.map { calendar.startOfDay(for: $0.createdAt) != day } ?? true
+            if newDay { items.append(.day(dayTitle(message.createdAt, now: now, calendar: calendar))) }
+            if message.type == .system {
+                items.append(.notice(message.text, id: message.id))
+                previous = nil
+                continue
+            }
+            let startsGroup = newDay || previous == nil || previous?.senderId != message.senderId
+                || message.createdAt.timeIntervalSince(previous!.createdAt) > groupingWindow
+            let isOwn = message.senderId == me
+            let name = isOwn ? "You" : names(message.senderId) ?? "Someone"
+            var reply: String?
+            if let replyTo = message.replyToId {
+                if let quoted = byServerId[replyTo] {
+                    let who = quoted.senderId == me ? "You" : names(quoted.senderId) ?? "Someone"
+                    reply = "↪ \(who): \(quoted.deletedAt != nil ? "deleted message" : firstLine(quoted.text, max: 60))"
+                } else {
+                    reply = "↪ an earlier message"
+                }
+            }
+            items.append(.message(MessageItem(
+                message: message, isOwn: isOwn, senderName: name, startsGroup: startsGroup,
+                body: message.deletedAt != nil ? "This message was deleted" : message.text,
+                time: time(message.createdAt, calendar: calendar), status: isOwn ? StatusMark(message.delivery) : nil,
+                isEdited: message.editedAt != nil && message.deletedAt == nil,
+                reactions: reactionLine(message.reactions), replyPreview: reply,
+                attachmentLine: message.deletedAt == nil ? message.attachment.map(attachmentLine) : nil)))
+            previous = message
+        }
+        return items
+    }
+
+    /// "Today", "Yesterday", a weekday within the week, else "23 Nov 2026".
+    public static func dayTitle(_ date: Date, now: Date, calendar: Calendar = .current) -> String {
+        let day = calendar.startOfDay(for: date)
+        let today = calendar.startOfDay(for: now)
+        let days = calendar.dateComponents([.day], from: day, to: today).day ?? 0
+        switch days {
+        case 0: return "Today"
+        case 1: return "Yesterday"
+        case 2..<7:
+            return weekdays[(calendar.component(.weekday, from: date) + 6) % 7]
+        default:
+            let parts = calendar.dateComponents([.day, .month, .year], from: date)
+            return "\(parts.day ?? 1) \(months[((parts.month ?? 1) + 11) % 12]) \(parts.year ?? 1970)"
+        }
+    }
+
+    // English names whatever the machine's locale (a server or CI may have none).
+    private static let weekdays = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// "09:05" in 24-hour time.
+    public static func time(_ date: Date, calendar: Calendar = .current) -> String {
+        let parts = calendar.dateComponents([.hour, .minute], from: date)
+        return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
+    }
+
+    /// Reactions as "👍 2  ❤️ 1", most first, then by emoji.
+    public static func reactionLine(_ reactions: [String: [EntityID]]) -> String {
+        reactions.filter { !$0.value.isEmpty }
+            .sorted { $0.value.count != $1.value.count ? $0.value.count > $1.value.count : $0.key < $1.key }
+            .map { "\($0.key) \($0.value.count)" }.joined(separator: "  ")
+    }
+
+    /// "📎 report.pdf (12 KB)" or "🖼 photo.png (1.2 MB)".
+    public static func attachmentLine(_ attachment: Attachment) -> String {
+        let icon = attachment.contentType.hasPrefix("image/") ? "🖼" : "📎"
+        return "\(icon) \(attachment.name) (\(byteCount(attachment.size)))"
+    }
+
+    /// "512 B", "12 KB", "1.2 MB".
+    public static func byteCount(_ bytes: Int64) -> String {
+        switch bytes {
+        case ..<1024: return "\(bytes) B"
+        case ..<(1024 * 1024): return "\(bytes / 1024) KB"
+        default: return String(format: "%.1f MB", Double(bytes) / 1_048_576)
+        }
+    }
+
+    /// A badge: "" for none, the count, "99+" above 99.
+    public static func badge(_ count: Int) -> String {
+        count <= 0 ? "" : count > 99 ? "99+" : "\(count)"
+    }
+
+    /// The connection banner's text; nil while connected (no banner).
+    public static func banner(_ state: ConnectionState, outboxCount: Int = 0) -> String? {
+        let waiting = outboxCount > 0 ? " · \(outboxCount) waiting to send" : ""
+        switch state {
+        case .connected: return nil
+        case .connecting: return "Connecting…" + waiting
+        case .disconnected: return "Offline" + waiting
+        case .reconnecting(_, let retryIn):
+            let seconds = Int((Double(retryIn.components.seconds) + Double(retryIn.components.attoseconds) / 1e18).rounded(.up))
+            return "Offline · reconnecting in \(max(seconds, 1)) s" + waiting
+        case .failed: return "Offline · can't reach the server (/retry)" + waiting
+        }
+    }
+
+    /// The first line of a text, cut to `max` characters with an ellipsis.
+    public static func firstLine(_ text: String, max: Int) -> String {
+        let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        return line.count > max ? String(line.prefix(max - 1)) + "…" : line
+    }
+
+    /// A conversation list row's preview: "You: hi", "Ada: hello", "📎 file", "No messages yet".
+    public static func preview(_ conversation: Conversation, me: EntityID, names: (EntityID) -> String?) -> String {
+        guard let last = conversation.lastMessage else { return "No messages yet" }
+        if last.deletedAt != nil { return "This message was deleted" }
+        if last.type == .system { return firstLine(last.text, max: 80) }
+        let who = last.senderId == me ? "You" : names(last.senderId) ?? "Someone"
+        let body = last.text.isEmpty ? (last.attachment.map(attachmentLine) ?? "") : firstLine(last.text, max: 80)
+        return conversation.type == .direct && last.senderId != me ? body : "\(who): \(body)"
+    }
+}

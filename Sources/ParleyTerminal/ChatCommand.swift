@@ -1,0 +1,98 @@
+import Foundation
+
+/// A slash command typed in the input line. Messages are named by their place from the newest
+/// (1 = the newest), or default to the highlighted one.
+public enum ChatCommand: Sendable, Equatable {
+    case help, quit, older, resend, retry, logout, close
+    /// A list row's number or part of its title.
+    case open(String)
+    /// Someone's email or name.
+    case direct(String)
+    /// A group's name and its members' emails or names.
+    case group(name: String, members: [String])
+    case reply(message: Int?, text: String?)
+    case edit(message: Int?, text: String?)
+    case delete(message: Int?)
+    case react(message: Int?, emoji: String)
+    case unreact(message: Int?, emoji: String)
+    case forward(message: Int?, to: String)
+    case search(String)
+    case attach(path: String, caption: String)
+    case invalid(String)
+
+    /// The commands and what they do, for `/help`.
+    public static let helpLines = [
+        "/dm EMAIL                     a direct conversation",
+        "/group EMAIL,EMAIL… NAME      a group with these people",
+        "/open N|TEXT                  open a conversation (number or title)",
+        "/reply [N] [TEXT]             reply to message N (1 = newest)",
+        "/edit [N] [TEXT]              edit your message N",
+        "/delete [N]                   delete your message N for everyone",
+        "/react [N] EMOJI              react; /unreact [N] EMOJI takes it back",
+        "/forward [N] CONVERSATION     forward message N",
+        "/search TEXT                  search this conversation",
+        "/attach PATH [CAPTION]        send a file (an image shows as one)",
+        "/older                        load older messages (or PgUp)",
+        "/resend                       send failed messages again",
+        "/retry                        reconnect now",
+        "/close  /logout  /quit        (Ctrl-C quits too)",
+        "Keys: Tab list/input · ↑ on an empty line picks a message · Esc back",
+    ]
+
+    /// Parses a line that starts with "/"; nil for a plain message.
+    public static func parse(_ line: String) -> ChatCommand? {
+        let trimmed = line.trimmingCharacters(in: .whitespaces)
+        guard trimmed.hasPrefix("/"), !trimmed.hasPrefix("//") else { return nil }
+        let parts = trimmed.dropFirst().split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        let name = parts.first.map { String($0).lowercased() } ?? ""
+        let rest = parts.count > 1 ? String(parts[1]).trimmingCharacters(in: .whitespaces) : ""
+        let (number, afterNumber) = leadingNumber(rest)
+        switch name {
+        case "help", "h", "?": return .help
+        case "quit", "q", "exit": return .quit
+        case "older": return .older
+        case "resend": return .resend
+        case "retry", "reconnect": return .retry
+        case "logout": return .logout
+        case "close": return .close
+        case "open", "o":
+            return rest.isEmpty ? .invalid("/open needs a number or part of a title") : .open(rest)
+        case "dm", "direct":
+            return rest.isEmpty ? .invalid("/dm needs an email or a name") : .direct(rest)
+        case "group":
+            // Members first (emails, or names joined by commas), then the group's name.
+            var words = rest.split(separator: " ").map(String.init)
+            var members: [String] = []
+            var more = true
+            while more, let word = words.first {
+                members += word.split(separator: ",").map(String.init)
+                words.removeFirst()
+                more = word.hasSuffix(",") || (words.first.map { $0.contains("@") || $0.hasPrefix(",") } ?? false)
+            }
+            guard !members.isEmpty, !words.isEmpty else { return .invalid("/group EMAIL,EMAIL… NAME") }
+            return .group(name: words.joined(separator: " "), members: members)
+        case "reply", "r": return .reply(message: number, text: afterNumber.isEmpty ? nil : afterNumber)
+        case "edit", "e": return .edit(message: number, text: afterNumber.isEmpty ? nil : afterNumber)
+        case "delete", "del": return .delete(message: number)
+        case "react", "unreact":
+            guard !afterNumber.isEmpty else { return .invalid("/\(name) [N] EMOJI") }
+            return name == "react" ? .react(message: number, emoji: afterNumber) : .unreact(message: number, emoji: afterNumber)
+        case "forward", "fwd":
+            guard !afterNumber.isEmpty else { return .invalid("/forward [N] CONVERSATION") }
+            return .forward(message: number, to: afterNumber)
+        case "search", "find": return rest.isEmpty ? .invalid("/search needs some text") : .search(rest)
+        case "attach", "file":
+            let pieces = rest.split(separator: " ", maxSplits: 1)
+            guard let path = pieces.first else { return .invalid("/attach PATH [CAPTION]") }
+            return .attach(path: String(path), caption: pieces.count > 1 ? String(pieces[1]) : "")
+        default: return .invalid("Unknown command /\(name): /help lists them")
+        }
+    }
+
+    /// "3 hello" → (3, "hello"); "hello" → (nil, "hello").
+    static func leadingNumber(_ text: String) -> (Int?, String) {
+        let pieces = text.split(separator: " ", maxSplits: 1)
+        guard let first = pieces.first, let number = Int(first), number > 0, number < 100_000 else { return (nil, text) }
+        return (number, pieces.count > 1 ? String(pieces[1]).trimmingCharacters(in: .whitespaces) : "")
+    }
+}

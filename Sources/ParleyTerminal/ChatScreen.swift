@@ -1,0 +1,326 @@
+import Foundation
+import ParleyClient
+import ParleyProtocol
+
+/// Everything the terminal client shows, as plain values: the screen is a pure function of it
+/// (``render(width:height:)``), so it is tested without a terminal.
+public struct ChatScreen: Sendable, Equatable {
+    /// One row of the conversation list.
+    public struct Row: Sendable, Equatable {
+        public var id: EntityID
+        public var title: String
+        public var preview: String
+        public var unread: Int
+        /// Direct conversations: whether the other person is online; nil for groups.
+        public var online: Bool?
+        /// "Ada is typing…" when someone is.
+        public var typing: String?
+
+        public init(id: EntityID, title: String, preview: String, unread: Int, online: Bool?, typing: String?) {
+            self.id = id
+            self.title = title
+            self.preview = preview
+            self.unread = unread
+            self.online = online
+            self.typing = typing
+        }
+    }
+
+    /// Where keys go.
+    public enum Focus: Sendable, Equatable { case list, input, messages }
+
+    /// Who is signed in ("Ada · acme").
+    public var account: String = ""
+    /// The connection banner's text; nil while connected.
+    public var banner: String?
+    public var rows: [Row] = []
+    /// The highlighted row of the list.
+    public var selectedRow: Int = 0
+    /// The open conversation's title and subtitle ("3 members" or "online").
+    public var chatTitle: String?
+    public var chatSubtitle: String = ""
+    public var timeline: [ChatPresentation.Item] = []
+    /// The highlighted message (message mode), by ``LocalMessage/id``.
+    public var selectedMessage: String?
+    /// Lines scrolled up from the newest.
+    public var scroll: Int = 0
+    public var typingLine: String?
+    public var focus: Focus = .input
+    /// What the input line is for: "Reply to Ada", "Edit", or a login prompt.
+    public var inputLabel: String?
+    public var input = LineEditor()
+    /// Hide the input's characters (passwords).
+    public var masked = false
+    /// The bottom line: a notice, an error, or the key hints.
+    public var status: String?
+    /// Search results or help text shown in place of the chat.
+    public var overlay: [String]?
+    public var overlayTitle: String?
+
+    public init() {}
+
+    /// Below this width one pane is shown at a time.
+    public static let twoPaneWidth = 72
+
+    /// The whole screen, `height` lines of exactly `width` columns (styled with ANSI SGR). Text
+    /// from other people is sanitized here, whatever the caller did.
+    public func render(width: Int, height: Int) -> [String] {
+        let width = max(width, 20)
+        let height = max(height, 6)
+        var lines: [String] = []
+        lines.append(header(width: width))
+        let body = height - 3
+        let twoPanes = width >= Self.twoPaneWidth
+        let showList = twoPanes || chatTitle == nil || focus == .list
+        let listWidth = twoPanes ? min(32, width / 3) : width
+        let chatWidth = twoPanes ? width - listWidth - 1 : width
+        let list = showList ? listPane(width: listWidth, height: body) : []
+        let chat = (twoPanes || !showList) ? chatPane(width: chatWidth, height: body) : []
+        for index in 0..<body {
+            if twoPanes {
+                lines.append(list[index] + Style.dim.apply("│") + chat[index])
+            } else {
+                lines.append(showList ? list[index] : chat[index])
+            }
+        }
+        lines.append(inputLine(width: width))
+        lines.append(statusLine(width: width))
+        return lines
+    }
+
+    /// Where the cursor goes: the input line's row and column (0-based).
+    public func cursor(width: Int, height: Int) -> (row: Int, column: Int) {
+        let (_, column) = fittedInput(width: max(width, 20))
+        return (max(height, 6) - 2, column)
+    }
+
+    // MARK: Parts
+
+    private func header(width: Int) -> String {
+        let left = " Parley · " + TerminalText.sanitize(account)
+        let right: String
+        let style: Style
+        if let banner {
+            right = "● " + banner + " "
+            style = .boldColour(214)
+        } else {
+            right = "● online "
+            style = .colour(70)
+        }
+        let space = width - TerminalText.width(left) - TerminalText.width(right)
+        if space < 1 { return Style.reverse.apply(TerminalText.pad(left, to: width)) }
+        return Style.reverse.apply(left + String(repeating: " ", count: space)) + Style.reverse.apply(style.apply(right))
+    }
+
+    private func listPane(width: Int, height: Int) -> [String] {
+        var lines: [String] = []
+        let title = focus == .list ? Style.bold.apply(TerminalText.pad(" Conversations", to: width)) : Style.dim.apply(TerminalText.pad(" Conversations", to: width))
+        lines.append(title)
+        if rows.isEmpty {
+            lines.append(Style.dim.apply(TerminalText.pad(" none yet: /dm EMAIL", to: width)))
+            lines.append(Style.dim.apply(TerminalText.pad(" or /group EMAIL,EMAIL… NAME", to: width)))
+        }
+        // Two lines a row; keep the selected one visible.
+        let capacity = max(1, (height - 1) / 2)
+        let first = max(0, min(selectedRow - capacity + 1, rows.count - capacity))
+        for (index, row) in rows.enumerated().dropFirst(first).prefix(capacity) {
+            let selected = index == selectedRow
+            let dot = row.online.map { $0 ? Style.colour(70).apply("●") : Style.dim.apply("○") } ?? " "
+            let badge = ChatPresentation.badge(row.unread)
+            let nameWidth = width - 3 - (badge.isEmpty ? 0 : TerminalText.width(badge) + 2)
+            var name = TerminalText.pad(TerminalText.sanitize(row.title), to: max(1, nameWidth))
+            name = row.unread > 0 ? Style.bold.apply(name) : name
+            let badgeText = badge.isEmpty ? "" : " " + Style.reverse.apply(Style.boldColour(33).apply(badge)) + " "
+            var first = " " + dot + " " + name + badgeText
+            let detail = row.typing.map { Style.italic.apply(Style.colour(70).apply(TerminalText.pad("   " + TerminalText.sanitize($0), to: width))) }
+                ?? Style.dim.apply(TerminalText.pad("   " + TerminalText.sanitize(row.preview), to: width))
+            if selected { first = Style.reverse.apply(">") + String(first.dropFirst()) }
+            lines.append(first)
+            lines.append(detail)
+        }
+        return fill(lines, width: width, height: height)
+    }
+
+    private func chatPane(width: Int, height: Int) -> [String] {
+        guard let chatTitle else {
+            var lines = [""]
+            lines.append(Style.dim.apply("  Pick a conversation (↑ ↓ Enter), or start one:"))
+            lines.append(Style.dim.apply("  /dm EMAIL   /group EMAIL,EMAIL… NAME   /help for everything"))
+            return fill(lines, width: width, height: height)
+        }
+        var lines: [String] = []
+        let subtitle = chatSubtitle.isEmpty ? "" : "  " + TerminalText.sanitize(chatSubtitle)
+        lines.append(Style.bold.apply(TerminalText.truncate(" " + TerminalText.sanitize(chatTitle), to: width))
+            + Style.dim.apply(TerminalText.truncate(subtitle, to: max(0, width - TerminalText.width(" " + TerminalText.sanitize(chatTitle))))))
+        let typingRows = typingLine == nil ? 0 : 1
+        let available = height - 1 - typingRows
+        let content: [String]
+        if let overlay {
+            var text = overlayTitle.map { [Style.bold.apply(" " + TerminalText.sanitize($0))] } ?? []
+            text += overlay.map { " " + TerminalText.truncate(TerminalText.sanitize($0), to: width - 1) }
+            content = Array(text.prefix(available))
+        } else {
+            let all = timelineLines(width: width)
+            let end = max(0, all.count - scroll)
+            content = Array(all[max(0, end - available)..<end])
+            if content.count < available {
+                lines += Array(repeating: "", count: available - content.count)
+            }
+        }
+        lines += content
+        if let typingLine { lines.append(Style.italic.apply(Style.colour(70).apply(" " + TerminalText.truncate(TerminalText.sanitize(typingLine), to: width - 1)))) }
+        return fill(lines, width: width, height: height)
+    }
+
+    /// The timeline as lines for a width (messages wrapped, marks right-aligned).
+    func timelineLines(width: Int) -> [String] {
+        var lines: [String] = []
+        let textWidth = max(8, width - 4)
+        for item in timeline {
+            switch item {
+            case .day(let title):
+                let label = " \(title) "
+                let side = max(0, (width - TerminalText.width(label)) / 2)
+                lines.append(Style.dim.apply(String(repeating: "─", count: side) + label + String(repeating: "─", count: max(0, width - side - TerminalText.width(label)))))
+            case .notice(let text, _):
+                let clean = TerminalText.truncate(TerminalText.sanitize(text), to: width - 2)
+                let side = max(0, (width - TerminalText.width(clean)) / 2)
+                lines.append(String(repeating: " ", count: side) + Style.italic.apply(Style.dim.apply(clean)))
+            case .message(let message):
+                let selected = message.message.id == selectedMessage
+                let marker = selected ? Style.reverse.apply("▶") : " "
+                if message.startsGroup {
+                    lines.append("")
+                    let nameStyle: Style = message.isOwn ? .boldColour(39) : .boldColour(Self.colour(for: message.senderName))
+                    lines.append(marker + nameStyle.apply(TerminalText.truncate(TerminalText.sanitize(message.senderName), to: width - 9))
+                        + Style.dim.apply("  " + message.time))
+                }
+                if let reply = message.replyPreview {
+                    lines.append("   " + Style.dim.apply("│ " + TerminalText.truncate(TerminalText.sanitize(reply), to: textWidth - 2)))
+                }
+                var body = TerminalText.wrap(TerminalText.sanitize(message.body, keepingNewlines: true), to: textWidth)
+                if let attachment = message.attachmentLine { body.append(TerminalText.sanitize(attachment)) }
+                if message.body.isEmpty && body.count > 1 { body.removeFirst() }
+                var meta: [String] = []
+                if message.isEdited { meta.append("edited") }
+                if let status = message.status { meta.append(status.glyph + (status == .read || status == .failed || status == .notSent ? " " + status.label : "")) }
+                let metaText = meta.joined(separator: " · ")
+                for (index, line) in body.enumerated() {
+                    let isLast = index == body.count - 1
+                    let lead = (message.startsGroup || index > 0 ? " " : marker) + "  "
+                    var styledLine = message.message.deletedAt != nil ? Style.italic.apply(Style.dim.apply(line)) : line
+                    if isLast, !metaText.isEmpty {
+                        let gap = width - 3 - TerminalText.width(line) - TerminalText.width(metaText) - 1
+                        let metaStyle: Style = message.status == .read ? .colour(39) : message.status == .failed || message.status == .notSent ? .boldColour(196) : .dim
+                        if gap >= 1 {
+                            styledLine += String(repeating: " ", count: gap) + metaStyle.apply(metaText)
+                        } else {
+                            lines.append(lead + styledLine)
+                            styledLine = String(repeating: " ", count: max(0, width - 4 - TerminalText.width(metaText))) + metaStyle.apply(metaText)
+                        }
+                    }
+                    lines.append(lead + styledLine)
+                }
+                if !message.reactions.isEmpty {
+                    lines.append("   " + TerminalText.truncate(TerminalText.sanitize(message.reactions), to: textWidth))
+                }
+            }
+        }
+        return lines
+    }
+
+    private func inputLine(width: Int) -> String {
+        let (text, _) = fittedInput(width: width)
+        return text
+    }
+
+    /// The input line fitted to the width (scrolled so the cursor shows) and the cursor's column.
+    private func fittedInput(width: Int) -> (String, Int) {
+        let label = (inputLabel.map { TerminalText.sanitize($0) + " " } ?? "") + "> "
+        let characters = Array(masked ? String(repeating: "•", count: input.text.count) : input.text)
+        let room = max(4, width - TerminalText.width(label) - 1)
+        var start = 0
+        var before = TerminalText.width(String(characters[0..<input.cursor]))
+        while before > room, start < input.cursor {
+            before -= TerminalText.width(of: characters[start])
+            start += 1
+        }
+        let shown = TerminalText.truncate(String(characters[start...]), to: room, ellipsis: false)
+        let styledLabel = focus == .input ? Style.boldColour(39).apply(label) : Style.dim.apply(label)
+        let padding = String(repeating: " ", count: max(0, width - TerminalText.width(label) - TerminalText.width(shown)))
+        return (styledLabel + shown + padding, TerminalText.width(label) + before)
+    }
+
+    private func statusLine(width: Int) -> String {
+        if let status { return Style.colour(214).apply(TerminalText.pad(" " + TerminalText.sanitize(status), to: width)) }
+        let hints: String = switch focus {
+        case .list: " ↑↓ choose · Enter open · Tab type · /help · Ctrl-C quit"
+        case .messages: " ↑↓ choose · r reply · e edit · d delete · + react · f forward · Esc back"
+        case .input: " Enter send · ↑ on empty line: pick a message · Tab list · PgUp older · /help"
+        }
+        return Style.dim.apply(TerminalText.pad(hints, to: width))
+    }
+
+    private func fill(_ lines: [String], width: Int, height: Int) -> [String] {
+        var out = Array(lines.prefix(height)).map { fitStyled($0, width: width) }
+        while out.count < height { out.append(String(repeating: " ", count: width)) }
+        return out
+    }
+
+    /// A styled line made exactly `width` visible columns: cut (keeping its escape sequences,
+    /// which take no room) or padded. A line never runs past the edge and wraps.
+    func fitStyled(_ line: String, width: Int) -> String {
+        var out = ""
+        var used = 0
+        var escape = false
+        var cut = false
+        for character in line {
+            if escape {
+                out.append(character)
+                if let scalar = character.unicodeScalars.first, (0x40...0x7E).contains(scalar.value), character != "[" { escape = false }
+                continue
+            }
+            if character == "\u{1B}" {
+                escape = true
+                out.append(character)
+                continue
+            }
+            let w = TerminalText.width(of: character)
+            if used + w > width {
+                cut = true
+                continue
+            }
+            out.append(character)
+            used += w
+        }
+        if cut { out += Style.plain.sgr }
+        return used >= width ? out : out + String(repeating: " ", count: width - used)
+    }
+
+    /// Columns a styled line takes on screen (SGR sequences skipped).
+    static func visibleWidth(_ line: String) -> Int {
+        TerminalText.width(stripStyles(line))
+    }
+
+    /// The line without its SGR sequences (what a person sees).
+    public static func stripStyles(_ line: String) -> String {
+        var out = ""
+        var inEscape = false
+        for scalar in line.unicodeScalars {
+            if inEscape {
+                if (0x40...0x7E).contains(scalar.value) && scalar != "[" { inEscape = false }
+                continue
+            }
+            if scalar == "\u{1B}" { inEscape = true; continue }
+            out.unicodeScalars.append(scalar)
+        }
+        return out
+    }
+
+    /// A stable colour for a name (256-colour palette, readable on dark and light).
+    static func colour(for name: String) -> Int {
+        let palette = [167, 172, 107, 73, 140, 175, 109, 137]
+        let sum = name.unicodeScalars.reduce(0) { ($0 &* 31 &+ Int($1.value)) & 0xFFFF }
+        return palette[sum % palette.count]
+    }
+}

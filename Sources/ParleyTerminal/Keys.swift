@@ -1,0 +1,191 @@
+import Foundation
+
+/// A key press, decoded from the bytes a terminal sends in raw mode.
+public enum Key: Sendable, Equatable {
+    case character(Character)
+    case enter, tab, backTab, backspace, delete, escape
+    case up, down, left, right, home, end, pageUp, pageDown
+    case control(Character)
+    /// Text pasted in one read (several characters).
+    case paste(String)
+}
+
+/// Turns raw terminal input into keys; keeps an incomplete sequence for the next read.
+public struct KeyParser: Sendable {
+    private var pending: [UInt8] = []
+
+    public init() {}
+
+    /// The keys in `bytes` (plus anything left from the previous call). A lone ESC at the end
+    /// of a read is the Escape key (terminals send sequences in one write).
+    public mutating func feed(_ bytes: [UInt8]) -> [Key] {
+        pending += bytes
+        var keys: [Key] = []
+        var index = 0
+        while index < pending.count {
+            let byte = pending[index]
+            switch byte {
+            case 0x1B:
+                guard index + 1 < pending.count else {
+                    keys.append(.escape)
+                    index += 1
+                    continue
+                }
+                let next = pending[index + 1]
+                if next == UInt8(ascii: "[") || next == UInt8(ascii: "O") {
+                    // CSI / SS3: parameters, then a final byte in 0x40...0x7E.
+                    var end = index + 2
+                    while end < pending.count, !(0x40...0x7E).contains(pending[end]) { end += 1 }
+                    guard end < pending.count else {
+                        // Incomplete: wait for the rest.
+                        pending.removeFirst(index)
+                        return keys
+                    }
+                    let parameters = String(decoding: pending[(index + 2)..<end], as: UTF8.self)
+                    if let key = Self.sequence(final: pending[end], parameters: parameters) { keys.append(key) }
+                    index = end + 1
+                } else {
+                    keys.append(.escape)
+                    index += 1
+                }
+            case 0x0D, 0x0A: keys.append(.enter); index += 1
+            case 0x09: keys.append(.tab); index += 1
+            case 0x7F, 0x08: keys.append(.backspace); index += 1
+            case 0x01...0x1A:
+                keys.append(.control(Character(Unicode.Scalar(byte + 0x60))))
+                index += 1
+            case 0x00, 0x1C...0x1F: index += 1
+            default:
+                // One UTF-8 character (2 to 4 bytes when it starts with 11xxxxxx).
+                let length = byte < 0x80 ? 1 : byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1
+                guard index + length <= pending.count else {
+                    pending.removeFirst(index)
+                    return keys
+                }
+                let text = String(decoding: pending[index..<(index + length)], as: UTF8.self)
+                for character in text { keys.append(.character(character)) }
+                index += length
+            }
+        }
+        pending.removeAll()
+        // Several printable characters in one read: a paste (kept whole; newlines stay text).
+        return keys
+    }
+
+    static func sequence(final: UInt8, parameters: String) -> Key? {
+        switch final {
+        case UInt8(ascii: "A"): .up
+        case UInt8(ascii: "B"): .down
+        case UInt8(ascii: "C"): .right
+        case UInt8(ascii: "D"): .left
+        case UInt8(ascii: "H"): .home
+        case UInt8(ascii: "F"): .end
+        case UInt8(ascii: "Z"): .backTab
+        case UInt8(ascii: "~"):
+            switch parameters {
+            case "1", "7": .home
+            case "4", "8": .end
+            case "3": .delete
+            case "5": .pageUp
+            case "6": .pageDown
+            default: nil
+            }
+        default: nil
+        }
+    }
+}
+
+/// The input line: text, a cursor, and the history of what was sent (Up/Down).
+public struct LineEditor: Sendable, Equatable {
+    public private(set) var text: String = ""
+    /// The cursor, in characters from the start.
+    public private(set) var cursor: Int = 0
+    private var history: [String] = []
+    private var historyIndex: Int?
+    private var draft = ""
+
+    public init(text: String = "") {
+        self.text = text
+        cursor = text.count
+    }
+
+    /// Replaces the text (editing a message starts from its text), cursor at the end.
+    public mutating func set(_ text: String) {
+        self.text = text
+        cursor = text.count
+        historyIndex = nil
+    }
+
+    /// Applies an editing key; returns false for keys it does not handle.
+    @discardableResult
+    public mutating func handle(_ key: Key) -> Bool {
+        switch key {
+        case .character(let character):
+            insert(String(character))
+        case .paste(let text):
+            insert(text)
+        case .backspace:
+            guard cursor > 0 else { return true }
+            let at = text.index(text.startIndex, offsetBy: cursor - 1)
+            text.remove(at: at)
+            cursor -= 1
+        case .delete:
+            guard cursor < text.count else { return true }
+            text.remove(at: text.index(text.startIndex, offsetBy: cursor))
+        case .left: cursor = max(0, cursor - 1)
+        case .right: cursor = min(text.count, cursor + 1)
+        case .home, .control("a"): cursor = 0
+        case .end, .control("e"): cursor = text.count
+        case .control("u"):
+            text.removeSubrange(text.startIndex..<text.index(text.startIndex, offsetBy: cursor))
+            cursor = 0
+        case .control("k"):
+            text.removeSubrange(text.index(text.startIndex, offsetBy: cursor)...)
+        case .control("w"):
+            let before = Array(text.prefix(cursor))
+            var start = before.count
+            while start > 0, before[start - 1] == " " { start -= 1 }
+            while start > 0, before[start - 1] != " " { start -= 1 }
+            text = String(before[..<start]) + text.dropFirst(cursor)
+            cursor = start
+        case .up:
+            guard !history.isEmpty else { return true }
+            if historyIndex == nil { draft = text }
+            let next = max(0, (historyIndex ?? history.count) - 1)
+            historyIndex = next
+            text = history[next]
+            cursor = text.count
+        case .down:
+            guard let index = historyIndex else { return true }
+            if index + 1 < history.count {
+                historyIndex = index + 1
+                text = history[index + 1]
+            } else {
+                historyIndex = nil
+                text = draft
+            }
+            cursor = text.count
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// Takes the text (Enter): it goes into the history and the line empties.
+    public mutating func submit() -> String {
+        let sent = text
+        if !sent.trimmingCharacters(in: .whitespaces).isEmpty, history.last != sent { history.append(sent) }
+        if history.count > 200 { history.removeFirst(history.count - 200) }
+        text = ""
+        cursor = 0
+        historyIndex = nil
+        draft = ""
+        return sent
+    }
+
+    private mutating func insert(_ piece: String) {
+        let clean = TerminalText.sanitize(piece)
+        text.insert(contentsOf: clean, at: text.index(text.startIndex, offsetBy: cursor))
+        cursor += clean.count
+    }
+}

@@ -1,0 +1,219 @@
+import Foundation
+import ParleyClient
+import ParleyProtocol
+
+extension TerminalChat {
+    /// Enter on the input line: a command, an edit, a reply, or a message.
+    func submit(_ line: String) async {
+        if let command = ChatCommand.parse(line) { return await run(command) }
+        let text = line.hasPrefix("//") ? String(line.dropFirst()) : line
+        guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { return }
+        guard let chat else {
+            screen.status = "Open a conversation first (↑ ↓ Enter in the list, or /dm EMAIL)"
+            return
+        }
+        if let message = editing {
+            editing = nil
+            screen.inputLabel = nil
+            await chat.edit(message, text: text)
+            return
+        }
+        let reply = replyingTo
+        replyingTo = nil
+        screen.inputLabel = nil
+        screen.scroll = 0
+        await chat.send(text, replyingTo: reply)
+    }
+
+    /// Opens a conversation in the chat pane.
+    func open(_ id: EntityID) async {
+        guard let client else { return }
+        chat?.stop()
+        let model = ChatModel(client: client, conversationId: id, names: names.lookup)
+        chat = model
+        screen.chatTitle = list?.rows.first { $0.id == id }?.title ?? "…"
+        screen.timeline = []
+        screen.scroll = 0
+        screen.overlay = nil
+        screen.focus = .input
+        replyingTo = nil
+        editing = nil
+        screen.inputLabel = nil
+        if let index = screen.rows.firstIndex(where: { $0.id == id }) { screen.selectedRow = index }
+        await model.start()
+    }
+
+    /// The message a command names: N from the newest, else the highlighted one, else the newest.
+    func message(_ number: Int?, ownOnly: Bool = false) -> LocalMessage? {
+        var messages = selectable()
+        if ownOnly, number == nil, screen.selectedMessage == nil {
+            messages = messages.filter { $0.senderId == session?.user.id }
+        }
+        if let number {
+            guard number <= messages.count else {
+                screen.status = "There is no message \(number) (1 is the newest)"
+                return nil
+            }
+            return messages[messages.count - number]
+        }
+        if let selected = screen.selectedMessage, let found = messages.first(where: { $0.id == selected }) { return found }
+        guard let newest = messages.last else {
+            screen.status = "No message to act on"
+            return nil
+        }
+        return newest
+    }
+
+    func run(_ command: ChatCommand) async {
+        switch command {
+        case .help:
+            screen.overlayTitle = "Commands (Esc closes)"
+            screen.overlay = ChatCommand.helpLines
+            if screen.chatTitle == nil { screen.chatTitle = "Help" }
+        case .quit: quitting = true
+        case .close:
+            chat?.stop()
+            chat = nil
+            screen.chatTitle = nil
+            screen.timeline = []
+            screen.focus = .list
+        case .logout:
+            if let api { try? await api.logout(deviceToken: nil) }
+            await stopClient()
+            configuration.onSignedOut()
+            session = nil
+            screen = ChatScreen()
+            beginLogin()
+        case .retry:
+            await client?.retry()
+            screen.status = "Reconnecting…"
+        case .older: await chat?.loadOlder()
+        case .resend:
+            guard let chat else { return }
+            let failed = chat.messages.filter { if case .failed = $0.delivery { true } else { $0.delivery == .notSent } }
+            for message in failed { await chat.resend(message) }
+            screen.status = failed.isEmpty ? "Nothing to resend" : "Sending \(failed.count) again"
+        case .open(let what):
+            if let number = Int(what), screen.rows.indices.contains(number - 1) {
+                await open(screen.rows[number - 1].id)
+            } else if let row = screen.rows.first(where: { $0.title.localizedCaseInsensitiveContains(what) }) {
+                await open(row.id)
+            } else {
+                screen.status = "No conversation matches \"\(what)\""
+            }
+        case .direct(let who):
+            guard let user = await findUser(who) else { return }
+            await create(CreateConversationRequest(type: .direct, participantIds: [user.id]))
+        case .group(let name, let members):
+            var ids: [EntityID] = []
+            for member in members {
+                guard let user = await findUser(member) else { return }
+                ids.append(user.id)
+            }
+            await create(CreateConversationRequest(type: .group, participantIds: ids, name: name))
+        case .reply(let number, let text):
+            guard let target = message(number) else { return }
+            if let text {
+                await chat?.send(text, replyingTo: target)
+            } else {
+                beginReply(target)
+            }
+        case .edit(let number, let text):
+            guard let target = message(number, ownOnly: true) else { return }
+            if let text, let chat {
+                guard target.senderId == session?.user.id else {
+                    screen.status = "Only your own messages can be edited"
+                    return
+                }
+                await chat.edit(target, text: text)
+            } else {
+                beginEdit(target)
+            }
+        case .delete(let number):
+            guard let target = message(number, ownOnly: true), let chat else { return }
+            guard target.senderId == session?.user.id else {
+                screen.status = "Only your own messages can be deleted"
+                return
+            }
+            await chat.revoke(target)
+            leaveMessages()
+        case .react(let number, let emoji):
+            guard let target = message(number), let chat else { return }
+            await chat.react(target, emoji: emoji)
+        case .unreact(let number, let emoji):
+            guard let target = message(number), let chat else { return }
+            await chat.unreact(target, emoji: emoji)
+        case .forward(let number, let destination):
+            guard let target = message(number), let chat else { return }
+            let row = Int(destination).flatMap { screen.rows.indices.contains($0 - 1) ? screen.rows[$0 - 1] : nil }
+                ?? screen.rows.first { $0.title.localizedCaseInsensitiveContains(destination) }
+            guard let row else {
+                screen.status = "No conversation matches \"\(destination)\""
+                return
+            }
+            await chat.forward(target, to: row.id)
+            screen.status = "Forwarded to \(row.title)"
+        case .search(let query):
+            guard let chat else {
+                screen.status = "Open a conversation to search it"
+                return
+            }
+            let results = await chat.search(query)
+            screen.overlayTitle = "\(results.count) found for \"\(query)\" (Esc closes)"
+            screen.overlay = results.map { result in
+                let who = names.lookup(result.message.senderId) ?? "Someone"
+                return "#\(result.seq) \(ChatPresentation.time(result.message.createdAt)) \(who): \(result.snippet)"
+            }
+        case .attach(let path, let caption):
+            let expanded = (path as NSString).expandingTildeInPath
+            guard let chat, FileManager.default.isReadableFile(atPath: expanded) else {
+                screen.status = chat == nil ? "Open a conversation first" : "Cannot read \(path)"
+                return
+            }
+            let type = Self.contentType(of: expanded)
+            await chat.send(
+                file: URL(fileURLWithPath: expanded), contentType: type, type: type.hasPrefix("image/") ? .image : .file, caption: caption)
+        case .invalid(let reason):
+            screen.status = reason
+        }
+    }
+
+    private func create(_ request: CreateConversationRequest) async {
+        guard let api, let client else { return }
+        do {
+            let conversation = try await api.createConversation(request)
+            try await client.database.store(conversation: conversation)
+            await list?.reload()
+            await open(conversation.id)
+        } catch {
+            screen.status = "\(error)"
+        }
+    }
+
+    /// A user of the organization by email, or by a unique part of the name.
+    private func findUser(_ text: String) async -> User? {
+        guard let api else { return nil }
+        do {
+            let users = try await api.users(matching: text)
+            if let exact = users.first(where: { $0.email.caseInsensitiveCompare(text) == .orderedSame }) { return exact }
+            let others = users.filter { $0.id != session?.user.id }
+            if others.count == 1 { return others[0] }
+            screen.status = others.isEmpty ? "Nobody in your organization matches \"\(text)\"" : "\(others.count) people match \"\(text)\": use the email"
+        } catch {
+            screen.status = "\(error)"
+        }
+        return nil
+    }
+
+    static func contentType(of path: String) -> String {
+        switch (path as NSString).pathExtension.lowercased() {
+        case "png": "image/png"
+        case "jpg", "jpeg": "image/jpeg"
+        case "gif": "image/gif"
+        case "webp": "image/webp"
+        case "pdf": "application/pdf"
+        case "txt", "md": "text/plain"
+        default: "application/octet-stream"
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import ParleyClient
+import ParleyProtocol
+
+/// Signing in from inside the client: one question at a time on the input line.
+public struct LoginFlow: Sendable, Equatable {
+    public enum Step: Sendable, Equatable { case choice, organization, email, password, displayName }
+
+    public var step: Step = .choice
+    public var registering = false
+    public var organization = ""
+    public var email = ""
+    public var password = ""
+    public var displayName = ""
+
+    public init() {}
+
+    /// The question for the current step.
+    public var prompt: String {
+        switch step {
+        case .choice: "Sign in: (l)og in or (r)egister?"
+        case .organization: "Organization"
+        case .email: "Email"
+        case .password: registering ? "Password (8+ characters)" : "Password"
+        case .displayName: "Your name"
+        }
+    }
+
+    /// Takes an answer; returns true when every answer is in.
+    public mutating func answer(_ text: String) -> Bool {
+        let value = text.trimmingCharacters(in: .whitespaces)
+        switch step {
+        case .choice:
+            switch value.lowercased() {
+            case "l", "login", "log in": registering = false
+            case "r", "register": registering = true
+            default: return false
+            }
+            step = .organization
+        case .organization:
+            guard !value.isEmpty else { return false }
+            organization = value
+            step = .email
+        case .email:
+            guard value.contains("@") else { return false }
+            email = value
+            step = .password
+        case .password:
+            guard !text.isEmpty else { return false }
+            password = text
+            if registering { step = .displayName } else { return true }
+        case .displayName:
+            guard !value.isEmpty else { return false }
+            displayName = value
+            return true
+        }
+        return false
+    }
+}
+
+extension TerminalChat {
+    func beginLogin() {
+        login = LoginFlow()
+        showLoginStep()
+    }
+
+    private func showLoginStep() {
+        guard let login else { return }
+        screen.account = "not signed in · \(configuration.serverURL.absoluteString)"
+        screen.chatTitle = "Welcome to Parley"
+        screen.chatSubtitle = ""
+        screen.timeline = []
+        screen.overlayTitle = "Sign in to \(configuration.serverURL.absoluteString)"
+        var lines = [
+            "Answer on the line below and press Enter.",
+            "",
+            login.registering ? "Registering" : (login.step == .choice ? "" : "Logging in"),
+        ]
+        if !login.organization.isEmpty { lines.append("Organization: \(login.organization)") }
+        if !login.email.isEmpty { lines.append("Email: \(login.email)") }
+        screen.overlay = lines
+        screen.inputLabel = login.prompt
+        screen.masked = login.step == .password
+        screen.focus = .input
+    }
+
+    func handleLogin(_ key: Key) async {
+        guard var flow = login else { return }
+        switch key {
+        case .enter:
+            let answer = screen.input.submit()
+            if flow.step == .choice || flow.step == .email || flow.step == .organization || flow.step == .displayName || flow.step == .password {
+                let complete = flow.answer(answer)
+                login = flow
+                if complete {
+                    await signIn(flow)
+                } else {
+                    showLoginStep()
+                }
+            }
+        case .escape:
+            beginLogin()
+        default:
+            screen.input.handle(key)
+        }
+    }
+
+    private func signIn(_ flow: LoginFlow) async {
+        screen.status = flow.registering ? "Registering…" : "Logging in…"
+        refresh()
+        let api = ParleyAPI(baseURL: configuration.serverURL)
+        do {
+            let auth = flow.registering
+                ? try await api.register(.init(
+                    organization: flow.organization, email: flow.email, password: flow.password, displayName: flow.displayName))
+                : try await api.login(.init(organization: flow.organization, email: flow.email, password: flow.password))
+            let session = Session(token: auth.token, user: auth.user)
+            configuration.onSignedIn(session)
+            login = nil
+            screen = ChatScreen()
+            await start(session)
+        } catch {
+            var retry = LoginFlow()
+            retry.registering = flow.registering
+            retry.organization = flow.organization
+            retry.email = flow.email
+            retry.step = .password
+            login = retry
+            screen.status = "\(error)"
+            showLoginStep()
+        }
+    }
+}

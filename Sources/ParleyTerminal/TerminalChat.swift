@@ -1,0 +1,339 @@
+import Foundation
+import ParleyClient
+import ParleyProtocol
+import Synchronization
+
+/// `parley chat`: a full-screen terminal client on the SDK. It works like an app: the list and
+/// the chat come from the local database at once, messages sent offline wait in the outbox,
+/// and the screen follows the SDK's models.
+@MainActor
+public final class TerminalChat {
+    /// A signed-in user and their token.
+    public struct Session: Sendable {
+        public var token: String
+        public var user: User
+        public init(token: String, user: User) {
+            self.token = token
+            self.user = user
+        }
+    }
+
+    /// Where the client keeps things and how it tells the caller about sign-in and sign-out.
+    public struct Configuration: Sendable {
+        public var serverURL: URL
+        /// The folder of the SDK's database files (cache and outbox), one per user.
+        public var databaseDirectory: String
+        public var onSignedIn: @Sendable (Session) -> Void
+        public var onSignedOut: @Sendable () -> Void
+
+        public init(
+            serverURL: URL, databaseDirectory: String, onSignedIn: @escaping @Sendable (Session) -> Void,
+            onSignedOut: @escaping @Sendable () -> Void
+        ) {
+            self.serverURL = serverURL
+            self.databaseDirectory = databaseDirectory
+            self.onSignedIn = onSignedIn
+            self.onSignedOut = onSignedOut
+        }
+    }
+
+    let configuration: Configuration
+    let device: TerminalDevice
+    var screen = ChatScreen()
+    var parser = KeyParser()
+    var session: Session?
+    var client: ChatClient?
+    var api: ParleyAPI?
+    var list: ConversationListModel?
+    var chat: ChatModel?
+    var directory: DirectoryModel?
+    let names = NameBook()
+    var typingByConversation: [EntityID: String] = [:]
+    var login: LoginFlow?
+    /// The message being replied to or edited from the input line.
+    var replyingTo: LocalMessage?
+    var editing: LocalMessage?
+    var quitting = false
+    private var lastVisibleId: String?
+    private var observation: Task<Void, Never>?
+
+    public init(configuration: Configuration, session: Session?) {
+        self.configuration = configuration
+        self.session = session
+        device = TerminalDevice()
+    }
+
+    /// Runs until the user quits; returns the exit status.
+    public func run() async -> Int32 {
+        device.enter()
+        defer { device.leave() }
+        if let session { await start(session) } else { beginLogin() }
+        let ticker = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(40))
+                self?.refresh()
+            }
+        }
+        refresh()
+        for await bytes in device.input {
+            for key in parser.feed(bytes) {
+                await handle(key)
+                if quitting { break }
+            }
+            if quitting { break }
+            refresh()
+        }
+        ticker.cancel()
+        await stopClient()
+        return 0
+    }
+
+    // MARK: Session
+
+    func start(_ session: Session) async {
+        self.session = session
+        let api = ParleyAPI(baseURL: configuration.serverURL, token: session.token)
+        self.api = api
+        let client: ChatClient
+        do {
+            client = ChatClient(
+                transport: LiveTransport(serverURL: configuration.serverURL, token: session.token),
+                database: try LocalDatabase.open(
+                    path: (configuration.databaseDirectory as NSString).appendingPathComponent("chat-\(session.user.id).sqlite")), userId: session.user.id,
+                hooks: MessageHooks(preparations: [AttachmentUpload(api: api)]))
+        } catch {
+            screen.status = "Cannot open the local database: \(error)"
+            return
+        }
+        self.client = client
+        try? await client.database.store(users: [session.user])
+        names.set([session.user])
+        screen.account = "\(session.user.displayName) <\(session.user.email)>"
+        let directory = DirectoryModel(client: client)
+        self.directory = directory
+        let list = ConversationListModel(client: client, names: names.lookup)
+        self.list = list
+        await client.start()
+        await list.start()
+        screen.focus = .list
+        let changes = await client.changes()
+        observation = Task { [weak self] in
+            for await change in changes {
+                guard let self else { return }
+                switch change {
+                case .typing(let id): await self.refreshTyping(id)
+                case .signInRequired: self.screen.status = "The server refused the session: /logout and sign in again"
+                default: break
+                }
+            }
+        }
+        Task {
+            await directory.start()
+            self.names.set(directory.users)
+        }
+    }
+
+    func stopClient() async {
+        observation?.cancel()
+        chat?.stop()
+        list?.stop()
+        directory?.stop()
+        await client?.stop()
+        chat = nil
+        list = nil
+        client = nil
+    }
+
+    private func refreshTyping(_ id: EntityID) async {
+        guard let client else { return }
+        let users = await client.typingUsers(in: id)
+        typingByConversation[id] = TypingIndicators.line(for: users.map { names.lookup($0) ?? "Someone" })
+    }
+
+    // MARK: Frames
+
+    /// Rebuilds the screen from the models and draws what changed.
+    func refresh() {
+        if let directory { names.set(directory.users) }
+        if let list {
+            let me = session?.user.id
+            let users = Dictionary((directory?.users ?? []).map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+            screen.rows = list.rows.map { row in
+                let peer = row.conversation.type == .direct ? row.conversation.participantIds.first { $0 != me } : nil
+                return ChatScreen.Row(
+                    id: row.id, title: row.title,
+                    preview: ChatPresentation.preview(row.conversation, me: me ?? EntityID(), names: names.lookup),
+                    unread: row.unreadCount, online: peer.map { users[$0]?.isOnline ?? false },
+                    typing: typingByConversation[row.id] ?? nil)
+            }
+            screen.selectedRow = min(screen.selectedRow, max(0, screen.rows.count - 1))
+            screen.banner = ChatPresentation.banner(list.connection)
+        }
+        if let chat, let me = session?.user.id {
+            screen.timeline = ChatPresentation.timeline(chat.messages, me: me, names: names.lookup)
+            screen.typingLine = chat.typingLine
+            if let row = list?.rows.first(where: { $0.id == chat.conversationId }) {
+                screen.chatTitle = row.title
+                screen.chatSubtitle = subtitle(for: row.conversation)
+            }
+            if let error = chat.lastError, screen.status == nil { screen.status = error }
+            markVisible(chat)
+        }
+        let (width, height) = device.size()
+        device.draw(screen.render(width: width, height: height), cursor: screen.cursor(width: width, height: height), width: width, height: height)
+    }
+
+    private func subtitle(for conversation: Conversation) -> String {
+        if conversation.type == .group { return "\(conversation.memberCount) members" }
+        let peer = conversation.participantIds.first { $0 != session?.user.id }
+        guard let user = directory?.users.first(where: { $0.id == peer }) else { return "" }
+        if user.isOnline { return "online" }
+        return user.lastSeenAt.map { "last seen \(ChatPresentation.time($0))" } ?? "offline"
+    }
+
+    /// Messages on screen are read: the newest visible one is reported once (batched by the SDK).
+    private func markVisible(_ chat: ChatModel) {
+        guard screen.scroll == 0, screen.overlay == nil, let newest = chat.messages.last(where: \.isConfirmed), newest.id != lastVisibleId else { return }
+        lastVisibleId = newest.id
+        let visible = Array(chat.messages.suffix(30))
+        Task { await chat.messagesBecameVisible(visible) }
+    }
+
+    // MARK: Keys
+
+    func handle(_ key: Key) async {
+        if key == .control("c") || key == .control("d") && screen.input.text.isEmpty {
+            quitting = true
+            return
+        }
+        if key == .control("l") {
+            device.invalidate()
+            return
+        }
+        if login != nil { return await handleLogin(key) }
+        screen.status = nil
+        switch screen.focus {
+        case .list: await handleListKey(key)
+        case .messages: await handleMessageKey(key)
+        case .input: await handleInputKey(key)
+        }
+    }
+
+    private func handleListKey(_ key: Key) async {
+        switch key {
+        case .up: screen.selectedRow = max(0, screen.selectedRow - 1)
+        case .down: screen.selectedRow = min(max(0, screen.rows.count - 1), screen.selectedRow + 1)
+        case .enter, .right:
+            if screen.rows.indices.contains(screen.selectedRow) { await open(screen.rows[screen.selectedRow].id) }
+        case .tab, .escape: screen.focus = .input
+        case .character(let character):
+            // Typing starts a message or a command.
+            screen.focus = .input
+            screen.input.handle(.character(character))
+        default: break
+        }
+    }
+
+    private func handleInputKey(_ key: Key) async {
+        switch key {
+        case .enter:
+            let line = screen.input.submit()
+            await submit(line)
+        case .tab:
+            screen.focus = .list
+        case .escape:
+            if replyingTo != nil || editing != nil {
+                replyingTo = nil
+                editing = nil
+                screen.inputLabel = nil
+                screen.input.set("")
+            } else if screen.overlay != nil {
+                screen.overlay = nil
+            } else {
+                screen.focus = .list
+            }
+        case .pageUp:
+            screen.scroll += 10
+            if let chat, chat.canLoadOlder, screen.scroll + 20 > screen.timelineLines(width: 80).count { await chat.loadOlder() }
+        case .pageDown:
+            screen.scroll = max(0, screen.scroll - 10)
+        case .up where screen.input.text.isEmpty && chat != nil:
+            screen.focus = .messages
+            screen.selectedMessage = selectable().last?.id
+        default:
+            screen.input.handle(key)
+            if case .character = key, let chat, !screen.input.text.hasPrefix("/") { Task { await chat.userIsTyping() } }
+        }
+    }
+
+    private func handleMessageKey(_ key: Key) async {
+        let messages = selectable()
+        let index = messages.firstIndex { $0.id == screen.selectedMessage } ?? messages.count - 1
+        guard messages.indices.contains(index) else {
+            screen.focus = .input
+            return
+        }
+        let message = messages[index]
+        switch key {
+        case .up: screen.selectedMessage = messages[max(0, index - 1)].id
+        case .down:
+            if index + 1 < messages.count { screen.selectedMessage = messages[index + 1].id } else { leaveMessages() }
+        case .escape, .tab: leaveMessages()
+        case .character("r"): beginReply(message)
+        case .character("e"): beginEdit(message)
+        case .character("d"): await run(.delete(message: messages.count - index))
+        case .character("+"):
+            leaveMessages()
+            screen.input.set("/react \(messages.count - index) ")
+        case .character("f"):
+            leaveMessages()
+            screen.input.set("/forward \(messages.count - index) ")
+        case .enter:
+            if case .failed = message.delivery { await chat?.resend(message) } else { beginReply(message) }
+        default: break
+        }
+    }
+
+    func leaveMessages() {
+        screen.focus = .input
+        screen.selectedMessage = nil
+    }
+
+    /// The messages a command can name: the chat's, without system notices, oldest first.
+    func selectable() -> [LocalMessage] {
+        (chat?.messages ?? []).filter { $0.type != .system }
+    }
+
+    func beginReply(_ message: LocalMessage) {
+        leaveMessages()
+        replyingTo = message
+        editing = nil
+        let who = message.senderId == session?.user.id ? "yourself" : names.lookup(message.senderId) ?? "Someone"
+        screen.inputLabel = "↪ reply to \(who)"
+    }
+
+    func beginEdit(_ message: LocalMessage) {
+        leaveMessages()
+        guard message.senderId == session?.user.id, message.deletedAt == nil else {
+            screen.status = "Only your own messages can be edited"
+            return
+        }
+        editing = message
+        replyingTo = nil
+        screen.inputLabel = "✎ edit"
+        screen.input.set(message.text)
+    }
+}
+
+/// Display names by user id, readable from any thread (the SDK's models ask off the main actor).
+final class NameBook: Sendable {
+    private let names = Mutex<[EntityID: String]>([:])
+
+    func set(_ users: [User]) {
+        names.withLock { names in for user in users { names[user.id] = user.displayName } }
+    }
+
+    var lookup: @Sendable (EntityID) -> String? {
+        { [self] id in self.names.withLock { $0[id] } }
+    }
+}
