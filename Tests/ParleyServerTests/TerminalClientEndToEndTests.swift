@@ -1,0 +1,180 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import ParleyClient
+import ParleyProtocol
+import ParleyTestSupport
+import Testing
+
+/// `parley chat` as people use it: two real terminals (tmux) running the real binary against a
+/// real server, read back with `capture-pane`. The screens are saved under
+/// `.build/test-screens/` for a person to look at.
+@Suite(.serialized) struct TerminalClientEndToEndTests {
+    /// A tmux server of this test's own (its own socket), so nothing else's sessions are touched.
+    struct Tmux {
+        let socket = "parley-test-\(UUID().uuidString.prefix(8))"
+
+        /// Runs a tmux command with posix_spawn and waitpid. (Foundation's `Process` did not
+        /// notice the exit of the tmux client that starts the server here, and hung.) Its output
+        /// goes through a file: tmux's server outlives the command.
+        @discardableResult
+        func run(_ arguments: [String]) throws -> String {
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("tmux-\(UUID().uuidString)").path
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+            let argv = (["tmux", "-f", "/dev/null", "-L", socket] + arguments).map { strdup($0) } + [nil]
+            defer { for pointer in argv { free(pointer) } }
+            var pid: pid_t = 0
+            let spawned = posix_spawnp(&pid, "tmux", &actions, nil, argv, environ)
+            guard spawned == 0 else {
+                throw ClientError(kind: .transport, message: "cannot run tmux (error \(spawned)): is it installed? .ci/run installs it")
+            }
+            var status: Int32 = 0
+            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
+            let text = String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self)
+            guard status == 0 else {
+                throw ClientError(kind: .transport, message: "tmux \(arguments.first ?? ""): \(text)")
+            }
+            return text
+        }
+
+        func start(_ name: String, width: Int, height: Int, command: String) throws {
+            try run(["new-session", "-d", "-s", name, "-x", "\(width)", "-y", "\(height)", command])
+        }
+
+        func type(_ name: String, _ text: String) throws { try run(["send-keys", "-t", name, "-l", text]) }
+        func press(_ name: String, _ keys: String...) throws { try run(["send-keys", "-t", name] + keys) }
+        func screen(_ name: String) throws -> String { try run(["capture-pane", "-p", "-t", name]) }
+
+        /// Waits until the screen shows `text` (the program draws asynchronously).
+        @discardableResult
+        func waitFor(_ name: String, _ text: String, timeout: Duration = .seconds(20)) async throws -> String {
+            let deadline = ContinuousClock.now + timeout
+            var last = ""
+            while ContinuousClock.now < deadline {
+                last = try screen(name)
+                if last.contains(text) { return last }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            Issue.record("\(name)'s screen never showed \"\(text)\"; it shows:\n\(last)")
+            throw ClientError(kind: .transport, message: "timed out")
+        }
+
+        func save(_ name: String, as file: String) throws {
+            let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent(".build/test-screens")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try screen(name).write(to: folder.appendingPathComponent("terminal-\(file).txt"), atomically: true, encoding: .utf8)
+            // With colours, for turning into a picture.
+            try run(["capture-pane", "-p", "-e", "-t", name]).write(
+                to: folder.appendingPathComponent("terminal-\(file).ansi"), atomically: true, encoding: .utf8)
+        }
+
+        func kill() { _ = try? run(["kill-server"]) }
+    }
+
+    /// A profile folder holding a session, as `parley login` leaves it.
+    static func profile(for auth: AuthResponse, server: URL) throws -> String {
+        struct Session: Encodable {
+            var server: String
+            var token: String
+            var user: User
+        }
+        let folder = TestServer.temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        let data = try WireCoding.makeEncoder().encode(Session(server: server.absoluteString, token: auth.token, user: auth.user))
+        try data.write(to: URL(fileURLWithPath: folder).appendingPathComponent("session.json"))
+        return folder
+    }
+
+    static func chat(_ profile: String, server: URL? = nil) -> String {
+        let binary = ServeProcess.binary.path
+        let serverOption = server.map { " --server \($0.absoluteString)" } ?? ""
+        // After the client ends: its exit status on the restored screen.
+        return "\(binary) chat --profile \(profile)\(serverOption); echo \"chat exited $?\"; sleep 60"
+    }
+
+    static func count(_ text: String, in screen: String) -> Int { screen.components(separatedBy: text).count - 1 }
+
+    @Test func twoPeopleChatInTwoTerminalsThroughOutagesAndSignIn() async throws {
+        // A real `parley serve`, so the outage below is a real one (SIGKILL).
+        let dataDirectory = TestServer.temporaryDirectory()
+        var server = try ServeProcess(name: "terminal", dataDirectory: dataDirectory)
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        let url = server.url
+        let api = ParleyAPI(baseURL: url)
+        let ada = try await api.register(.init(organization: "acme", email: "ada@x.io", password: TestUser.password, displayName: "Ada"))
+        let bob = try await api.register(.init(organization: "acme", email: "bob@x.io", password: TestUser.password, displayName: "Bob"))
+        let tmux = Tmux()
+        defer { tmux.kill() }
+        try tmux.start("ada", width: 100, height: 30, command: Self.chat(try Self.profile(for: ada, server: url)))
+        try tmux.start("bob", width: 80, height: 24, command: Self.chat(try Self.profile(for: bob, server: url)))
+        try await tmux.waitFor("ada", "● online")
+        try await tmux.waitFor("bob", "● online")
+
+        // Ada starts a direct conversation and writes; Bob's list shows it, unread.
+        try tmux.type("ada", "/dm bob@x.io")
+        try tmux.press("ada", "Enter")
+        try await tmux.waitFor("ada", "Bob  online")
+        try tmux.type("ada", "Hello from the terminal")
+        try tmux.press("ada", "Enter")
+        let bobList = try await tmux.waitFor("bob", "Hello from the terminal")
+        #expect(bobList.contains("● Ada") && bobList.contains(" 1 "), "Bob's row: Ada online, one unread:\n\(bobList)")
+
+        // Bob opens it: Ada sees it read. Bob types: Ada sees him typing, then his answer.
+        try tmux.press("bob", "Enter")
+        try await tmux.waitFor("ada", "✓✓ read")
+        try tmux.type("bob", "Hi Ada")
+        try await tmux.waitFor("ada", "Bob is typing…")
+        try tmux.save("ada", as: "typing")
+        try tmux.press("bob", "Enter")
+        try await tmux.waitFor("ada", "Hi Ada")
+        try tmux.type("ada", "/react 1 👍")
+        try tmux.press("ada", "Enter")
+        try await tmux.waitFor("bob", "👍 1")
+
+        // The server goes away: Ada's message waits, marked, under an offline banner; when the
+        // server is back it arrives once.
+        server.kill()
+        try await tmux.waitFor("ada", "Offline")
+        try tmux.type("ada", "written while the server was down")
+        try tmux.press("ada", "Enter")
+        // Shown at once, marked as sending (the input line is empty again).
+        let waiting = try await tmux.waitFor("ada", "◷")
+        #expect(waiting.contains("│   written while the server was down"), "\(waiting)")
+        try tmux.save("ada", as: "offline")
+        server = try ServeProcess(name: "terminal", dataDirectory: dataDirectory, port: url.port)
+        try await server.waitUntilReady()
+        let delivered = try await tmux.waitFor("bob", "written while the server was down", timeout: .seconds(40))
+        #expect(Self.count("written while the server was down", in: delivered) == 1)
+        try await tmux.waitFor("ada", "● online", timeout: .seconds(40))
+        try tmux.save("ada", as: "chat")
+        try tmux.save("bob", as: "chat-narrow")
+
+        // Someone with no session signs up from inside the client.
+        let emptyProfile = TestServer.temporaryDirectory()
+        try tmux.start("carol", width: 90, height: 24, command: Self.chat(emptyProfile, server: url))
+        try await tmux.waitFor("carol", "(l)og in or (r)egister")
+        try tmux.save("carol", as: "sign-in")
+        for answer in ["r", "acme", "carol@x.io", "correct horse battery", "Carol"] {
+            try tmux.type("carol", answer)
+            try tmux.press("carol", "Enter")
+            try await Task.sleep(for: .milliseconds(150))
+        }
+        let signedIn = try await tmux.waitFor("carol", "Carol <carol@x.io>")
+        #expect(!signedIn.contains("correct horse battery"), "the password never shows")
+        #expect(FileManager.default.fileExists(atPath: emptyProfile + "/session.json"), "the session is kept for next time")
+
+        // Ctrl-C leaves the terminal as it was.
+        try tmux.press("ada", "C-c")
+        let after = try await tmux.waitFor("ada", "chat exited 0")
+        #expect(!after.contains("Conversations"), "back on the normal screen:\n\(after)")
+    }
+}
