@@ -60,7 +60,7 @@ public final class TerminalDevice {
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 Self.restore(original)
-                exit(128 + number)
+                _exit(128 + number)
             }
             source.resume()
             signalSources.append(source)

@@ -15,33 +15,13 @@ import Testing
     struct Tmux {
         let socket = "parley-test-\(UUID().uuidString.prefix(8))"
 
-        /// Runs a tmux command with posix_spawn and waitpid. (Foundation's `Process` did not
-        /// notice the exit of the tmux client that starts the server here, and hung.) Its output
-        /// goes through a file: tmux's server outlives the command.
+        /// Runs a tmux command (see ``Spawn``: Foundation's `Process` did not notice the exit of
+        /// the tmux client that starts the server, and a blocked signal mask broke tmux).
         @discardableResult
         func run(_ arguments: [String]) throws -> String {
-            let path = FileManager.default.temporaryDirectory.appendingPathComponent("tmux-\(UUID().uuidString)").path
-            defer { try? FileManager.default.removeItem(atPath: path) }
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-            posix_spawn_file_actions_addopen(&actions, 1, path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-            posix_spawn_file_actions_adddup2(&actions, 1, 2)
-            let argv = (["tmux", "-f", "/dev/null", "-L", socket] + arguments).map { strdup($0) } + [nil]
-            defer { for pointer in argv { free(pointer) } }
-            var pid: pid_t = 0
-            let spawned = posix_spawnp(&pid, "tmux", &actions, nil, argv, environ)
-            guard spawned == 0 else {
-                throw ClientError(kind: .transport, message: "cannot run tmux (error \(spawned)): is it installed? .ci/run installs it")
-            }
-            var status: Int32 = 0
-            while waitpid(pid, &status, 0) == -1 && errno == EINTR {}
-            let text = String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self)
-            guard status == 0 else {
-                throw ClientError(kind: .transport, message: "tmux \(arguments.first ?? ""): \(text)")
-            }
-            return text
+            let (status, output) = try Spawn.run("tmux", ["-f", "/dev/null", "-L", socket] + arguments)
+            guard status == 0 else { throw ClientError(kind: .transport, message: "tmux \(arguments.first ?? ""): \(output)") }
+            return output
         }
 
         func start(_ name: String, width: Int, height: Int, command: String) throws {

@@ -1,0 +1,164 @@
+// Boot, the auth screen, the connection banner and the wiring between store and views.
+import { $ } from '/web/dom.js';
+import { api, getToken, getSavedUser, saveSession, clearSession, onUnauthorized } from '/web/api.js';
+import { store, subscribe, resetStore } from '/web/store.js';
+import * as client from '/web/client.js';
+import * as outbox from '/web/outbox.js';
+import { initList, renderList } from '/web/views-list.js';
+import { initChat, renderChat, renderTyping, resetComposer, scrollToLatest } from '/web/views-chat.js';
+
+const BANNER = { online: 'Connected', offline: 'Offline: messages will be sent when the connection returns', connecting: 'Connecting…', syncing: 'Syncing…' };
+
+let toastTimer = null;
+function showError(e) {
+  const t = $('#toast');
+  t.textContent = (e && e.message) || String(e);
+  t.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { t.hidden = true; }, 5000);
+}
+
+function setScreen(name) { document.body.dataset.screen = name; }
+
+function renderBanner() {
+  const b = $('#banner');
+  b.dataset.state = store.connection;
+  $('#banner-text').textContent = BANNER[store.connection] || '';
+}
+
+// ---- auth ----
+function setAuthMode(mode) {
+  const form = $('#auth-form');
+  form.dataset.mode = mode;
+  $('#auth-mode-login').setAttribute('aria-selected', String(mode === 'login'));
+  $('#auth-mode-register').setAttribute('aria-selected', String(mode === 'register'));
+  $('#auth-password').autocomplete = mode === 'login' ? 'current-password' : 'new-password';
+  $('#auth-error').textContent = '';
+}
+
+async function authenticate(kind) {
+  const err = $('#auth-error');
+  err.textContent = '';
+  const body = {
+    organization: $('#auth-organization').value.trim(),
+    email: $('#auth-email').value.trim(),
+    password: $('#auth-password').value,
+  };
+  if (kind === 'register') {
+    body.displayName = $('#auth-display-name').value.trim();
+    const invite = $('#auth-invite').value.trim();
+    if (invite) body.inviteCode = invite;
+  }
+  if (!body.organization || !body.email || !body.password || (kind === 'register' && !body.displayName)) {
+    err.textContent = kind === 'register' ? 'Fill in organization, email, password and display name.' : 'Fill in organization, email and password.';
+    return;
+  }
+  const buttons = [$('#auth-login'), $('#auth-register')];
+  buttons.forEach((b) => { b.disabled = true; });
+  try {
+    const res = await api('POST', kind === 'register' ? '/auth/register' : '/auth/login', body);
+    saveSession(res.token, res.user);
+    $('#auth-password').value = '';
+    await enterMain(res.user);
+  } catch (e) {
+    err.textContent = e.message;
+  } finally { buttons.forEach((b) => { b.disabled = false; }); }
+}
+
+function initAuth() {
+  setAuthMode('login');
+  $('#auth-mode-login').addEventListener('click', () => setAuthMode('login'));
+  $('#auth-mode-register').addEventListener('click', () => setAuthMode('register'));
+  $('#auth-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    authenticate($('#auth-form').dataset.mode === 'register' ? 'register' : 'login');
+  });
+  $('#auth-register').addEventListener('click', () => authenticate('register'));
+  $('#auth-form').addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && $('#auth-form').dataset.mode === 'register' && e.target.tagName === 'INPUT') { e.preventDefault(); authenticate('register'); }
+  });
+}
+
+async function signOut(callServer) {
+  if (callServer) await client.endSession(); else client.socket.stop();
+  clearSession();
+  resetStore();
+  resetComposer();
+  renderList(); renderChat();
+  setScreen('auth');
+}
+
+// ---- main ----
+let subscribed = false;
+async function enterMain(user) {
+  setScreen('main');
+  store.connection = 'connecting';
+  renderBanner();
+  if (!subscribed) {
+    subscribed = true;
+    subscribe((notes) => {
+      let list = false; let chat = false; let typing = false;
+      for (const n of notes) {
+        if (n.what === 'connection') { renderBanner(); list = true; chat = true; }
+        if (n.what === 'list' || n.what === 'users' || n.what === 'typing') list = true;
+        if (n.what === 'users' || (n.what === 'chat' && (!n.conversationId || n.conversationId === store.openId))) chat = true;
+        if (n.what === 'typing' && n.conversationId === store.openId) typing = true;
+      }
+      if (list) renderList();
+      if (chat) renderChat(); else if (typing) renderTyping();
+    });
+  }
+  await client.startSession(user);
+  renderList(); renderChat();
+}
+
+async function openChat(id, seq) {
+  $('#search-input').value = '';
+  $('#search-results').hidden = true;
+  $('#conversation-list').hidden = false;
+  if (store.openId !== id) resetComposer();
+  await client.openConversation(id);
+  if (seq) {
+    // A search hit: page back until it is loaded, then show it.
+    for (let i = 0; i < 20 && !document.querySelector(`#messages [data-seq="${seq}"]`); i++) {
+      renderChat();
+      if (!(await client.loadOlder(id))) break;
+    }
+    renderChat();
+    const el = document.querySelector(`#messages [data-seq="${seq}"]`);
+    if (el) { el.scrollIntoView({ block: 'center' }); el.classList.add('flash'); setTimeout(() => el.classList.remove('flash'), 2000); }
+  } else {
+    scrollToLatest();
+    if (window.matchMedia('(min-width: 721px)').matches) $('#composer').focus();
+  }
+}
+
+function boot() {
+  initAuth();
+  initList({ openChat, showError });
+  initChat({ showError });
+  client.init({ onAuthFailed: () => { signOut(false); $('#auth-error').textContent = 'Your session has ended. Please sign in again.'; }, onError: showError });
+  onUnauthorized(() => client.socket.onAuthFailed());
+  $('#logout').addEventListener('click', () => signOut(true));
+  $('#back').addEventListener('click', () => client.closeConversation());
+  document.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape') {
+      for (const id of ['#new-chat-panel', '#forward-panel']) $(id).hidden = true;
+      for (const p of document.querySelectorAll('.react-picker:not([hidden])')) p.hidden = true;
+    }
+  });
+  window.parleyDebug = {
+    outboxSize: () => outbox.size(store.me?.id),
+    state: () => ({
+      me: store.me, connection: store.connection, openId: store.openId,
+      conversations: [...store.conversations.values()].map((c) => ({ id: c.id, lastSeq: c.lastSeq, unreadCount: c.unreadCount, readSeq: c.readSeq })),
+      pending: [...store.pending.values()].map((i) => ({ clientMessageId: i.clientMessageId, conversationId: i.conversationId, failed: !!i.failed })),
+    }),
+  };
+  const token = getToken();
+  const user = getSavedUser();
+  if (token && user) enterMain(user).catch(showError);
+  else setScreen('auth');
+}
+
+boot();

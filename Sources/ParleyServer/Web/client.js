@@ -1,0 +1,436 @@
+// The controller: loads and syncs state over REST, handles socket events, the outbox,
+// receipts, typing and every user action. Views call these functions; they never fetch.
+import { api, qs, uploadAttachment, ApiError, getToken, saveSession } from '/web/api.js';
+import { Socket } from '/web/socket.js';
+import * as outbox from '/web/outbox.js';
+import {
+  store, emit, applyConversation, applyMessageToList, getCache, upsertMessage, setTyping,
+  setTypingSummary,
+} from '/web/store.js';
+
+let hooks = { onAuthFailed() {}, onError() {} };
+export function init(h) { hooks = { ...hooks, ...h }; }
+
+export const socket = new Socket({
+  onEvent: (type, data) => { try { handleEvent(type, data); } catch (e) { console.error(e); } },
+  onState: (s) => setConnection(s),
+  onHello: (data) => { onHello(data).catch((e) => console.error(e)); },
+  onAuthFailed: () => hooks.onAuthFailed(),
+});
+
+function setConnection(state) {
+  store.connection = state;
+  emit('connection');
+}
+
+export async function startSession(user) {
+  store.me = user;
+  for (const item of await outbox.allItems(user.id)) store.pending.set(item.clientMessageId, item);
+  emit('list');
+  socket.start();
+}
+
+export async function endSession() {
+  socket.stop();
+  const me = store.me;
+  try { await api('POST', '/auth/logout', {}); } catch { /* stateless tokens: forget it anyway */ }
+  if (me) await outbox.clearUser(me.id).catch(() => {});
+}
+
+// Renew the token when less than 7 days are left (tokens last 30 days).
+async function maybeRefreshToken() {
+  try {
+    const payload = JSON.parse(atob(getToken().split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
+    if (payload.exp * 1000 - Date.now() > 7 * 86400000) return;
+    const res = await api('POST', '/auth/refresh', {});
+    saveSession(res.token, res.user);
+  } catch { /* keep the old one; a 401 signs out */ }
+}
+
+async function onHello(data) {
+  if (data.user) { store.me = data.user; saveSession(null, data.user); }
+  maybeRefreshToken();
+  setConnection('syncing');
+  try {
+    await Promise.all([syncList(), loadUsers()]);
+    await Promise.all([...store.caches.keys()].map((id) => catchUp(id)));
+    for (const conv of store.conversations.values()) {
+      const mine = (conv.members || []).find((m) => m.userId === store.me.id);
+      if (mine && conv.lastSeq > mine.deliveredSeq) scheduleDelivered(conv.id, conv.lastSeq);
+    }
+    if (store.openId) socket.request('focus', { conversationId: store.openId }).catch(() => {});
+  } catch (e) {
+    console.warn('sync failed', e);
+  }
+  if (socket.isOpen) setConnection('online');
+  emit('list');
+  if (store.openId) emit('chat', store.openId);
+  flushOutbox();
+}
+
+// ---- the conversation list ----
+export async function syncList() {
+  if (store.syncToken) {
+    try {
+      const res = await api('GET', `/conversations${qs({ changedSince: store.syncToken })}`);
+      for (const c of res.conversations) applyConversation(c);
+      for (const id of res.removedIds || []) store.conversations.delete(id);
+      store.syncToken = res.syncToken;
+      emit('list');
+      return;
+    } catch (e) {
+      if (e.code !== 'invalid_request' && e.code !== 'conflict') throw e;
+      store.syncToken = null;
+    }
+  }
+  const res = await api('GET', `/conversations${qs({ limit: 50 })}`);
+  for (const c of res.conversations) applyConversation(c);
+  store.listHasMore = !!res.hasMore;
+  store.listNextBefore = res.nextBefore || null;
+  store.syncToken = res.syncToken || null;
+  emit('list');
+}
+
+let loadingMore = false;
+export async function loadMoreConversations() {
+  if (loadingMore || !store.listHasMore || !store.listNextBefore) return;
+  loadingMore = true;
+  try {
+    const res = await api('GET', `/conversations${qs({ limit: 50, before: store.listNextBefore })}`);
+    for (const c of res.conversations) applyConversation(c);
+    store.listHasMore = !!res.hasMore;
+    store.listNextBefore = res.nextBefore || null;
+    emit('list');
+  } finally { loadingMore = false; }
+}
+
+export async function loadUsers() {
+  const res = await api('GET', `/users${qs({ limit: 500 })}`);
+  for (const u of res.users) store.users.set(u.id, u);
+  emit('users');
+}
+let usersReload = null;
+function ensureUsers(ids) {
+  if (ids.every((id) => store.users.has(id) || id === store.me?.id) || usersReload) return;
+  usersReload = setTimeout(() => { usersReload = null; loadUsers().catch(() => {}); }, 300);
+}
+
+export const searchUsers = (q) => api('GET', `/users${qs({ q, limit: 30 })}`).then((r) => r.users);
+
+export async function createConversation(participantIds, name) {
+  const body = participantIds.length === 1 && !name
+    ? { type: 'direct', participantIds }
+    : { type: 'group', participantIds, ...(name ? { name } : {}) };
+  const conv = await api('POST', '/conversations', body);
+  applyConversation(conv);
+  emit('list');
+  return conv;
+}
+
+async function fetchConversation(id) {
+  try {
+    const conv = await api('GET', `/conversations/${id}`);
+    applyConversation(conv);
+    ensureUsers(conv.participantIds || []);
+    emit('list'); emit('chat', id);
+  } catch (e) {
+    if (e.code === 'not_found') { store.conversations.delete(id); emit('list'); }
+  }
+}
+
+// ---- messages ----
+export async function openConversation(id) {
+  store.openId = id;
+  emit('chat', id); emit('list');
+  if (socket.isOpen) socket.request('focus', { conversationId: id }).catch(() => {});
+  const c = getCache(id);
+  if (!c.loaded) await loadHistory(id);
+}
+
+export function closeConversation() {
+  store.openId = null;
+  if (socket.isOpen) socket.request('focus', { conversationId: null }).catch(() => {});
+  emit('chat'); emit('list');
+}
+
+async function loadHistory(id) {
+  const c = getCache(id);
+  if (c.loading) return c.loading;
+  const startSeq = store.conversations.get(id)?.lastSeq || 0;
+  c.loading = (async () => {
+    try {
+      const res = await api('GET', `/conversations/${id}/messages${qs({ limit: 50 })}`);
+      for (const m of res.messages) upsertMessage(m);
+      c.oldestSeq = res.messages.length ? res.messages[0].seq : null;
+      c.hasMoreBefore = !!res.hasMore;
+      c.loaded = true;
+      c.syncSeq = Math.max(c.syncSeq, startSeq, ...res.messages.map((m) => m.updatedSeq));
+      ensureUsers(res.messages.map((m) => m.senderId));
+      emit('chat', id);
+      await catchUp(id);
+    } catch (e) {
+      hooks.onError(e);
+    } finally { c.loading = null; }
+  })();
+  return c.loading;
+}
+
+export async function loadOlder(id) {
+  const c = getCache(id);
+  if (!c.loaded || !c.hasMoreBefore || c.loadingOlder || c.oldestSeq === null) return false;
+  c.loadingOlder = true;
+  try {
+    const res = await api('GET', `/conversations/${id}/messages${qs({ before: c.oldestSeq, limit: 50 })}`);
+    if (res.messages.length) c.oldestSeq = Math.min(c.oldestSeq, res.messages[0].seq);
+    for (const m of res.messages) upsertMessage(m);
+    c.hasMoreBefore = !!res.hasMore;
+    ensureUsers(res.messages.map((m) => m.senderId));
+    emit('chat', id);
+    return res.messages.length > 0;
+  } finally { c.loadingOlder = false; }
+}
+
+// Catch-up feed: everything changed since the last contiguous change we applied.
+export function catchUp(id) {
+  const c = getCache(id, false);
+  if (!c || !c.loaded) return Promise.resolve();
+  if (c.catching) { c.catchAgain = true; return c.catching; }
+  c.catching = (async () => {
+    try {
+      do {
+        c.catchAgain = false;
+        for (;;) {
+          const res = await api('GET', `/conversations/${id}/changes${qs({ since: c.syncSeq, limit: 500 })}`);
+          for (const m of res.messages) { upsertMessage(m); applyMessageToList(m, true); }
+          if (res.messages.length) c.syncSeq = Math.max(c.syncSeq, res.messages[res.messages.length - 1].updatedSeq);
+          if (!res.hasMore) { c.syncSeq = Math.max(c.syncSeq, res.lastSeq || 0); break; }
+        }
+        emit('chat', id); emit('list');
+      } while (c.catchAgain);
+    } catch (e) {
+      console.warn('catch-up failed', e);
+    } finally { c.catching = null; }
+  })();
+  return c.catching;
+}
+
+function handleMessage(m, created, fromReply = false) {
+  const own = m.senderId === store.me?.id;
+  if (own && store.pending.has(m.clientMessageId)) {
+    store.pending.delete(m.clientMessageId);
+    outbox.removeItem(m.clientMessageId).catch(() => {});
+  }
+  if (!store.conversations.has(m.conversationId)) fetchConversation(m.conversationId);
+  applyMessageToList(m, created);
+  const c = getCache(m.conversationId, false);
+  if (c && c.loaded) {
+    upsertMessage(m);
+    const change = m.updatedSeq || m.seq;
+    if (!fromReply) {
+      if (change > c.syncSeq + 1) catchUp(m.conversationId); // a gap: fetch what we missed
+      else if (change === c.syncSeq + 1 && !c.catching) c.syncSeq = change;
+    }
+  }
+  if (created && !own) {
+    setTyping(m.conversationId, m.senderId, false);
+    scheduleDelivered(m.conversationId, m.seq);
+  }
+  ensureUsers([m.senderId]);
+  emit('list'); emit('chat', m.conversationId);
+}
+
+function handleEvent(type, d) {
+  switch (type) {
+    case 'message.created': handleMessage(d.message, true); break;
+    case 'message.updated': handleMessage(d.message, false); break;
+    case 'conversation.updated': {
+      const conv = d.conversation;
+      if (conv.participantIds && conv.participantIds.length && !conv.participantIds.includes(store.me.id)) {
+        store.conversations.delete(conv.id);
+        if (store.openId === conv.id) closeConversation();
+      } else {
+        applyConversation(conv);
+        ensureUsers(conv.participantIds || []);
+      }
+      emit('list'); emit('chat', conv.id);
+      break;
+    }
+    case 'conversation.activity': {
+      const conv = store.conversations.get(d.conversationId);
+      if (!conv || d.lastSeq > conv.lastSeq + 1) { fetchConversation(d.conversationId); break; }
+      if (d.lastMessage) applyMessageToList(d.lastMessage, true);
+      emit('list');
+      break;
+    }
+    case 'typing':
+      if (d.userId !== store.me?.id) setTyping(d.conversationId, d.userId, d.isTyping);
+      break;
+    case 'typing.summary': setTypingSummary(d.conversationId, d.count); break;
+    case 'receipt': {
+      const conv = store.conversations.get(d.conversationId);
+      if (!conv) break;
+      conv.members = conv.members || [];
+      const m = conv.members.find((x) => x.userId === d.userId);
+      if (m) { m.readSeq = Math.max(m.readSeq, d.readSeq); m.deliveredSeq = Math.max(m.deliveredSeq, d.deliveredSeq); } else conv.members.push({ userId: d.userId, readSeq: d.readSeq, deliveredSeq: d.deliveredSeq });
+      if (d.userId === store.me.id) conv.readSeq = Math.max(conv.readSeq || 0, d.readSeq);
+      emit('chat', d.conversationId);
+      break;
+    }
+    case 'receipt.summary': store.summaries.set(d.conversationId, d); emit('chat', d.conversationId); break;
+    case 'presence': {
+      const u = store.users.get(d.userId);
+      if (u) { u.isOnline = d.isOnline; if (d.lastSeenAt) u.lastSeenAt = d.lastSeenAt; else if (d.isOnline) delete u.lastSeenAt; } else ensureUsers([d.userId]);
+      emit('users');
+      break;
+    }
+    default: break;
+  }
+}
+
+// ---- receipts, batched ----
+const deliveredQueue = new Map();
+let deliveredTimer = null;
+function scheduleDelivered(conversationId, seq) {
+  deliveredQueue.set(conversationId, Math.max(seq, deliveredQueue.get(conversationId) || 0));
+  if (deliveredTimer) return;
+  deliveredTimer = setTimeout(() => {
+    deliveredTimer = null;
+    for (const [id, upToSeq] of deliveredQueue) {
+      if (socket.isOpen) socket.request('delivered', { conversationId: id, upToSeq }).catch(() => {});
+    }
+    deliveredQueue.clear();
+  }, 300);
+}
+
+const readQueue = new Map();
+let readTimer = null;
+export function markRead(conversationId, seq) {
+  const conv = store.conversations.get(conversationId);
+  if (!conv || !seq || seq <= (conv.readSeq || 0) && !conv.unreadCount) return;
+  if (seq <= (readQueue.get(conversationId) || 0)) return;
+  readQueue.set(conversationId, seq);
+  if (readTimer) return;
+  readTimer = setTimeout(async () => {
+    readTimer = null;
+    const batch = [...readQueue]; readQueue.clear();
+    for (const [id, upToSeq] of batch) {
+      try {
+        const r = socket.isOpen
+          ? await socket.request('read', { conversationId: id, upToSeq })
+          : await api('POST', `/conversations/${id}/read`, { upToSeq });
+        const c = store.conversations.get(id);
+        if (c) { c.readSeq = Math.max(c.readSeq || 0, r.readSeq); c.unreadCount = r.unreadCount; }
+        emit('list');
+      } catch { /* offline: the next view of it reads again */ }
+    }
+  }, 400);
+}
+
+// ---- typing ----
+let typingConv = null;
+let typingSentAt = 0;
+export function typingInput(conversationId) {
+  if (!socket.isOpen) return;
+  const now = Date.now();
+  if (typingConv !== conversationId || now - typingSentAt > 2000) {
+    typingConv = conversationId; typingSentAt = now;
+    socket.request('typing', { conversationId, isTyping: true }).catch(() => {});
+  }
+}
+export function typingStop() {
+  if (!typingConv) return;
+  const id = typingConv;
+  typingConv = null; typingSentAt = 0;
+  if (socket.isOpen) socket.request('typing', { conversationId: id, isTyping: false }).catch(() => {});
+}
+
+// ---- sending through the outbox ----
+export async function sendMessage(fields) {
+  const item = {
+    clientMessageId: crypto.randomUUID(), userId: store.me.id, createdAt: new Date().toISOString(),
+    type: 'text', text: '', ...fields,
+  };
+  await outbox.putItem(item);
+  store.pending.set(item.clientMessageId, item);
+  emit('chat', item.conversationId); emit('list');
+  flushOutbox();
+  return item;
+}
+
+let flushing = false;
+let flushAgain = false;
+let retryTimer = null;
+export async function flushOutbox() {
+  if (flushing) { flushAgain = true; return; }
+  flushing = true;
+  try {
+    do {
+      flushAgain = false;
+      while (socket.isOpen) {
+        const item = [...store.pending.values()].filter((i) => !i.failed).sort((a, b) => a.order - b.order)[0];
+        if (!item) break;
+        const data = { conversationId: item.conversationId, clientMessageId: item.clientMessageId };
+        if (item.forwardOf) data.forwardOf = item.forwardOf;
+        else { data.type = item.type; data.text = item.text; if (item.attachmentId) data.attachmentId = item.attachmentId; }
+        if (item.replyToId) data.replyToId = item.replyToId;
+        try {
+          const m = await socket.request('message.send', data);
+          handleMessage(m, true, true);
+        } catch (e) {
+          if (e.code === 'unavailable' || e.code === 'rate_limited') {
+            clearTimeout(retryTimer);
+            retryTimer = setTimeout(flushOutbox, (e.retryAfter || 5) * 1000);
+            break;
+          }
+          if (e.retryable) break; // disconnected or timed out: the reconnect flushes again
+          item.failed = true; item.error = e.message;
+          await outbox.putItem(item);
+          hooks.onError(e);
+          emit('chat', item.conversationId);
+        }
+      }
+    } while (flushAgain);
+  } finally { flushing = false; }
+}
+
+export async function resend(clientMessageId) {
+  const item = store.pending.get(clientMessageId);
+  if (!item) return;
+  item.failed = false; delete item.error;
+  await outbox.putItem(item);
+  emit('chat', item.conversationId);
+  flushOutbox();
+}
+
+export async function discard(clientMessageId) {
+  const item = store.pending.get(clientMessageId);
+  store.pending.delete(clientMessageId);
+  await outbox.removeItem(clientMessageId);
+  if (item) emit('chat', item.conversationId);
+}
+
+export async function uploadAndSend(conversationId, file, caption, onProgress) {
+  const att = await uploadAttachment(file, onProgress);
+  const family = (att.contentType || '').split('/')[0];
+  const type = ['image', 'video', 'audio'].includes(family) ? family : 'file';
+  return sendMessage({ conversationId, type, text: caption || '', attachmentId: att.id, attachment: att });
+}
+
+// ---- edits, deletes, reactions (REST; the events bring them to other devices) ----
+async function mutate(method, path, body) {
+  try {
+    const m = await api(method, path, body);
+    if (m && m.id) { upsertMessage(m); applyMessageToList(m, false); emit('chat', m.conversationId); emit('list'); }
+    return m;
+  } catch (e) { hooks.onError(e); return null; }
+}
+const mpath = (c, id) => `/conversations/${c}/messages/${id}`;
+export const editMessage = (c, id, text) => mutate('PATCH', mpath(c, id), { text });
+export const deleteMessage = (c, id) => mutate('DELETE', mpath(c, id));
+export const addReaction = (c, id, emoji) => mutate('POST', `${mpath(c, id)}/reactions`, { emoji });
+export const removeReaction = (c, id, emoji) => mutate('DELETE', `${mpath(c, id)}/reactions/${encodeURIComponent(emoji)}`);
+export const forwardMessage = (toConversationId, messageId) => sendMessage({ conversationId: toConversationId, forwardOf: messageId, type: 'text' });
+
+export const search = (q) => api('GET', `/search${qs({ q, limit: 30 })}`);
+
+export { ApiError };

@@ -1,0 +1,219 @@
+// Client state: users, the conversation list, per-conversation message windows, the outbox
+// (pending sends), typing and the connection state. Views subscribe to change notices.
+export const store = {
+  me: null,
+  users: new Map(),            // id -> User (the organization)
+  conversations: new Map(),    // id -> Conversation view
+  listNextBefore: null,
+  listHasMore: false,
+  syncToken: null,
+  caches: new Map(),           // conversationId -> {messages: Map key->Message, byId, syncSeq, hasMoreBefore, loaded}
+  pending: new Map(),          // clientMessageId -> outbox item
+  typing: new Map(),           // conversationId -> Map userId -> timer
+  typingSummary: new Map(),    // conversationId -> {count, timer}
+  summaries: new Map(),        // conversationId -> receipt.summary (large groups)
+  openId: null,
+  connection: 'connecting',
+};
+
+const listeners = new Set();
+export function subscribe(fn) { listeners.add(fn); return () => listeners.delete(fn); }
+let queued = new Set();
+let scheduled = false;
+// what: 'list' | 'chat' | 'typing' | 'connection' | 'users'; coalesced per animation frame.
+export function emit(what, conversationId = null) {
+  queued.add(`${what}|${conversationId || ''}`);
+  if (scheduled) return;
+  scheduled = true;
+  requestAnimationFrame(flush);
+  setTimeout(flush, 50); // rAF is throttled in background tabs
+}
+function flush() {
+  if (!scheduled) return;
+  scheduled = false;
+  const batch = queued;
+  queued = new Set();
+  const notes = [...batch].map((s) => { const [what, id] = s.split('|'); return { what, conversationId: id || null }; });
+  for (const fn of listeners) fn(notes);
+}
+
+export function resetStore() {
+  store.me = null;
+  store.users.clear(); store.conversations.clear(); store.caches.clear(); store.pending.clear();
+  store.typing.clear(); store.typingSummary.clear(); store.summaries.clear();
+  store.listNextBefore = null; store.listHasMore = false; store.syncToken = null; store.openId = null;
+}
+
+export const msgKey = (m) => `${m.senderId}|${m.clientMessageId || m.id}`;
+
+export function userName(id) {
+  if (store.me && id === store.me.id) return store.me.displayName;
+  return store.users.get(id)?.displayName || 'Unknown user';
+}
+
+export function peerId(conv) {
+  if (conv.type !== 'direct') return null;
+  return (conv.participantIds || []).find((id) => id !== store.me?.id) || null;
+}
+
+export function conversationName(conv) {
+  if (!conv) return '';
+  if (conv.type === 'direct') return userName(peerId(conv));
+  if (conv.name) return conv.name;
+  const others = (conv.participantIds || []).filter((id) => id !== store.me?.id).map(userName);
+  return others.length ? others.slice(0, 4).join(', ') : 'Group';
+}
+
+export function sortedConversations() {
+  return [...store.conversations.values()].sort((a, b) =>
+    (b.lastActivityAt || '').localeCompare(a.lastActivityAt || '') || a.id.localeCompare(b.id));
+}
+
+// A conversation view from the server: keep the one with the higher lastSeq.
+export function applyConversation(view) {
+  const old = store.conversations.get(view.id);
+  if (old && old.lastSeq > view.lastSeq) return false;
+  if (old && old.lastMessage && view.lastMessage && old.lastMessage.id === view.lastMessage.id &&
+      old.lastMessage.updatedSeq > view.lastMessage.updatedSeq) view.lastMessage = old.lastMessage;
+  if (old) {
+    // Watermarks never move back, but a view read before a receipt can arrive after it.
+    const before = new Map((old.members || []).map((m) => [m.userId, m]));
+    for (const m of view.members || []) {
+      const o = before.get(m.userId);
+      if (o) { m.readSeq = Math.max(m.readSeq, o.readSeq); m.deliveredSeq = Math.max(m.deliveredSeq, o.deliveredSeq); }
+    }
+    if ((old.readSeq || 0) > (view.readSeq || 0)) {
+      view.readSeq = old.readSeq;
+      if (view.lastSeq === old.lastSeq) view.unreadCount = old.unreadCount;
+    }
+  }
+  store.conversations.set(view.id, view);
+  return true;
+}
+
+export function getCache(conversationId, create = true) {
+  let c = store.caches.get(conversationId);
+  if (!c && create) {
+    c = { messages: new Map(), byId: new Map(), syncSeq: 0, hasMoreBefore: true, loaded: false, oldestSeq: null };
+    store.caches.set(conversationId, c);
+  }
+  return c;
+}
+
+// Put a server message into its conversation's window (the newer updatedSeq wins).
+export function upsertMessage(m) {
+  const c = getCache(m.conversationId, false);
+  if (!c) return false;
+  if (c.loaded && c.hasMoreBefore && c.oldestSeq !== null && m.seq < c.oldestSeq) return false; // outside the window
+  const key = msgKey(m);
+  const old = c.messages.get(key);
+  if (old && old.updatedSeq > m.updatedSeq) return false;
+  c.messages.set(key, m);
+  c.byId.set(m.id, m);
+  if (c.oldestSeq === null || m.seq < c.oldestSeq) c.oldestSeq = m.seq;
+  return true;
+}
+
+export function findMessage(conversationId, id) {
+  return store.caches.get(conversationId)?.byId.get(id) || null;
+}
+
+// Move the list row along with a message event. Returns true when the row was changed.
+export function applyMessageToList(m, created) {
+  const conv = store.conversations.get(m.conversationId);
+  if (!conv) return false;
+  if (created && m.seq > conv.lastSeq) {
+    conv.lastSeq = m.seq;
+    conv.lastMessage = m;
+    if (m.createdAt && m.createdAt > (conv.lastActivityAt || '')) conv.lastActivityAt = m.createdAt;
+    if (m.senderId !== store.me?.id && m.type !== 'system' && !m.deletedAt && m.seq > (conv.readSeq || 0)) {
+      conv.unreadCount = (conv.unreadCount || 0) + 1;
+    }
+    return true;
+  }
+  if (conv.lastMessage && conv.lastMessage.id === m.id && m.updatedSeq >= (conv.lastMessage.updatedSeq || 0)) {
+    conv.lastMessage = m;
+    if ((m.updatedSeq || 0) > conv.lastSeq) conv.lastSeq = m.updatedSeq;
+    return true;
+  }
+  if ((m.updatedSeq || 0) > conv.lastSeq) conv.lastSeq = m.updatedSeq;
+  return false;
+}
+
+// Status of one's own message from the other members' watermarks.
+export function messageStatus(conv, m) {
+  if (m.senderId !== store.me?.id) return null;
+  const p = store.pending.get(m.clientMessageId);
+  if (!m.seq) return p && p.failed ? 'failed' : 'sending';
+  if (!conv) return 'sent';
+  const others = (conv.members || []).filter((x) => x.userId !== store.me.id);
+  if (others.length) {
+    if (others.every((x) => x.readSeq >= m.seq)) return 'read';
+    if (others.every((x) => x.deliveredSeq >= m.seq)) return 'delivered';
+    return 'sent';
+  }
+  const s = store.summaries.get(conv.id);
+  const n = (conv.memberCount || 1) - 1;
+  if (s && s.seq >= m.seq && n > 0) {
+    if (s.readCount >= n) return 'read';
+    if (s.deliveredCount >= n) return 'delivered';
+  }
+  return 'sent';
+}
+
+// The server messages of the window plus the pending sends not yet matched, in order.
+export function orderedMessages(conversationId) {
+  const c = store.caches.get(conversationId);
+  const list = c ? [...c.messages.values()] : [];
+  list.sort((a, b) => a.seq - b.seq);
+  const meId = store.me?.id;
+  for (const item of store.pending.values()) {
+    if (item.conversationId !== conversationId) continue;
+    if (c && c.messages.has(`${meId}|${item.clientMessageId}`)) continue;
+    list.push(pendingAsMessage(item));
+  }
+  return list;
+}
+
+export function pendingAsMessage(item) {
+  return {
+    id: null, conversationId: item.conversationId, seq: 0, updatedSeq: 0, senderId: item.userId,
+    clientMessageId: item.clientMessageId, type: item.type || 'text', text: item.text || '',
+    replyToId: item.replyToId, attachment: item.attachment, forwardOf: item.forwardOf,
+    reactions: {}, createdAt: item.createdAt, pending: true,
+  };
+}
+
+export function lastPending(conversationId) {
+  let last = null;
+  for (const item of store.pending.values()) if (item.conversationId === conversationId) last = item;
+  return last;
+}
+
+export function typingText(conversationId) {
+  const names = [...(store.typing.get(conversationId)?.keys() || [])].map(userName);
+  const summary = store.typingSummary.get(conversationId);
+  if (summary && summary.count > 3) return `${summary.count} people are typing…`;
+  if (names.length === 0) return '';
+  if (names.length === 1) return `${names[0]} is typing…`;
+  if (names.length <= 3) return `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]} are typing…`;
+  return `${names.length} people are typing…`;
+}
+
+export function setTyping(conversationId, userId, isTyping) {
+  let m = store.typing.get(conversationId);
+  if (!m) { m = new Map(); store.typing.set(conversationId, m); }
+  clearTimeout(m.get(userId));
+  if (isTyping) m.set(userId, setTimeout(() => setTyping(conversationId, userId, false), 6000));
+  else m.delete(userId);
+  emit('typing', conversationId);
+}
+
+export function setTypingSummary(conversationId, count) {
+  const old = store.typingSummary.get(conversationId);
+  if (old) clearTimeout(old.timer);
+  if (count > 0) {
+    store.typingSummary.set(conversationId, { count, timer: setTimeout(() => setTypingSummary(conversationId, 0), 6000) });
+  } else store.typingSummary.delete(conversationId);
+  emit('typing', conversationId);
+}

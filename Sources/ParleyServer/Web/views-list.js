@@ -1,0 +1,181 @@
+// The sidebar: conversation list, message search, the new-chat and forward panels.
+import { h, $, setChildren, clear, formatListTime, debounce } from '/web/dom.js';
+import { store, sortedConversations, conversationName, peerId, typingText, userName, lastPending } from '/web/store.js';
+import * as client from '/web/client.js';
+
+let openChat = () => {};
+let showError = () => {};
+export function initList(opts) {
+  openChat = opts.openChat;
+  showError = opts.showError;
+  const list = $('#conversation-list');
+  list.addEventListener('scroll', () => {
+    if (list.scrollTop + list.clientHeight > list.scrollHeight - 100) client.loadMoreConversations().catch(showError);
+  });
+  initSearch();
+  initNewChat();
+  $('#forward-close').addEventListener('click', () => { $('#forward-panel').hidden = true; });
+}
+
+function previewText(conv) {
+  const typing = typingText(conv.id);
+  if (typing) return { text: typing, cls: 'typing' };
+  const p = lastPending(conv.id);
+  const m = conv.lastMessage;
+  if (p && (!m || p.createdAt >= m.createdAt)) return { text: `Sending: ${p.text || (p.attachment ? p.attachment.name : 'forwarded message')}`, cls: 'pending' };
+  if (!m) return { text: 'No messages yet', cls: 'muted' };
+  if (m.deletedAt) return { text: 'Message deleted', cls: 'muted' };
+  let text = m.text;
+  if (m.type === 'system') text = systemText(m);
+  else if (!text && m.attachment) text = m.type === 'image' ? 'Photo' : `File: ${m.attachment.name}`;
+  const who = m.type === 'system' ? '' : m.senderId === store.me?.id ? 'You: ' : conv.type === 'group' ? `${userName(m.senderId)}: ` : '';
+  return { text: who + (text || ''), cls: '' };
+}
+
+export function systemText(m) {
+  const who = userName(m.senderId);
+  const meta = m.metadata || {};
+  switch (meta.action) {
+    case 'renamed': return `${who} renamed the group${meta.name ? ` to “${meta.name}”` : ''}`;
+    case 'participants.added': return `${who} added ${meta.names || 'people'}`;
+    case 'participant.removed': return `${who} removed ${meta.name || meta.names || 'someone'}`;
+    case 'participant.left': return `${who} left`;
+    default: return m.text || `${who} changed the conversation`;
+  }
+}
+
+export function renderList() {
+  const list = $('#conversation-list');
+  const rows = sortedConversations().map((conv) => {
+    const preview = previewText(conv);
+    const peer = peerId(conv);
+    const online = peer && (store.connection === 'online' || store.connection === 'syncing') ? !!store.users.get(peer)?.isOnline : false;
+    const unread = conv.unreadCount > 0 ? conv.unreadCount : 0;
+    const name = conversationName(conv);
+    return h('li', {
+      class: `conv-row${conv.id === store.openId ? ' active' : ''}${unread ? ' has-unread' : ''}`,
+      dataset: { conversationId: conv.id }, role: 'button', tabindex: '0',
+      'aria-label': `${name}${unread ? `, ${unread} unread` : ''}`,
+      onclick: () => openChat(conv.id),
+      onkeydown: (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); openChat(conv.id); } },
+    },
+    h('div', { class: 'avatar', 'aria-hidden': 'true' }, (name || '?').trim().charAt(0).toUpperCase() || '?',
+      conv.type === 'direct' ? h('span', { class: `presence${online ? ' online' : ''}`, title: online ? 'Online' : 'Offline' }) : null),
+    h('div', { class: 'row-main' },
+      h('div', { class: 'row-top' }, h('span', { class: 'name' }, name), h('span', { class: 'time' }, formatListTime(conv.lastMessage?.createdAt || conv.lastActivityAt))),
+      h('div', { class: 'row-bottom' }, h('span', { class: `preview ${preview.cls}` }, preview.text),
+        h('span', { class: 'unread', hidden: !unread }, unread ? String(unread) : ''))));
+  });
+  if (!rows.length) rows.push(h('li', { class: 'list-empty' }, 'No conversations yet. Start one with ✎.'));
+  if (store.listHasMore) rows.push(h('li', { class: 'list-more' }, h('button', { type: 'button', class: 'link', onclick: () => client.loadMoreConversations().catch(showError) }, 'Load more')));
+  setChildren(list, rows);
+  $('#me-name').textContent = store.me?.displayName || '';
+}
+
+// ---- search ----
+function snippetNodes(snippet, query) {
+  // The server marks hits with [ ]: split and wrap them in <mark>, as text only. Brackets
+  // typed in the message itself look the same, so only segments that start with one of the
+  // query's words are marked; the others stay literal text.
+  const words = query.toLowerCase().split(/\s+/).filter(Boolean);
+  const out = [];
+  const re = /\[([^\[\]]*)\]/g;
+  let last = 0; let m;
+  while ((m = re.exec(snippet))) {
+    if (!words.some((w) => m[1].toLowerCase().startsWith(w))) continue;
+    if (m.index > last) out.push(snippet.slice(last, m.index));
+    out.push(h('mark', null, m[1]));
+    last = re.lastIndex;
+  }
+  if (last < snippet.length) out.push(snippet.slice(last));
+  return out;
+}
+
+function initSearch() {
+  const input = $('#search-input');
+  const box = $('#search-results');
+  let seqNo = 0;
+  const run = debounce(async () => {
+    const q = input.value.trim();
+    const mine = ++seqNo;
+    if (!q) { box.hidden = true; clear(box); $('#conversation-list').hidden = false; return; }
+    try {
+      const res = await client.search(q);
+      if (mine !== seqNo) return;
+      const items = res.results.map((r) => h('button', {
+        type: 'button', class: 'search-hit', dataset: { messageId: r.message.id, conversationId: r.conversationId, seq: r.seq },
+        onclick: () => { openChat(r.conversationId, r.seq); },
+      },
+      h('div', { class: 'row-top' }, h('span', { class: 'name' }, conversationName(store.conversations.get(r.conversationId)) || 'Conversation'),
+        h('span', { class: 'time' }, formatListTime(r.message.createdAt))),
+      h('div', { class: 'snippet' }, `${userName(r.message.senderId)}: `, snippetNodes(r.snippet || r.message.text || '', q))));
+      setChildren(box, items.length ? items : h('p', { class: 'muted pad' }, 'No messages found.'));
+      box.hidden = false;
+      $('#conversation-list').hidden = true;
+    } catch (e) { showError(e); }
+  }, 250);
+  input.addEventListener('input', run);
+  input.addEventListener('keydown', (e) => { if (e.key === 'Escape') { input.value = ''; run(); } });
+}
+
+// ---- new chat ----
+const selected = new Map();
+function initNewChat() {
+  const panel = $('#new-chat-panel');
+  const search = $('#new-chat-search');
+  const results = $('#new-chat-results');
+  const close = () => { panel.hidden = true; };
+  $('#new-chat').addEventListener('click', () => {
+    selected.clear(); search.value = ''; $('#new-chat-name').value = ''; $('#new-chat-error').textContent = '';
+    panel.hidden = false; renderSelected(); run(); search.focus();
+  });
+  $('#new-chat-close').addEventListener('click', close);
+  panel.addEventListener('keydown', (e) => { if (e.key === 'Escape') close(); });
+  panel.addEventListener('click', (e) => { if (e.target === panel) close(); });
+  let seqNo = 0;
+  const run = debounce(async () => {
+    const mine = ++seqNo;
+    try {
+      const users = (await client.searchUsers(search.value.trim())).filter((u) => u.id !== store.me.id);
+      if (mine !== seqNo) return;
+      for (const u of users) if (!store.users.has(u.id)) store.users.set(u.id, u);
+      setChildren(results, users.map((u) => h('li', null, h('button', {
+        type: 'button', class: `user-hit${selected.has(u.id) ? ' selected' : ''}`, dataset: { userId: u.id },
+        'aria-pressed': selected.has(u.id) ? 'true' : 'false',
+        onclick: (e) => {
+          if (selected.has(u.id)) selected.delete(u.id); else selected.set(u.id, u);
+          e.currentTarget.classList.toggle('selected', selected.has(u.id));
+          e.currentTarget.setAttribute('aria-pressed', selected.has(u.id) ? 'true' : 'false');
+          renderSelected();
+        },
+      }, h('span', { class: `presence${u.isOnline ? ' online' : ''}` }), h('span', { class: 'user-name' }, u.displayName), h('span', { class: 'user-email' }, u.email)))));
+      if (!users.length) setChildren(results, h('li', { class: 'muted pad' }, 'Nobody found.'));
+    } catch (e) { $('#new-chat-error').textContent = e.message; }
+  }, 200);
+  search.addEventListener('input', run);
+  $('#new-chat-create').addEventListener('click', async () => {
+    const err = $('#new-chat-error');
+    err.textContent = '';
+    if (!selected.size) { err.textContent = 'Pick at least one person.'; return; }
+    try {
+      const conv = await client.createConversation([...selected.keys()], $('#new-chat-name').value.trim());
+      close();
+      openChat(conv.id);
+    } catch (e) { err.textContent = e.message; }
+  });
+}
+
+function renderSelected() {
+  setChildren($('#new-chat-selected'), [...selected.values()].map((u) => h('span', { class: 'chip' }, u.displayName,
+    h('button', { type: 'button', class: 'chip-x', 'aria-label': `Remove ${u.displayName}`, onclick: () => { selected.delete(u.id); renderSelected(); const b = document.querySelector(`#new-chat-results [data-user-id="${u.id}"]`); if (b) b.classList.remove('selected'); } }, '✕'))));
+  $('#new-chat-create').textContent = selected.size > 1 || $('#new-chat-name').value.trim() ? 'Create group' : 'Start chat';
+}
+
+export function openForward(messageId) {
+  const panel = $('#forward-panel');
+  setChildren($('#forward-list'), sortedConversations().map((conv) => h('li', null, h('button', {
+    type: 'button', class: 'user-hit', dataset: { conversationId: conv.id },
+    onclick: () => { panel.hidden = true; client.forwardMessage(conv.id, messageId); openChat(conv.id); },
+  }, h('span', { class: 'user-name' }, conversationName(conv))))));
+  panel.hidden = false;
+}

@@ -1,0 +1,200 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import ParleyClient
+import ParleyProtocol
+import ParleyTestSupport
+import Testing
+
+/// The web client served by `parley serve`, used by two people in two headless Chromium
+/// contexts through a real server (killed and restarted for the offline outbox), and a third
+/// person in `parley chat` in a terminal. Screenshots go to `.build/test-screens/`.
+@Suite(.serialized) struct WebClientEndToEndTests {
+    static let screens: String = {
+        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent(".build/test-screens").path
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return folder
+    }()
+
+    /// The chat's messages whose text is exactly `text` (a JS array).
+    static func messages(_ text: String) -> String {
+        "[...document.querySelectorAll('#messages [data-seq]')].filter(e => e.querySelector('.text')?.textContent === \(BrowserPage.literal(text)))"
+    }
+
+    static func register(_ page: BrowserPage, _ url: URL, organization: String, email: String, name: String) async throws {
+        try await page.goto(url.absoluteString)
+        try await page.waitFor("document.body.dataset.screen === 'auth'")
+        try await page.click("#auth-mode-register")
+        try await page.fill("#auth-organization", organization)
+        try await page.fill("#auth-email", email)
+        try await page.fill("#auth-password", "correct horse")
+        try await page.fill("#auth-display-name", name)
+        try await page.click("#auth-register")
+        try await page.waitFor("document.body.dataset.screen === 'main'")
+        try await page.waitFor("document.querySelector('#banner').dataset.state === 'online'", "online")
+    }
+
+    static func send(_ page: BrowserPage, _ text: String) async throws {
+        try await page.type("#composer", text)
+        try await page.press("Enter")
+    }
+
+    @Test func twoPeopleChatInTwoBrowsersAndWithATerminal() async throws {
+        let data = TestServer.temporaryDirectory()
+        var server = try ServeProcess(name: "web", dataDirectory: data)
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        let url = server.url
+
+        // The page comes with a strict policy: no inline script, nothing from elsewhere.
+        let (_, response) = try await URLSession.shared.data(from: url)
+        let headers = (response as? HTTPURLResponse)?.allHeaderFields as? [String: String] ?? [:]
+        let policy = headers.first { $0.key.lowercased() == "content-security-policy" }?.value ?? ""
+        #expect(policy.contains("script-src 'self'") && policy.contains("object-src 'none'") && !policy.contains("unsafe"), "\(policy)")
+
+        let browser = try await Chromium.launch()
+        let ada = try await browser.newPage("ada")
+        let bob = try await browser.newPage("bob")
+        do {
+            // A wrong login says so; then both register into one organization.
+            try await ada.goto(url.absoluteString)
+            try await ada.waitFor("document.body.dataset.screen === 'auth'")
+            try await ada.screenshot(Self.screens + "/web-sign-in.png")
+            try await ada.fill("#auth-organization", "Nowhere")
+            try await ada.fill("#auth-email", "x@y.io")
+            try await ada.fill("#auth-password", "wrongpass1")
+            try await ada.click("#auth-login")
+            try await ada.waitFor("document.querySelector('#auth-error').textContent.length > 0", "the error")
+            try await Self.register(ada, url, organization: "Acme", email: "ada@acme.io", name: "Ada <b>Lovelace</b>")
+            try await Self.register(bob, url, organization: "acme", email: "bob@acme.io", name: "Bob")
+
+            // Ada opens a direct chat and writes something that looks like HTML.
+            try await ada.click("#new-chat")
+            try await ada.type("#new-chat-search", "bob")
+            try await ada.click("#new-chat-results [data-user-id]")
+            try await ada.click("#new-chat-create")
+            let direct = try #require(try await ada.waitFor("document.querySelector('#chat').dataset.conversationId") as? String)
+            let hostile = "Hello Bob <img src=x onerror=alert(1)>"
+            try await Self.send(ada, hostile)
+            let row = "#conversation-list [data-conversation-id=\"\(direct)\"]"
+            try await bob.waitFor("document.querySelector('\(row) .unread')?.textContent === '1'", "Bob's unread badge")
+            try await bob.waitFor("document.querySelector('\(row) .presence')?.classList.contains('online')", "Ada online")
+            try await bob.waitFor("document.querySelector('\(row) .name').textContent === 'Ada <b>Lovelace</b>'", "the name as text")
+            try await ada.waitFor("\(Self.messages(hostile))[0]?.dataset.status === 'delivered'", "delivered")
+
+            // Bob opens it: read on Ada's side; nothing of the text became HTML.
+            try await bob.click(row)
+            try await bob.waitFor("\(Self.messages(hostile)).length === 1")
+            try await ada.waitFor("\(Self.messages(hostile))[0]?.dataset.status === 'read'", "read")
+            let injected = try await bob.eval("document.querySelectorAll('#messages img:not(.attachment-image), #conversation-list b').length") as? Int
+            #expect(injected == 0, "text and names are never HTML")
+
+            // Typing, then the message; a reaction and an edit travel the other way.
+            try await bob.type("#composer", "Hi Ada")
+            try await ada.waitFor("document.querySelector('#typing').textContent === 'Bob is typing…'", "typing")
+            try await bob.press("Enter")
+            try await ada.waitFor("\(Self.messages("Hi Ada")).length === 1")
+            try await ada.waitFor("document.querySelector('#typing').textContent === ''", "typing cleared")
+            try await ada.eval("\(Self.messages("Hi Ada"))[0].querySelector('.action-react').click(), true")
+            try await ada.eval("\(Self.messages("Hi Ada"))[0].querySelector('.react-choice[data-emoji=\"👍\"]').click(), true")
+            try await bob.waitFor("\(Self.messages("Hi Ada"))[0]?.querySelector('.reactions')?.textContent.includes('👍 1')", "the reaction")
+            try await ada.eval("\(Self.messages(hostile))[0].querySelector('.action-edit').click(), true")
+            try await Self.send(ada, "Hello Bob, edited")
+            try await bob.waitFor("\(Self.messages("Hello Bob, edited"))[0]?.querySelector('.edited')", "the edit")
+            try await bob.eval("\(Self.messages("Hello Bob, edited"))[0].querySelector('.action-reply').click(), true")
+            try await Self.send(bob, "Replying here")
+            try await ada.waitFor("\(Self.messages("Replying here"))[0]?.querySelector('.reply-quote')?.textContent.includes('Hello Bob, edited')", "the quote")
+            try await Self.send(bob, "oops, wrong chat")
+            try await ada.waitFor("\(Self.messages("oops, wrong chat")).length === 1")
+            try await bob.eval("\(Self.messages("oops, wrong chat"))[0].querySelector('.action-delete').click(), true")
+            try await ada.waitFor("\(Self.messages("oops, wrong chat")).length === 0 && document.querySelector('#messages .text.deleted')", "the delete")
+
+            // An image and a file, with upload progress, shown on both sides.
+            let image = Self.screens + "/web-upload-source.png"
+            try await ada.screenshot(image)
+            let notes = TestServer.temporaryDirectory() + "-notes.txt"
+            try "some notes\n".write(toFile: notes, atomically: true, encoding: .utf8)
+            try await ada.setFiles("#attach-input", [image])
+            for page in [ada, bob] {
+                try await page.waitFor(
+                    "[...document.querySelectorAll('img.attachment-image')].some(i => i.src.startsWith('blob:') && i.complete && i.naturalWidth > 0)",
+                    "\(page.name) shows the image")
+            }
+            try await ada.waitFor("document.querySelector('#upload-progress').hidden", "progress hidden when done")
+            try await ada.setFiles("#attach-input", [notes])
+            for page in [ada, bob] {
+                try await page.waitFor("document.querySelector('a.attachment-file')?.textContent.includes('-notes.txt')", "\(page.name) file link")
+            }
+
+            // Search finds a message and opens its conversation.
+            try await bob.type("#search-input", "edited")
+            try await bob.click("#search-results [data-message-id]")
+            try await bob.waitFor("document.querySelector('#chat').dataset.conversationId === \(BrowserPage.literal(direct))")
+            try await ada.screenshot(Self.screens + "/web-chat-desktop.png")
+            try await bob.viewport(width: 390, height: 844)
+            try await Task.sleep(for: .milliseconds(300))
+            try await bob.screenshot(Self.screens + "/web-chat-phone.png")
+            try await bob.click("#back")
+            try await bob.screenshot(Self.screens + "/web-list-phone.png")
+            try await bob.click(row)
+            try await bob.viewport(width: 1280, height: 800)
+
+            // The server dies: Ada's sends wait in IndexedDB, marked sending; when it is back
+            // each arrives once, in order, on both sides.
+            server.kill()
+            try await ada.waitFor("['offline', 'connecting'].includes(document.querySelector('#banner').dataset.state)", "offline banner")
+            try await Self.send(ada, "sent while offline 1")
+            try await Self.send(ada, "sent while offline 2")
+            try await ada.waitFor("\(Self.messages("sent while offline 2"))[0]?.dataset.status === 'sending'")
+            #expect(try await ada.eval("window.parleyDebug.outboxSize()") as? Int == 2)
+            try await ada.screenshot(Self.screens + "/web-offline-desktop.png")
+            server = try ServeProcess(name: "web", dataDirectory: data, port: url.port)
+            try await server.waitUntilReady()
+            for page in [ada, bob] {
+                try await page.waitFor(
+                    "\(Self.messages("sent while offline 1")).length === 1 && \(Self.messages("sent while offline 2")).length === 1"
+                        + " && document.querySelector('#banner').dataset.state === 'online'", "\(page.name): the offline sends once", timeout: .seconds(40))
+            }
+            let seqs = try await bob.eval(
+                "[\(Self.messages("sent while offline 1"))[0].dataset.seq, \(Self.messages("sent while offline 2"))[0].dataset.seq].map(Number)") as? [Int]
+            #expect(seqs.map { $0[0] < $0[1] } == true, "in the order sent: \(String(describing: seqs))")
+            try await ada.waitFor("window.parleyDebug.outboxSize().then(n => n === 0)", "the outbox empties")
+
+            // A person in a terminal joins in: Carol writes to Ada from `parley chat`.
+            let carol = try await ParleyAPI(baseURL: url).register(.init(
+                organization: "acme", email: "carol@acme.io", password: TestUser.password, displayName: "Carol"))
+            let tmux = TerminalClientEndToEndTests.Tmux()
+            defer { tmux.kill() }
+            try tmux.start("carol", width: 90, height: 24, command: TerminalClientEndToEndTests.chat(
+                try TerminalClientEndToEndTests.profile(for: carol, server: url)))
+            try await tmux.waitFor("carol", "● online")
+            try tmux.type("carol", "/dm ada@acme.io")
+            try tmux.press("carol", "Enter")
+            try tmux.type("carol", "Hello from a terminal")
+            try tmux.press("carol", "Enter")
+            try await ada.waitFor(
+                "[...document.querySelectorAll('#conversation-list [data-conversation-id]')].some(r => r.querySelector('.name')?.textContent === 'Carol'"
+                    + " && r.querySelector('.preview')?.textContent.includes('Hello from a terminal'))", "Carol's row")
+            try await ada.eval(
+                "[...document.querySelectorAll('#conversation-list [data-conversation-id]')].find(r => r.querySelector('.name')?.textContent === 'Carol').click(), true")
+            try await ada.waitFor("\(Self.messages("Hello from a terminal")).length === 1")
+            try await Self.send(ada, "Hello from a browser")
+            try await tmux.waitFor("carol", "Hello from a browser")
+            try await tmux.waitFor("carol", "✓✓ read")
+            try tmux.save("carol", as: "with-web")
+
+            #expect(ada.problems.isEmpty, "Ada's page: \(ada.problems)")
+            #expect(bob.problems.isEmpty, "Bob's page: \(bob.problems)")
+        } catch {
+            for page in [ada, bob] {
+                try? await page.screenshot(Self.screens + "/web-failure-\(page.name).png")
+                Issue.record("\(page.name)'s console: \(page.consoleLog.suffix(20).joined(separator: "\n"))")
+            }
+            await browser.close()
+            throw error
+        }
+        await browser.close()
+    }
+}
