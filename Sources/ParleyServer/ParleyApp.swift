@@ -237,6 +237,10 @@ public struct ParleyApp: Sendable {
             onServerRunning: { channel in
                 let port = channel.localAddress?.port ?? 0
                 logger.info("Parley listening", metadata: ["address": "\(channel.localAddress?.description ?? "?")"])
+                if configuration.servesWebClient {
+                    let host = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
+                    logger.notice("Web client at http://\(host.contains(":") ? "[\(host)]" : host):\(port)/ (or `parley chat` in a terminal)")
+                }
                 await onRunning(port)
             },
             logger: logger)
