@@ -94,6 +94,8 @@ extension ChatClient {
                 logger.warning("Outbox read failed", metadata: ["error": "\(error)"])
             }
         } while flushAgain
+        // Then the edits and reactions waiting for the server, in the order they were made.
+        await flushChanges()
         await scheduleOutboxWake()
     }
 
@@ -191,9 +193,10 @@ extension ChatClient {
 
     /// Shows a message that has waited longer than ``sendTimeout`` for its answer as
     /// ``Delivery/notSent``; everything else as it is.
+    /// Edits and reactions still on their way are shown as made.
     public func presented(_ messages: [LocalMessage]) -> [LocalMessage] {
         let now = environment.now()
-        return messages.map { message in
+        return overlayPendingChanges(messages).map { message in
             guard message.delivery == .sending else { return message }
             let started = sendStartedAt[message.id] ?? message.createdAt
             guard now.timeIntervalSince(started) >= Self.sendTimeout.seconds else { return message }

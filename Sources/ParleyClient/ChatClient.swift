@@ -57,6 +57,13 @@ public actor ChatClient {
     var flushWaiters: [CheckedContinuation<Void, Never>] = []
     private var catchingUp: Set<EntityID> = []
     private var catchUpAgain: Set<EntityID> = []
+    /// Edits and reactions not yet confirmed (see ChatClient+Changes).
+    var pendingChanges: [PendingChange] = []
+    var pendingChangesLoaded = false
+    var isFlushingChanges = false
+    var flushChangesAgain = false
+    var changeWaiters: [CheckedContinuation<Void, Never>] = []
+    var changeRefusals: [Int64: ClientError] = [:]
     /// List rows being read again after a missed event (see ``refreshListRow(_:)``).
     var refreshingRows: Set<EntityID> = []
     var refreshRowAgain: Set<EntityID> = []
@@ -131,6 +138,8 @@ public actor ChatClient {
     public func start() {
         run(machine.handle(.start))
         startPolling()
+        // Edits and reactions still waiting from an earlier run show at once.
+        Task { await loadPendingChanges() }
     }
 
     /// Disconnects and stops every background task.

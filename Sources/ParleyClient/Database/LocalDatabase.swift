@@ -85,6 +85,19 @@ public struct LocalDatabase: Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v3-pending-changes") { db in
+            // Edits and reactions made while offline, sent in order when the server answers.
+            try db.execute(sql: """
+                CREATE TABLE pending_changes (
+                    position INTEGER PRIMARY KEY AUTOINCREMENT,
+                    conversation_id TEXT NOT NULL,
+                    message_id TEXT NOT NULL,
+                    kind TEXT NOT NULL CHECK (kind IN ('edit', 'react', 'unreact')),
+                    value TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0
+                );
+                """)
+        }
         return migrator
     }
 

@@ -95,15 +95,10 @@ public struct MessageService: MessageServicing {
         try await client.transport.search(query, in: conversationId, limit: nil, offset: nil).results
     }
 
-    /// Sends a change and applies the server's answer at once (the `message.updated` event that
-    /// follows finds it applied); a message that never reached the server cannot be changed.
+    /// Shows the change at once and sends it; offline it waits in the database and goes when
+    /// the server answers (``ChatClient/change(_:of:)``).
     private func change(_ edit: MessageChange, of message: LocalMessage) async throws {
-        guard let id = message.serverId else {
-            throw ClientError(kind: .server, code: .invalidRequest, message: "The message has not reached the server yet")
-        }
-        let changed = try await client.transport.change(edit, of: id, in: message.conversationId)
-        try await client.database.apply([changed])
-        await client.notify(.messages(message.conversationId))
+        try await client.change(edit, of: message)
     }
 }
 
