@@ -18,6 +18,8 @@ public enum ChatCommand: Sendable, Equatable {
     case forward(message: Int?, to: String)
     case search(String)
     case attach(path: String, caption: String)
+    /// Saves a message's attachment (or its text) to a file.
+    case save(message: Int?, path: String)
     case invalid(String)
 
     /// The commands and what they do, for `/help`.
@@ -32,6 +34,7 @@ public enum ChatCommand: Sendable, Equatable {
         "/forward [N] CONVERSATION     forward message N",
         "/search TEXT                  search this conversation",
         "/attach PATH [CAPTION]        send a file (an image shows as one)",
+        "/save [N] PATH                save message N's attachment to a file",
         "/older                        load older messages (or PgUp)",
         "/resend                       send failed messages again",
         "/retry                        reconnect now",
@@ -85,6 +88,9 @@ public enum ChatCommand: Sendable, Equatable {
             let pieces = rest.split(separator: " ", maxSplits: 1)
             guard let path = pieces.first else { return .invalid("/attach PATH [CAPTION]") }
             return .attach(path: String(path), caption: pieces.count > 1 ? String(pieces[1]) : "")
+        case "save":
+            guard !afterNumber.isEmpty else { return .invalid("/save [N] PATH") }
+            return .save(message: number, path: afterNumber)
         default: return .invalid("Unknown command /\(name): /help lists them")
         }
     }

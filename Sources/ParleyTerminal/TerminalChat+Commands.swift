@@ -173,6 +173,11 @@ extension TerminalChat {
             let type = Self.contentType(of: expanded)
             await chat.send(
                 file: URL(fileURLWithPath: expanded), contentType: type, type: type.hasPrefix("image/") ? .image : .file, caption: caption)
+        case .save(let number, let path):
+            guard let target = message(number), let chat else { return }
+            let expanded = (path as NSString).expandingTildeInPath
+            await chat.save(target, to: URL(fileURLWithPath: expanded))
+            if chat.lastError == nil { screen.status = "Saved to \(expanded)" }
         case .invalid(let reason):
             screen.status = reason
         }

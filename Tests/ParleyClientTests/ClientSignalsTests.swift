@@ -72,7 +72,13 @@ import Testing
         await bobClient.start()
         let chat = await ChatModel(client: aliceClient, conversationId: direct.id, names: { $0 == bob.id ? "Bob" : nil })
         await chat.start()
-        try await ChatClientTests.eventually("bob connected") { await bobClient.connectionState == .connected }
+        // Typing is live only: Alice must be connected to hear it (on a busy machine she may
+        // connect after Bob).
+        try await ChatClientTests.eventually("both connected") {
+            let bobState = await bobClient.connectionState
+            let aliceState = await aliceClient.connectionState
+            return bobState == .connected && aliceState == .connected
+        }
         await bobClient.userIsTyping(in: direct.id)
         try await ChatClientTests.eventually("the typing line") { await chat.typingLine == "Bob is typing…" }
         await bobClient.userSent(in: direct.id)

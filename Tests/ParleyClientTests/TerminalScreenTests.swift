@@ -140,6 +140,7 @@ import Testing
         #expect(ChatCommand.parse("/react 3 🎉") == .react(message: 3, emoji: "🎉"))
         #expect(ChatCommand.parse("/react") == .invalid("/react [N] EMOJI"))
         #expect(ChatCommand.parse("/attach ~/a.png look") == .attach(path: "~/a.png", caption: "look"))
+        #expect(ChatCommand.parse("/save 2 /tmp/x.png") == .save(message: 2, path: "/tmp/x.png"))
         #expect(ChatCommand.parse("/frobnicate") == .invalid("Unknown command /frobnicate: /help lists them"))
     }
 

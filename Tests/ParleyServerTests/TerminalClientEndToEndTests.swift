@@ -120,6 +120,18 @@ import Testing
         try tmux.press("ada", "Enter")
         try await tmux.waitFor("bob", "👍 1")
 
+        // A file from Ada's disk reaches Bob, who saves it to his.
+        let folder = TestServer.temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        try "the minutes\n".write(toFile: folder + "/minutes.txt", atomically: true, encoding: .utf8)
+        try tmux.type("ada", "/attach \(folder)/minutes.txt today's minutes")
+        try tmux.press("ada", "Enter")
+        try await tmux.waitFor("bob", "📎 minutes.txt (12 B)")
+        try tmux.type("bob", "/save 1 \(folder)/saved.txt")
+        try tmux.press("bob", "Enter")
+        try await tmux.waitFor("bob", "Saved to \(folder)/saved.txt")
+        #expect(try String(contentsOfFile: folder + "/saved.txt", encoding: .utf8) == "the minutes\n")
+
         // The server goes away: Ada's message waits, marked, under an offline banner; when the
         // server is back it arrives once.
         server.kill()
