@@ -35,6 +35,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift.git", from: "0.2.0"),
+        // Tests only: parses the SwiftUI sources that no Linux machine can compile.
+        .package(url: "https://github.com/swiftlang/swift-syntax.git", from: "603.0.1"),
     ],
     targets: [
         .target(
@@ -119,6 +121,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The README's SDK sample, built and run against a live server by the tests.
+        .executableTarget(
+            name: "SDKQuickStart",
+            dependencies: ["ParleyClient"],
+            path: "Examples/SDKQuickStart",
+            swiftSettings: strict
+        ),
         .target(
             name: "ParleyTestSupport",
             dependencies: [
@@ -154,6 +163,17 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // Parses every SwiftUI file (ParleyUI, the example app) and checks the SDK names they
+        // use exist, since SwiftUI does not compile on Linux.
+        .testTarget(
+            name: "ParleyUISourceTests",
+            dependencies: [
+                .product(name: "SwiftParser", package: "swift-syntax"),
+                .product(name: "SwiftSyntax", package: "swift-syntax"),
+                .product(name: "SwiftParserDiagnostics", package: "swift-syntax"),
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "ParleyClientTests",
             dependencies: ["ParleyProtocol", "ParleyServer", "ParleyClient", "ParleyTestSupport", "ParleyTerminal"],
@@ -161,3 +181,10 @@ let package = Package(
         ),
     ]
 )
+
+// SwiftUI screens: declared only where SwiftUI exists (Apple platforms), so Linux builds and CI
+// skip the target; ParleyUISourceTests parses its files everywhere.
+#if os(macOS)
+package.products.append(.library(name: "ParleyUI", targets: ["ParleyUI"]))
+package.targets.append(.target(name: "ParleyUI", dependencies: ["ParleyClient", "ParleyProtocol"], swiftSettings: strict))
+#endif

@@ -57,6 +57,8 @@ public actor ChatClient {
     var flushWaiters: [CheckedContinuation<Void, Never>] = []
     private var catchingUp: Set<EntityID> = []
     private var catchUpAgain: Set<EntityID> = []
+    /// Failed catch-ups in a row, by conversation, for the retry's backoff.
+    private var catchUpFailures: [EntityID: Int] = [:]
     /// Edits and reactions not yet confirmed (see ChatClient+Changes).
     var pendingChanges: [PendingChange] = []
     var pendingChangesLoaded = false
@@ -71,6 +73,8 @@ public actor ChatClient {
     public internal(set) var signInRequired = false
     /// When the cache was last trimmed to its retention limits.
     var lastTrim: Date?
+    /// Callers of ``waitForFirstSync()`` (see ChatClient+FirstSync).
+    var firstSyncWaiters: [CheckedContinuation<Void, Never>] = []
     /// The conversation on screen, told to the server with `focus` (again after a reconnect).
     var focusedConversation: EntityID?
     /// Some outbox entry may be waiting out a backoff: set by a failed attempt, and true at start
@@ -188,6 +192,7 @@ public actor ChatClient {
             }
         }
         notify(.connection(machine.state))
+        if !machine.state.isTryingToConnect { resumeFirstSyncWaiters() }
     }
 
     private func feed(_ event: ConnectionStateMachine.Event) { run(machine.handle(event)) }
@@ -372,6 +377,7 @@ public actor ChatClient {
         await flushReceipts()
         await registerPushTokenIfNeeded()
         await trimCacheIfDue()
+        resumeFirstSyncWaiters()
         let counts = (try? await database.outboxCounts()) ?? (queued: 0, failed: 0)
         return SyncReport(reachedServer: reached, queued: counts.queued, failed: counts.failed, signInRequired: signInRequired)
     }
@@ -435,8 +441,20 @@ public actor ChatClient {
                     if !page.hasMore { break }
                 }
                 await markDeliveredUpToSynced(conversationId)
+                catchUpFailures[conversationId] = nil
             } catch {
-                logger.debug("Catch-up failed; will retry", metadata: ["error": "\(error)"])
+                // Nothing else may come to trigger it (the missed message was the last one), so
+                // try again with backoff while connected; a reconnect's sync covers the rest.
+                let failures = (catchUpFailures[conversationId] ?? 0) + 1
+                catchUpFailures[conversationId] = failures
+                logger.debug("Catch-up failed; will retry", metadata: ["error": "\(error)", "failures": "\(failures)"])
+                if failures <= 8, machine.state == .connected {
+                    let delay = Duration.milliseconds(250 << min(failures - 1, 7))
+                    Task { [environment] in
+                        guard (try? await environment.sleep(delay)) != nil else { return }
+                        await self.catchUp(conversationId)
+                    }
+                }
                 return
             }
         } while catchUpAgain.contains(conversationId)

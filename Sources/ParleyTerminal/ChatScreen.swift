@@ -203,7 +203,10 @@ public struct ChatScreen: Sendable, Equatable {
                 if message.body.isEmpty && body.count > 1 { body.removeFirst() }
                 var meta: [String] = []
                 if message.isEdited { meta.append("edited") }
-                if let status = message.status { meta.append(status.glyph + (status == .read || status == .failed || status == .notSent ? " " + status.label : "")) }
+                if let status = message.status {
+                    let word = status == .read || status == .failed || status == .notSent ? " " + status.label : ""
+                    meta.append(status.glyph + word + (status.canResend ? ", /resend" : ""))
+                }
                 let metaText = meta.joined(separator: " · ")
                 for (index, line) in body.enumerated() {
                     let isLast = index == body.count - 1

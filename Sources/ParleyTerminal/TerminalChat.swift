@@ -174,21 +174,14 @@ public final class TerminalChat {
             screen.typingLine = chat.typingLine
             if let row = list?.rows.first(where: { $0.id == chat.conversationId }) {
                 screen.chatTitle = row.title
-                screen.chatSubtitle = subtitle(for: row.conversation)
+                let users = Dictionary((directory?.users ?? []).map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+                screen.chatSubtitle = ChatPresentation.subtitle(row.conversation, me: me, users: users)
             }
             if let error = chat.lastError, screen.status == nil { screen.status = error }
             markVisible(chat)
         }
         let (width, height) = device.size()
         device.draw(screen.render(width: width, height: height), cursor: screen.cursor(width: width, height: height), width: width, height: height)
-    }
-
-    private func subtitle(for conversation: Conversation) -> String {
-        if conversation.type == .group { return "\(conversation.memberCount) members" }
-        let peer = conversation.participantIds.first { $0 != session?.user.id }
-        guard let user = directory?.users.first(where: { $0.id == peer }) else { return "" }
-        if user.isOnline { return "online" }
-        return user.lastSeenAt.map { "last seen \(ChatPresentation.time($0))" } ?? "offline"
     }
 
     /// Messages on screen are read: the newest visible one is reported once (batched by the SDK).

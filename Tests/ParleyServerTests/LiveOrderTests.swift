@@ -293,8 +293,16 @@ import Testing
             try await tasks.waitForAll()
         }
         let last = try await reader.api.conversation(group.id).lastSeq
-        try await waitFor("every message in the reader's cache", timeout: .seconds(30)) {
-            try await client.database.messages(in: group.id, viewer: reader.id, limit: 1).last?.seq == last
+        do {
+            try await waitFor("every message in the reader's cache", timeout: .seconds(30)) {
+                try await client.database.messages(in: group.id, viewer: reader.id, limit: 1).last?.seq == last
+            }
+        } catch {
+            // Say where the reader stopped, so a failure on a loaded machine can be read.
+            let newest = try await client.database.messages(in: group.id, viewer: reader.id, limit: 1).last?.seq
+            let synced = try await client.database.syncedSeq(group.id)
+            Issue.record("last \(last), newest cached \(newest ?? -1), synced \(synced ?? -1), \(await client.connectionState), \(await client.readCounts)")
+            throw error
         }
         let after = await client.readCounts
         #expect(after.gapCatchUps == before.gapCatchUps, "catch-ups for false gaps: \(after.gapCatchUps - before.gapCatchUps)")

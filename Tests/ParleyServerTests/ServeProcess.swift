@@ -69,6 +69,16 @@ final class ServeProcess: Sendable {
     }
 }
 
+/// ``runToEnd(_:_:environment:)`` on a thread of its own: the concurrency pool (two threads
+/// here) keeps serving an in-process server that the program talks to.
+func runToEndOffPool(_ executable: URL, _ arguments: [String], environment: [String: String?] = [:]) async throws -> (status: Int32, output: String) {
+    try await withCheckedThrowingContinuation { continuation in
+        Thread.detachNewThread {
+            continuation.resume(with: Result { try runToEnd(executable, arguments, environment: environment) })
+        }
+    }
+}
+
 /// Runs a program to its end; returns its exit code and everything it printed (stdout and
 /// stderr together, in order).
 func runToEnd(_ executable: URL, _ arguments: [String], environment extra: [String: String?] = [:]) throws -> (status: Int32, output: String) {

@@ -41,6 +41,8 @@ public enum ChatPresentation {
         public var replyPreview: String?
         /// "📎 report.pdf (12 KB)" for attachments.
         public var attachmentLine: String?
+        /// Which cell shows it (from the interaction layer's component registry).
+        public var cell: Cell
     }
 
     /// The delivery state of an own message as a mark and a word.
@@ -70,12 +72,16 @@ public enum ChatPresentation {
             }
         }
 
+        /// Whether the person can send it again (a refused message; one not sent yet is retried
+        /// by the outbox on its own, and "retry now" is ``ChatModel/retryNow()``).
+        public var canResend: Bool { self == .failed }
+
         /// The word beside or instead of the mark (accessibility, plain terminals).
         public var label: String {
             switch self {
             case .sending: "sending"
             case .notSent: "not sent, retrying"
-            case .failed: "failed, /resend"
+            case .failed: "failed"
             case .sent: "sent"
             case .delivered: "delivered"
             case .read: "read"
@@ -84,25 +90,30 @@ public enum ChatPresentation {
     }
 
     /// The timeline of a conversation: day separators, grouped messages, system notices.
+    /// `registry` decides each message's ``Cell`` (an app's own components included).
     public static func timeline(
         _ messages: [LocalMessage], me: EntityID, names: (EntityID) -> String?, now: Date = Date(),
-        calendar: Calendar = .current
+        calendar: Calendar = .current, registry: MessageComponentRegistry = MessageComponentRegistry()
     ) -> [Item] {
         var items: [Item] = []
         var previous: LocalMessage?
         var byServerId: [EntityID: LocalMessage] = [:]
         for message in messages { if let id = message.serverId { byServerId[id] = message } }
+        var previousDay: Date?
         for message in messages {
             let day = calendar.startOfDay(for: message.createdAt)
-            let newDay = previous.map { calendar.startOfDay(for: $0.createdAt) != day } ?? true
+            // A notice ends a group but not a day: one day title per day.
+            let newDay = previousDay != day
+            previousDay = day
             if newDay { items.append(.day(dayTitle(message.createdAt, now: now, calendar: calendar))) }
             if message.type == .system {
                 items.append(.notice(message.text, id: message.id))
                 previous = nil
                 continue
             }
-            let startsGroup = newDay || previous == nil || previous?.senderId != message.senderId
-                || message.createdAt.timeIntervalSince(previous!.createdAt) > groupingWindow
+            let startsGroup: Bool = if newDay { true } else if let previous {
+                previous.senderId != message.senderId || message.createdAt.timeIntervalSince(previous.createdAt) > groupingWindow
+            } else { true }
             let isOwn = message.senderId == me
             let name = isOwn ? "You" : names(message.senderId) ?? "Someone"
             var reply: String?
@@ -120,7 +131,8 @@ public enum ChatPresentation {
                 time: time(message.createdAt, calendar: calendar), status: isOwn ? StatusMark(message.delivery) : nil,
                 isEdited: message.editedAt != nil && message.deletedAt == nil,
                 reactions: reactionLine(message.reactions), replyPreview: reply,
-                attachmentLine: message.deletedAt == nil ? message.attachment.map(attachmentLine) : nil)))
+                attachmentLine: message.deletedAt == nil ? message.attachment.map(attachmentLine) : nil,
+                cell: cell(for: message, registry: registry))))
             previous = message
         }
         return items

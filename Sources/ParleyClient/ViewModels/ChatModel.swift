@@ -27,6 +27,9 @@ public final class ChatModel {
     @ObservationIgnored private var observation: Task<Void, Never>?
     /// The oldest seq in the window: reloads keep everything from here to the newest.
     @ObservationIgnored private var windowStart: Int64?
+    /// Bumped by every reload and every local change: a reload that read the database before
+    /// a newer one (or before a send was shown) is dropped instead of showing an older state.
+    @ObservationIgnored private var generation = 0
 
     /// A model for one conversation; `names` resolves user ids to display names.
     public init(
@@ -111,7 +114,10 @@ public final class ChatModel {
             lastError = nil
             // On screen now; the next reload (when the outbox or an event changes it) keeps the
             // same identity, so the row updates in place.
-            if !messages.contains(where: { $0.id == pending.id }) { messages.append(pending) }
+            if !messages.contains(where: { $0.id == pending.id }) {
+                generation += 1
+                messages.append(pending)
+            }
         } catch {
             lastError = "\(error)"
         }
@@ -209,10 +215,14 @@ public final class ChatModel {
 
     /// Reads the window from the local database (ordered there by seq: no sort in memory).
     public func reload() async {
+        generation += 1
+        let mine = generation
         guard let fresh = try? await client.database.messages(
             in: conversationId, viewer: client.userId, from: windowStart, limit: windowStart == nil ? 50 : Int.max / 2)
         else { return }
-        show(await client.presented(fresh))
+        let presented = await client.presented(fresh)
+        guard mine == generation else { return }
+        show(presented)
     }
 
     private func show(_ fresh: [LocalMessage]) {

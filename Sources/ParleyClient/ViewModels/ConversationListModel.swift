@@ -10,6 +10,12 @@ public struct ConversationRow: Sendable, Equatable, Identifiable {
     public var id: EntityID { conversation.id }
     public var unreadCount: Int { conversation.unreadCount }
     public var lastMessageText: String? { conversation.lastMessage?.text }
+
+    /// A row for a conversation and its title (previews and tests build rows this way).
+    public init(conversation: Conversation, title: String) {
+        self.conversation = conversation
+        self.title = title
+    }
 }
 
 /// The conversation list screen: cached rows at once, kept current by the client.
@@ -19,23 +25,44 @@ public final class ConversationListModel {
     public private(set) var rows: [ConversationRow] = []
     /// The connection banner.
     public private(set) var connection: ConnectionState = .disconnected
+    /// True on a first run while the server's list is on its way (show "Loading…" rather than
+    /// "no conversations"); see ``ChatClient/waitForFirstSync()``.
+    public private(set) var isLoading = false
+    /// "Ada is typing…" by conversation, for the rows' previews.
+    public private(set) var typing: [EntityID: String] = [:]
     /// The sum of unread counts (the app badge).
     public var totalUnread: Int { rows.reduce(0) { $0 + $1.unreadCount } }
 
     private let client: ChatClient
-    private let names: @Sendable (EntityID) -> String?
+    private let customNames: (@Sendable (EntityID) -> String?)?
+    /// Display names from the client's cached directory (used when the app gives no `names`).
+    @ObservationIgnored private var directory: [EntityID: String] = [:]
+    @ObservationIgnored private var askedServerForNames = false
     @ObservationIgnored private var observation: Task<Void, Never>?
 
-    /// A model over a client; `names` resolves user ids to display names.
-    public init(client: ChatClient, names: @escaping @Sendable (EntityID) -> String? = { _ in nil }) {
+    /// A model over a client. `names` resolves user ids to display names; without it, names
+    /// come from the client's cached directory, fetched once when someone in a row is unknown.
+    public init(client: ChatClient, names: (@Sendable (EntityID) -> String?)? = nil) {
         self.client = client
-        self.names = names
+        customNames = names
     }
 
+    private func names(_ id: EntityID) -> String? { customNames?(id) ?? directory[id] }
+
     /// Shows the cache at once, then follows the client's changes until `stop()`.
+    ///
+    /// On a device's first run (nothing cached, the client connecting) it returns once the
+    /// first sync has brought the list, so `rows` holds the server's conversations; offline it
+    /// returns at once with what the cache has.
     public func start() async {
-        await reload()
         let changes = await client.changes()
+        await reload()
+        if rows.isEmpty, !(await client.hasSynchronizedList()) {
+            isLoading = true
+            await client.waitForFirstSync()
+            isLoading = false
+            await reload()
+        }
         connection = await client.connectionState
         observation = Task { [weak self] in
             for await change in changes {
@@ -43,7 +70,9 @@ public final class ConversationListModel {
                 switch change {
                 case .conversations: await self.reload()
                 case .connection(let state): self.connection = state
-                case .messages, .typing, .directory, .progress, .signInRequired, .tokenRenewed: break
+                case .typing(let id): await self.refreshTyping(id)
+                case .directory: if self.customNames == nil { await self.reload() }
+                case .messages, .progress, .signInRequired, .tokenRenewed: break
                 }
             }
         }
@@ -55,10 +84,31 @@ public final class ConversationListModel {
         observation = nil
     }
 
+    private func refreshTyping(_ id: EntityID) async {
+        let users = await client.typingUsers(in: id)
+        typing[id] = ChatPresentation.typingLine(users.map { names($0) ?? "Someone" })
+    }
+
     /// Reads the rows from the local database.
     public func reload() async {
         guard let conversations = try? await client.database.conversations() else { return }
         let me = client.userId
+        if customNames == nil {
+            let unknown = conversations.contains { $0.name == nil && $0.participantIds.contains { $0 != me && directory[$0] == nil } }
+            if unknown {
+                if let users = try? await client.database.users() {
+                    directory = Dictionary(users.map { ($0.id, $0.displayName) }, uniquingKeysWith: { $1 })
+                }
+                let stillUnknown = conversations.contains { $0.name == nil && $0.participantIds.contains { $0 != me && directory[$0] == nil } }
+                if stillUnknown, !askedServerForNames {
+                    // Once: someone new joins later arrives with the directory's next refresh.
+                    askedServerForNames = true
+                    if (try? await client.refreshDirectory()) != nil, let users = try? await client.database.users() {
+                        directory = Dictionary(users.map { ($0.id, $0.displayName) }, uniquingKeysWith: { $1 })
+                    }
+                }
+            }
+        }
         rows = conversations.map { conversation in
             let title = conversation.name ?? conversation.participantIds.filter { $0 != me }
                 .map { names($0) ?? "Someone" }.joined(separator: ", ")

@@ -1,0 +1,276 @@
+import Foundation
+import Observation
+import ParleyProtocol
+import Synchronization
+
+/// Where an app keeps the signed-in user between launches (the token is a credential: the
+/// Keychain on Apple platforms, a private file elsewhere).
+public protocol SessionStore: Sendable {
+    /// The stored session, or nil.
+    func load() throws -> AuthResponse?
+    /// Stores the session (nil forgets it).
+    func save(_ session: AuthResponse?) throws
+}
+
+/// A session kept as a JSON file only its owner may read (mode 0600).
+public struct FileSessionStore: SessionStore {
+    /// The file.
+    public let path: String
+
+    public init(path: String) { self.path = path }
+
+    public func load() throws -> AuthResponse? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try WireCoding.makeDecoder().decode(AuthResponse.self, from: data)
+    }
+
+    public func save(_ session: AuthResponse?) throws {
+        guard let session else {
+            if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
+            return
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let data = try WireCoding.makeEncoder().encode(session)
+        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
+    }
+}
+
+/// Display names by user id, readable from any thread (view models resolve names while the
+/// directory loads in the background).
+public final class NameBook: Sendable {
+    private let names = Mutex<[EntityID: String]>([:])
+
+    public init() {}
+
+    /// The user's display name, if known.
+    public func name(_ id: EntityID) -> String? { names.withLock { $0[id] } }
+
+    /// Learns the names of these users.
+    public func learn(_ users: [User]) {
+        names.withLock { names in for user in users { names[user.id] = user.displayName } }
+    }
+}
+
+/// Everything a chat app needs between "signed out" and "chatting", in one observable object:
+/// signing in or up, keeping the session (``SessionStore``), one ``ChatClient`` with its own
+/// database per user, the list and directory models, a ``ChatModel`` per opened conversation,
+/// a renewed token saved, and signing out with the local data wiped.
+///
+/// SwiftUI's `ParleyChat` is a layout of this object; it runs on Linux too, and is tested there.
+@MainActor @Observable
+public final class ChatSession {
+    /// Where the session is.
+    public enum State: Sendable, Equatable {
+        /// No user: show the sign-in screen.
+        case signedOut
+        /// Talking to the server to sign in or up.
+        case signingIn
+        /// A user is signed in: ``client``, ``list`` and ``directory`` are set.
+        case signedIn
+    }
+
+    /// The server.
+    public let server: URL
+    public private(set) var state: State = .signedOut
+    /// The signed-in user.
+    public private(set) var user: User?
+    /// The signed-in user's client.
+    public private(set) var client: ChatClient?
+    /// The conversation list.
+    public private(set) var list: ConversationListModel?
+    /// The organization's people, with presence.
+    public private(set) var directory: DirectoryModel?
+    /// Why the last sign-in, sign-up or sign-out failed ("Wrong email or password"), for the form.
+    public private(set) var error: String?
+    /// The people, by id (names and presence for rows and subtitles).
+    public var users: [EntityID: User] {
+        Dictionary((directory?.users ?? []).map { ($0.id, $0) }, uniquingKeysWith: { $1 })
+    }
+    /// Display names (also for models made before the directory arrived).
+    public let names = NameBook()
+
+    @ObservationIgnored private let store: any SessionStore
+    @ObservationIgnored private let databaseDirectory: String?
+    @ObservationIgnored private var observation: Task<Void, Never>?
+    @ObservationIgnored private var session: AuthResponse?
+
+    /// A session with a server. `databaseDirectory` holds one database file per user (nil: in
+    /// memory, for previews and tests).
+    public init(server: URL, store: any SessionStore, databaseDirectory: String?) {
+        self.server = server
+        self.store = store
+        self.databaseDirectory = databaseDirectory
+    }
+
+    /// Signs in with the stored session, if there is one (on launch). Offline it starts from
+    /// the cache; the client connects when it can.
+    public func resume() async {
+        guard state == .signedOut, let stored = try? store.load() else { return }
+        await begin(stored)
+    }
+
+    /// Starts with a user the app signed in itself.
+    public func start(with session: AuthResponse) async {
+        await end()
+        await begin(session)
+    }
+
+    /// Signs in with an organization, an email and a password.
+    public func signIn(organization: String, email: String, password: String) async {
+        await authenticate { try await ParleyAPI(baseURL: self.server).login(
+            LoginRequest(organization: organization, email: email, password: password)) }
+    }
+
+    /// Creates an account (a new organization, or joining one with an invite code) and signs in.
+    public func register(organization: String, email: String, password: String, displayName: String, inviteCode: String? = nil) async {
+        await authenticate { try await ParleyAPI(baseURL: self.server).register(RegisterRequest(
+            organization: organization, email: email, password: password, displayName: displayName,
+            inviteCode: inviteCode.flatMap { $0.isEmpty ? nil : $0 })) }
+    }
+
+    private func authenticate(_ call: @escaping () async throws -> AuthResponse) async {
+        guard state != .signingIn else { return }
+        state = .signingIn
+        error = nil
+        do {
+            let session = try await call()
+            state = .signedOut
+            await begin(session)
+        } catch {
+            self.error = Self.describe(error)
+            state = .signedOut
+        }
+    }
+
+    /// Signs out: the server stops pushing to this device, the local database is deleted and
+    /// the stored session forgotten. When the server cannot be told, nothing is dropped and
+    /// ``error`` says why (try again, or ``forget()`` to drop the device's data anyway).
+    public func signOut() async {
+        guard let client else { return }
+        do {
+            try await client.logout()
+            await forget()
+        } catch {
+            self.error = Self.describe(error)
+        }
+    }
+
+    /// Drops the session and this device's copy of the user's data without asking the server.
+    public func forget() async {
+        let path = databasePath(for: user?.id)
+        await end()
+        try? store.save(nil)
+        if let path {
+            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        }
+    }
+
+    /// A chat screen's model for a conversation, with names from the directory.
+    public func chat(_ conversationId: EntityID) -> ChatModel? {
+        guard let client else { return nil }
+        let names = self.names
+        return ChatModel(client: client, conversationId: conversationId, names: { names.name($0) })
+    }
+
+    /// Starts a direct conversation with someone (or opens the existing one) and returns its id.
+    public func directConversation(with userId: EntityID) async -> EntityID? {
+        guard let session else { return nil }
+        do {
+            let conversation = try await ParleyAPI(baseURL: server, token: session.token)
+                .createConversation(CreateConversationRequest(type: .direct, participantIds: [userId]))
+            if let client { await client.synchronize() }
+            return conversation.id
+        } catch {
+            self.error = Self.describe(error)
+            return nil
+        }
+    }
+
+    /// The database file of a user, in ``databaseDirectory``.
+    func databasePath(for userId: EntityID?) -> String? {
+        guard let databaseDirectory, let userId else { return nil }
+        return (databaseDirectory as NSString).appendingPathComponent("parley-\(userId).sqlite")
+    }
+
+    private func begin(_ session: AuthResponse) async {
+        do {
+            if let databaseDirectory {
+                try FileManager.default.createDirectory(atPath: databaseDirectory, withIntermediateDirectories: true)
+            }
+            let client = try ChatClient(
+                serverURL: server, token: session.token, userId: session.user.id,
+                databasePath: databasePath(for: session.user.id))
+            try? store.save(session)
+            self.session = session
+            self.client = client
+            user = session.user
+            names.learn([session.user])
+            let names = self.names
+            let list = ConversationListModel(client: client)
+            let directory = DirectoryModel(client: client)
+            self.list = list
+            self.directory = directory
+            state = .signedIn
+            error = nil
+            follow(client)
+            await client.start()
+            await directory.start()
+            names.learn(directory.users)
+            await list.start()
+        } catch {
+            self.error = Self.describe(error)
+        }
+    }
+
+    private func follow(_ client: ChatClient) {
+        observation = Task { [weak self] in
+            for await change in await client.changes() {
+                guard let self else { return }
+                switch change {
+                case .tokenRenewed(let token):
+                    if var session = self.session {
+                        session.token = token
+                        self.session = session
+                        try? self.store.save(session)
+                    }
+                case .signInRequired:
+                    // The token was refused: sign in again; the outbox waits on this device.
+                    self.error = "Your session has ended. Please sign in again."
+                    await self.end()
+                    try? self.store.save(nil)
+                case .directory:
+                    if let directory = self.directory { self.names.learn(directory.users) }
+                default: break
+                }
+            }
+        }
+    }
+
+    private func end() async {
+        observation?.cancel()
+        observation = nil
+        list?.stop()
+        directory?.stop()
+        await client?.stop()
+        list = nil
+        directory = nil
+        client = nil
+        user = nil
+        session = nil
+        state = .signedOut
+    }
+
+    /// A sentence for a form.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? ClientError else { return "Something went wrong: \(error)" }
+        switch (error.kind, error.code) {
+        case (.server, .unauthorized): return "Wrong organization, email or password."
+        case (.server, _): return error.message
+        case (.decoding, _): return "The server's answer could not be read. Is this a Parley server?"
+        default: return "Can't reach the server. Check the connection and try again."
+        }
+    }
+}

@@ -1,0 +1,412 @@
+import Foundation
+import SwiftParser
+import SwiftParserDiagnostics
+import SwiftSyntax
+import Testing
+
+/// SwiftUI compiles only on Apple platforms, so CI here cannot build ParleyUI or the example
+/// app. These tests keep what can be checked without a compiler: every file parses, the SDK
+/// names they use exist with the argument labels used, nothing is force-unwrapped, every public
+/// declaration is documented, and the README shows the example app's code as it is.
+@Suite struct SwiftUISourceTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+
+    static func swiftFiles(under folder: String) -> [URL] {
+        let base = root.appendingPathComponent(folder)
+        guard let walker = FileManager.default.enumerator(at: base, includingPropertiesForKeys: nil) else { return [] }
+        return walker.compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" }
+            .filter { !$0.path.contains("/.build") }.sorted { $0.path < $1.path }
+    }
+
+    /// The SwiftUI sources: the ParleyUI library and the example app.
+    static var uiFiles: [URL] { swiftFiles(under: "Sources/ParleyUI") + swiftFiles(under: "Examples/ParleyChatApp") }
+
+    static func parse(_ file: URL) throws -> SourceFileSyntax {
+        Parser.parse(source: try String(contentsOf: file, encoding: .utf8))
+    }
+
+    static func relative(_ file: URL) -> String { String(file.path.dropFirst(root.path.count + 1)) }
+
+    @Test func theSwiftUIFilesExistAndParseWithoutErrors() throws {
+        let files = Self.uiFiles
+        let names = Set(files.map(\.lastPathComponent))
+        for expected in ["ParleyChat.swift", "ConversationListView.swift", "ChatView.swift", "MessageInputBar.swift",
+                         "ConnectionBanner.swift", "SignInView.swift", "ChatApp.swift"] {
+            #expect(names.contains(expected), "\(expected) is missing")
+        }
+        for file in files {
+            let tree = try Self.parse(file)
+            let diagnostics = ParseDiagnosticsGenerator.diagnostics(for: tree)
+            #expect(diagnostics.isEmpty, "\(Self.relative(file)): \(diagnostics.map { "\($0.location(converter: SourceLocationConverter(fileName: file.path, tree: tree))): \($0.message)" })")
+        }
+    }
+
+    @Test func parleyUIIsSkippedWhereSwiftUIDoesNotExist() throws {
+        for file in Self.swiftFiles(under: "Sources/ParleyUI") {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            let code = text.split(separator: "\n").filter { !$0.hasPrefix("//") && !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+            #expect(code.first == "#if canImport(SwiftUI)" && code.last == "#endif", "\(Self.relative(file)) is not wrapped in #if canImport(SwiftUI)")
+        }
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        #expect(manifest.contains("#if os(macOS)") && manifest.contains(#"name: "ParleyUI""#))
+    }
+
+    @Test func nothingIsForceUnwrappedAndEveryPublicDeclarationIsDocumented() throws {
+        for file in Self.uiFiles {
+            let tree = try Self.parse(file)
+            let audit = Audit(viewMode: .sourceAccurate)
+            audit.walk(tree)
+            #expect(audit.forced.isEmpty, "\(Self.relative(file)) force-unwraps or try!s: \(audit.forced)")
+            #expect(audit.undocumented.isEmpty, "\(Self.relative(file)) has undocumented public declarations: \(audit.undocumented)")
+        }
+    }
+
+    /// What the SDK declares: member names and initializer/function parameter lists by type.
+    @Test func everySDKTypeMemberAndLabelTheScreensUseExists() throws {
+        let sdk = Declarations(viewMode: .sourceAccurate)
+        for folder in ["Sources/ParleyClient", "Sources/ParleyProtocol", "Sources/ParleyUI"] {
+            for file in Self.swiftFiles(under: folder) { sdk.walk(try Self.parse(file)) }
+        }
+        // Sanity: the collector sees what it must, or the checks below could not fail.
+        #expect(sdk.members["ChatPresentation"]?.contains("timeline") == true)
+        #expect(sdk.members["ChatModel"]?.contains("send") == true)
+        #expect(sdk.functions["ChatPresentation.listRow"]?.isEmpty == false)
+
+        var checked = 0
+        for file in Self.uiFiles {
+            let tree = try Self.parse(file)
+            let uses = Uses(viewMode: .sourceAccurate, sdk: sdk, variables: VariableTypes.of(tree, sdk: sdk))
+            uses.walk(tree)
+            checked += uses.checked
+            #expect(uses.problems.isEmpty, "\(Self.relative(file)): \(uses.problems)")
+        }
+        #expect(checked > 20, "the screens use the SDK (\(checked) uses checked)")
+    }
+
+    /// The checker itself: a wrong member, a wrong label and a missing argument are caught.
+    @Test func theNameCheckCatchesWhatACompilerWould() throws {
+        let sdk = Declarations(viewMode: .sourceAccurate)
+        sdk.walk(Parser.parse(source: """
+            public enum Shapes {
+                public static func circle(radius: Double, filled: Bool = false) -> Int { 0 }
+                public struct Square { public init(side: Double) {} }
+            }
+            public final class Model { public init(client: Int, names: String = "") {} }
+            """))
+        let source = Parser.parse(source: """
+            struct V { let model: Model; var shapes: [Shapes.Square] }
+            let a = Shapes.circle(radius: 1)
+            let b = Shapes.circle(radius: 1, filled: true)
+            let c = Shapes.Square(side: 2)
+            let d = Model(client: 1)
+            let e = Shapes.triangle(side: 1)
+            let f = Shapes.circle(diameter: 1)
+            let g = Model(names: "x")
+            let h = Shapes.Square(2)
+            let i = model.reload(force: true)
+            let j = model.names
+            """)
+        sdk.walk(Parser.parse(source: "extension Model { public func reload() {} }"))
+        let uses = Uses(viewMode: .sourceAccurate, sdk: sdk, variables: VariableTypes.of(source, sdk: sdk))
+        uses.walk(source)
+        #expect(uses.problems.count == 6, "\(uses.problems)")
+        #expect(uses.problems.contains { $0.contains("reload") } && uses.problems.contains { $0.contains("no member names") })
+        #expect(uses.problems.contains { $0.contains("triangle") } && uses.problems.contains { $0.contains("diameter") })
+        #expect(uses.checked >= 8)
+    }
+
+    // MARK: The README's samples
+
+    static func readmeBlock(after heading: String, language: String) throws -> String {
+        let text = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        guard let start = text.range(of: "## " + heading),
+              let open = text.range(of: "```\(language)\n", range: start.upperBound..<text.endIndex),
+              let close = text.range(of: "```", range: open.upperBound..<text.endIndex)
+        else { throw SampleError("README.md has no \(language) block after \"## \(heading)\"") }
+        return String(text[open.upperBound..<close.lowerBound])
+    }
+
+    @Test func theReadmeShowsTheExampleAppAsItIsAndItIsAtMost15Lines() throws {
+        let shown = try Self.readmeBlock(after: "A chat screen in your app", language: "swift")
+        let app = try String(contentsOf: Self.root.appendingPathComponent("Examples/ParleyChatApp/Sources/ChatApp.swift"), encoding: .utf8)
+        #expect(shown == app)
+        let lines = app.split(separator: "\n", omittingEmptySubsequences: true)
+        #expect(lines.count <= 15, "the integration sample is \(lines.count) lines")
+    }
+
+    @Test func theReadmeShowsTheSDKSampleAsTheProgramCIRuns() throws {
+        let shown = try Self.readmeBlock(after: "The SDK in a few lines", language: "swift")
+        let program = try String(contentsOf: Self.root.appendingPathComponent("Examples/SDKQuickStart/main.swift"), encoding: .utf8)
+        guard let begin = program.range(of: "// README:begin\n"), let end = program.range(of: "// README:end") else {
+            throw SampleError("Examples/SDKQuickStart/main.swift has no README markers")
+        }
+        #expect(shown == String(program[begin.upperBound..<end.lowerBound]))
+    }
+}
+
+struct SampleError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Force unwraps, `try!`, and public declarations without a `///` comment.
+final class Audit: SyntaxVisitor {
+    var forced: [String] = []
+    var undocumented: [String] = []
+
+    override func visit(_ node: ForceUnwrapExprSyntax) -> SyntaxVisitorContinueKind {
+        forced.append(node.trimmedDescription)
+        return .visitChildren
+    }
+
+    override func visit(_ node: TryExprSyntax) -> SyntaxVisitorContinueKind {
+        if node.questionOrExclamationMark?.tokenKind == .exclamationMark { forced.append(node.trimmedDescription) }
+        return .visitChildren
+    }
+
+    private func check(_ node: some SyntaxProtocol, modifiers: DeclModifierListSyntax, name: String) {
+        guard modifiers.contains(where: { $0.name.tokenKind == .keyword(.public) || $0.name.tokenKind == .keyword(.open) }) else { return }
+        let documented = node.leadingTrivia.contains { piece in
+            if case .docLineComment = piece { return true }
+            if case .docBlockComment = piece { return true }
+            return false
+        }
+        if !documented { undocumented.append(name) }
+    }
+
+    override func visit(_ node: StructDeclSyntax) -> SyntaxVisitorContinueKind {
+        check(node, modifiers: node.modifiers, name: node.name.text)
+        return .visitChildren
+    }
+
+    override func visit(_ node: ClassDeclSyntax) -> SyntaxVisitorContinueKind {
+        check(node, modifiers: node.modifiers, name: node.name.text)
+        return .visitChildren
+    }
+
+    override func visit(_ node: EnumDeclSyntax) -> SyntaxVisitorContinueKind {
+        check(node, modifiers: node.modifiers, name: node.name.text)
+        return .visitChildren
+    }
+
+    override func visit(_ node: FunctionDeclSyntax) -> SyntaxVisitorContinueKind {
+        check(node, modifiers: node.modifiers, name: node.name.text)
+        return .visitChildren
+    }
+
+    override func visit(_ node: InitializerDeclSyntax) -> SyntaxVisitorContinueKind {
+        check(node, modifiers: node.modifiers, name: "init" + node.signature.parameterClause.trimmedDescription)
+        return .visitChildren
+    }
+
+    override func visit(_ node: VariableDeclSyntax) -> SyntaxVisitorContinueKind {
+        check(node, modifiers: node.modifiers, name: node.bindings.trimmedDescription)
+        return .visitChildren
+    }
+}
+
+/// One parameter: its argument label (nil for `_`) and whether it has a default.
+struct Parameter: Equatable {
+    var label: String?
+    var hasDefault: Bool
+    var isClosure: Bool
+}
+
+/// The SDK's declarations: members by type name, and the parameter lists of each type's
+/// initializers (`Type.init`) and functions (`Type.name`). Nested types are known by their own
+/// name; extensions add to their type.
+final class Declarations: SyntaxVisitor {
+    var members: [String: Set<String>] = [:]
+    var functions: [String: [[Parameter]]] = [:]
+    /// Every type the sources declare (nested ones by their own name).
+    var types: Set<String> = []
+    /// Top-level types the sources declare: a bare name in a screen means one of these.
+    var topLevel: Set<String> = []
+    private var stack: [String] = []
+
+    private func enter(_ name: String) {
+        if let outer = stack.last { members[outer, default: []].insert(name) } else { topLevel.insert(name) }
+        types.insert(name)
+        stack.append(name)
+    }
+
+    override func visit(_ node: StructDeclSyntax) -> SyntaxVisitorContinueKind { enter(node.name.text); return .visitChildren }
+    override func visitPost(_ node: StructDeclSyntax) { stack.removeLast() }
+    override func visit(_ node: ClassDeclSyntax) -> SyntaxVisitorContinueKind { enter(node.name.text); return .visitChildren }
+    override func visitPost(_ node: ClassDeclSyntax) { stack.removeLast() }
+    override func visit(_ node: EnumDeclSyntax) -> SyntaxVisitorContinueKind { enter(node.name.text); return .visitChildren }
+    override func visitPost(_ node: EnumDeclSyntax) { stack.removeLast() }
+    override func visit(_ node: ActorDeclSyntax) -> SyntaxVisitorContinueKind { enter(node.name.text); return .visitChildren }
+    override func visitPost(_ node: ActorDeclSyntax) { stack.removeLast() }
+    override func visit(_ node: ProtocolDeclSyntax) -> SyntaxVisitorContinueKind { enter(node.name.text); return .visitChildren }
+    override func visitPost(_ node: ProtocolDeclSyntax) { stack.removeLast() }
+
+    override func visit(_ node: ExtensionDeclSyntax) -> SyntaxVisitorContinueKind {
+        let name = node.extendedType.trimmedDescription.split(separator: ".").last.map(String.init) ?? ""
+        stack.append(name)
+        return .visitChildren
+    }
+
+    override func visitPost(_ node: ExtensionDeclSyntax) { stack.removeLast() }
+
+    private func parameters(_ clause: FunctionParameterClauseSyntax) -> [Parameter] {
+        clause.parameters.map { parameter in
+            let label = parameter.firstName.tokenKind == .wildcard ? nil : parameter.firstName.text
+            let type = parameter.type.trimmedDescription
+            return Parameter(label: label, hasDefault: parameter.defaultValue != nil, isClosure: type.contains("->"))
+        }
+    }
+
+    override func visit(_ node: FunctionDeclSyntax) -> SyntaxVisitorContinueKind {
+        guard let owner = stack.last else { return .skipChildren }
+        members[owner, default: []].insert(node.name.text)
+        functions["\(owner).\(node.name.text)", default: []].append(parameters(node.signature.parameterClause))
+        return .skipChildren
+    }
+
+    override func visit(_ node: InitializerDeclSyntax) -> SyntaxVisitorContinueKind {
+        guard let owner = stack.last else { return .skipChildren }
+        functions["\(owner).init", default: []].append(parameters(node.signature.parameterClause))
+        return .skipChildren
+    }
+
+    override func visit(_ node: VariableDeclSyntax) -> SyntaxVisitorContinueKind {
+        guard let owner = stack.last else { return .skipChildren }
+        for binding in node.bindings {
+            if let name = binding.pattern.as(IdentifierPatternSyntax.self)?.identifier.text { members[owner, default: []].insert(name) }
+        }
+        return .skipChildren
+    }
+
+    override func visit(_ node: EnumCaseElementSyntax) -> SyntaxVisitorContinueKind {
+        if let owner = stack.last { members[owner, default: []].insert(node.name.text) }
+        return .skipChildren
+    }
+
+    override func visit(_ node: TypeAliasDeclSyntax) -> SyntaxVisitorContinueKind {
+        if let owner = stack.last { members[owner, default: []].insert(node.name.text) }
+        return .skipChildren
+    }
+
+    /// Whether a call's labels fit a parameter list: each parameter takes the next label if it
+    /// matches, else it must have a default (trailing closures fill closure parameters).
+    static func fits(_ labels: [String?], trailingClosures: Int, _ parameters: [Parameter]) -> Bool {
+        var index = 0
+        var closures = trailingClosures
+        for parameter in parameters {
+            if index < labels.count, labels[index] == parameter.label {
+                index += 1
+            } else if index == labels.count, closures > 0, parameter.isClosure {
+                closures -= 1
+            } else if !parameter.hasDefault {
+                return false
+            }
+        }
+        return index == labels.count && closures == 0
+    }
+}
+
+/// The properties and parameters declared with an SDK type (`let model: ChatModel`,
+/// `@Bindable var session: ChatSession`, `item: ChatPresentation.ListRowItem`); a name declared
+/// with two different types is left out.
+enum VariableTypes {
+    final class Collector: SyntaxVisitor {
+        let sdk: Declarations
+        var found: [String: Set<String>] = [:]
+
+        init(sdk: Declarations) {
+            self.sdk = sdk
+            super.init(viewMode: .sourceAccurate)
+        }
+
+        func type(of annotation: TypeSyntax) -> String? {
+            var text = annotation.trimmedDescription
+            while text.hasSuffix("?") || text.hasSuffix("!") { text.removeLast() }
+            let last = text.split(separator: ".").last.map(String.init) ?? text
+            return sdk.types.contains(last) && (sdk.topLevel.contains(last) || text.contains(".")) ? last : nil
+        }
+
+        override func visit(_ node: PatternBindingSyntax) -> SyntaxVisitorContinueKind {
+            if let name = node.pattern.as(IdentifierPatternSyntax.self)?.identifier.text,
+               let annotation = node.typeAnnotation?.type, let type = type(of: annotation) {
+                found[name, default: []].insert(type)
+            }
+            return .visitChildren
+        }
+
+        override func visit(_ node: FunctionParameterSyntax) -> SyntaxVisitorContinueKind {
+            let name = (node.secondName ?? node.firstName).text
+            if let type = type(of: node.type) { found[name, default: []].insert(type) }
+            return .visitChildren
+        }
+    }
+
+    static func of(_ tree: some SyntaxProtocol, sdk: Declarations) -> [String: String] {
+        let collector = Collector(sdk: sdk)
+        collector.walk(tree)
+        return collector.found.compactMapValues { $0.count == 1 ? $0.first : nil }
+    }
+}
+
+/// Checks `Type.member` and `Type(...)` / `Type.function(...)` uses against ``Declarations``,
+/// for the SDK's own types (SwiftUI's and Foundation's are left to the compiler on a Mac).
+final class Uses: SyntaxVisitor {
+    let sdk: Declarations
+    /// Properties and parameters of an SDK type, by name (`model` → `ChatModel`).
+    let variables: [String: String]
+    var problems: [String] = []
+    var checked = 0
+
+    init(viewMode: SyntaxTreeViewMode, sdk: Declarations, variables: [String: String] = [:]) {
+        self.sdk = sdk
+        self.variables = variables
+        super.init(viewMode: viewMode)
+    }
+
+    /// The SDK type an expression names (`ChatPresentation`, `ChatPresentation.StatusMark`), or
+    /// the type of a property or parameter declared with one (`model`, `self.model`).
+    private func sdkType(_ expression: ExprSyntax) -> String? {
+        if let reference = expression.as(DeclReferenceExprSyntax.self) {
+            let name = reference.baseName.text
+            return sdk.topLevel.contains(name) ? name : variables[name]
+        }
+        if let access = expression.as(MemberAccessExprSyntax.self), access.base?.as(DeclReferenceExprSyntax.self)?.baseName.tokenKind == .keyword(.self) {
+            return variables[access.declName.baseName.text]
+        }
+        if let access = expression.as(MemberAccessExprSyntax.self), let base = access.base, let outer = sdkType(base) {
+            let name = access.declName.baseName.text
+            return sdk.members[outer]?.contains(name) == true && sdk.types.contains(name) ? name : nil
+        }
+        return nil
+    }
+
+    override func visit(_ node: MemberAccessExprSyntax) -> SyntaxVisitorContinueKind {
+        guard let base = node.base, let type = sdkType(base) else { return .visitChildren }
+        let name = node.declName.baseName.text
+        checked += 1
+        if name != "init", sdk.members[type]?.contains(name) != true {
+            problems.append("\(type) has no member \(name) (\(node.trimmedDescription))")
+        }
+        return .visitChildren
+    }
+
+    override func visit(_ node: FunctionCallExprSyntax) -> SyntaxVisitorContinueKind {
+        let labels = node.arguments.map { $0.label?.text }
+        let trailing = (node.trailingClosure == nil ? 0 : 1) + node.additionalTrailingClosures.count
+        var key: String?
+        if let type = sdkType(node.calledExpression) {
+            key = "\(type).init"
+        } else if let access = node.calledExpression.as(MemberAccessExprSyntax.self), let base = access.base, let type = sdkType(base) {
+            key = "\(type).\(access.declName.baseName.text)"
+        }
+        guard let key else { return .visitChildren }
+        checked += 1
+        // None: a memberwise initializer, or a missing member (the member check reports it).
+        guard let overloads = sdk.functions[key] else { return .visitChildren }
+        if !overloads.contains(where: { Declarations.fits(labels, trailingClosures: trailing, $0) }) {
+            problems.append("\(key) takes no (\(labels.map { ($0 ?? "_") + ":" }.joined())) (\(node.trimmedDescription.prefix(80)))")
+        }
+        return .visitChildren
+    }
+}
