@@ -104,6 +104,7 @@ public enum ParleySetup {
     ) {
         var configuration = ServerConfiguration()
         configuration.openOrganizations = true  // registers many users into one organization by name
+        configuration.rateLimits = .off  // a benchmark floods on purpose
         configuration.databaseURL = databaseURL
         configuration.port = 0
         configuration.dataDirectory = FileManager.default.temporaryDirectory

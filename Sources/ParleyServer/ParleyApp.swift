@@ -79,7 +79,7 @@ public struct ParleyApp: Sendable {
         }
         chat = ChatService(
             store: store, fanOut: fanOut, push: push, clock: configuration.clock, activityWindow: configuration.activityWindow,
-            largeGroupSize: configuration.largeGroupSize)
+            largeGroupSize: configuration.largeGroupSize, rateLimits: configuration.rateLimits)
         signals = LiveSignals(
             store: store, fanOut: fanOut, chat: chat, typingTimeout: configuration.typingTimeout, clock: configuration.clock,
             summaryInterval: configuration.summaryInterval)
@@ -155,7 +155,8 @@ public struct ParleyApp: Sendable {
         let authenticated = api.group().add(middleware: AuthMiddleware(authenticator: authenticator))
         AuthController(
             store: store, tokens: tokens, passwords: passwords, decoyHash: try await passwords.decoyHash(), now: chat.now,
-            openOrganizations: configuration.openOrganizations
+            openOrganizations: configuration.openOrganizations,
+            limits: chat.limits
         ).addRoutes(to: api, authenticated: authenticated)
         let gateway = Gateway(
             authenticator: authenticator, store: store, chat: chat, fanOut: fanOut, signals: signals,
@@ -182,7 +183,7 @@ public struct ParleyApp: Sendable {
         DeviceController(store: store, now: chat.now).addRoutes(to: authenticated)
         AttachmentController(
             store: store, directory: configuration.attachmentsDirectory,
-            maxBytes: configuration.maxAttachmentBytes, now: chat.now
+            maxBytes: configuration.maxAttachmentBytes, now: chat.now, limits: chat.limits
         ).addRoutes(to: authenticated)
         if configuration.servesWebClient {
             WebClientFiles(webRoot: configuration.webRoot).addRoutes(to: router)

@@ -47,6 +47,8 @@ public struct ServerConfiguration: Sendable {
     /// v1's open registration: anyone joins an existing organization by its name. For demos
     /// and tests only (off by default; logged at start when on).
     public var openOrganizations = false
+    /// Per-node rate limits (logins, registrations, sends, typing, receipts, upload bytes).
+    public var rateLimits = RateLimitSettings()
     /// Timeouts and the cap that keep stalled or piled-up connections from starving the server.
     public var connectionLimits = ConnectionLimits()
     /// Several nodes on one PostgreSQL; nil for a single node.

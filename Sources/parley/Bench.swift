@@ -108,6 +108,7 @@ struct Latency: AsyncParsableCommand {
     static func startServer() async throws -> (app: ParleyApp, url: URL, stop: @Sendable () async -> Void) {
         var configuration = ServerConfiguration()
         configuration.openOrganizations = true  // registers many users into one organization by name
+        configuration.rateLimits = .off  // a benchmark floods on purpose
         configuration.port = 0
         configuration.dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-\(UUID().uuidString)").path
         configuration.bcryptCost = 4

@@ -41,6 +41,23 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("large-group-size"), help: "Above this many members a group is large: member lists left out of its conversations, receipts and typing summarized (env PARLEY_LARGE_GROUP_SIZE; default 100).")
     var largeGroupSize: Int?
 
+    @Option(name: .customLong("rate-limits"), help: "on, or off to turn every rate limit off, e.g. for benchmarks (env PARLEY_RATE_LIMITS; default on).")
+    var rateLimits: String?
+    @Option(name: .customLong("login-limit"), help: "Failed logins per account, COUNT/SECONDS or off (env PARLEY_LOGIN_LIMIT; default 10/60).")
+    var loginLimit: String?
+    @Option(name: .customLong("login-address-limit"), help: "Failed logins per client address (env PARLEY_LOGIN_ADDRESS_LIMIT; default 30/60).")
+    var loginAddressLimit: String?
+    @Option(name: .customLong("register-limit"), help: "Registrations per client address (env PARLEY_REGISTER_LIMIT; default 10/3600).")
+    var registerLimit: String?
+    @Option(name: .customLong("send-limit"), help: "Messages per user: a burst, then the rate, BURST/SECONDS-FOR-THE-BURST (env PARLEY_SEND_LIMIT; default 100/5: 100 at once, 20 a second).")
+    var sendLimit: String?
+    @Option(name: .customLong("typing-limit"), help: "Typing commands per user (env PARLEY_TYPING_LIMIT; default 10/2).")
+    var typingLimit: String?
+    @Option(name: .customLong("receipt-limit"), help: "Read and delivered receipts per user (env PARLEY_RECEIPT_LIMIT; default 40/2).")
+    var receiptLimit: String?
+    @Option(name: .customLong("upload-limit"), help: "Upload bytes per user (env PARLEY_UPLOAD_LIMIT; default 209715200/60: 200 MB a minute).")
+    var uploadLimit: String?
+
     @Flag(name: .customLong("open-organizations"), help: "Let anyone join an existing organization by its name, as v1 did (env PARLEY_OPEN_ORGANIZATIONS=1; demos and tests only).")
     var openOrganizations = false
 
@@ -103,6 +120,7 @@ struct Serve: AsyncParsableCommand {
             guard let value = Int(large), value >= 2 else { throw fail("large group size must be a number of at least 2") }
             configuration.largeGroupSize = value
         }
+        try readRateLimits(into: &configuration.rateLimits)
         configuration.openOrganizations = openOrganizations || ["1", "true", "yes"].contains(ProcessInfo.processInfo.environment["PARLEY_OPEN_ORGANIZATIONS"]?.lowercased() ?? "")
         if let secret = ProcessInfo.processInfo.environment["PARLEY_JWT_SECRET"], !secret.isEmpty {
             guard secret.utf8.count >= 32 else { throw fail("PARLEY_JWT_SECRET must be at least 32 bytes") }
@@ -205,5 +223,36 @@ struct Serve: AsyncParsableCommand {
             apns.additionalTrustRootsPEM = [String(decoding: data, as: UTF8.self)]
         }
         return apns
+    }
+
+    /// The rate limit options: "off" for all, or each as COUNT/SECONDS (or "off").
+    func readRateLimits(into settings: inout RateLimitSettings) throws {
+        switch setting(rateLimits, env: "PARLEY_RATE_LIMITS", default: "on").lowercased() {
+        case "on": break
+        case "off":
+            settings.enabled = false
+            return
+        default: throw fail("--rate-limits is on or off")
+        }
+        let options: [(String?, String, WritableKeyPath<RateLimitSettings, RateLimit?>)] = [
+            (loginLimit, "PARLEY_LOGIN_LIMIT", \.loginFailuresPerAccount),
+            (loginAddressLimit, "PARLEY_LOGIN_ADDRESS_LIMIT", \.loginFailuresPerAddress),
+            (registerLimit, "PARLEY_REGISTER_LIMIT", \.registrationsPerAddress),
+            (sendLimit, "PARLEY_SEND_LIMIT", \.sendsPerUser),
+            (typingLimit, "PARLEY_TYPING_LIMIT", \.typingPerUser),
+            (receiptLimit, "PARLEY_RECEIPT_LIMIT", \.receiptsPerUser),
+            (uploadLimit, "PARLEY_UPLOAD_LIMIT", \.uploadBytesPerUser),
+        ]
+        for (option, env, path) in options {
+            let text = setting(option, env: env, default: "")
+            if text.isEmpty { continue }
+            if text.lowercased() == "off" {
+                settings[keyPath: path] = nil
+            } else if let limit = RateLimit(parsing: text) {
+                settings[keyPath: path] = limit
+            } else {
+                throw fail("\(env) must be COUNT/SECONDS (for example 10/60) or off, not \(text)")
+            }
+        }
     }
 }

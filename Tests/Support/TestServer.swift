@@ -53,6 +53,8 @@ public final class TestServer: Sendable {
     ) async throws -> TestServer {
         var configuration = ServerConfiguration()
         configuration.openOrganizations = true  // registers many users into one organization by name
+        // Most tests flood on purpose; RateLimitTests turns the limits on.
+        configuration.rateLimits = .off
         configuration.port = port
         configuration.dataDirectory = dataDirectory ?? temporaryDirectory()
         configuration.bcryptCost = 4

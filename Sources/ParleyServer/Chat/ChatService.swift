@@ -10,6 +10,8 @@ public struct ChatService: Sendable {
     let now: @Sendable () -> Date
     /// Above this many members a group is large (v1.2; see ``ServerConfiguration/largeGroupSize``).
     public let largeGroupSize: Int
+    /// Per-user limits on sends, typing and receipts (nil: none).
+    let limits: RateLimiter?
     private let activity: ActivityAnnouncer<NewActivity>
 
     /// What a folded announcement of new messages tells: who is in the conversation, and its newest message.
@@ -21,9 +23,11 @@ public struct ChatService: Sendable {
     /// A service over a store and this node's connections; `now` is injectable for tests.
     public init(
         store: any ParleyStore, fanOut: FanOut, push: PushService? = nil, now: @escaping @Sendable () -> Date = Date.init,
-        clock: ServerClock = .system, activityWindow: Duration = .milliseconds(200), largeGroupSize: Int = 100
+        clock: ServerClock = .system, activityWindow: Duration = .milliseconds(200), largeGroupSize: Int = 100,
+        rateLimits: RateLimitSettings = .off
     ) {
         self.store = store
+        limits = rateLimits.enabled ? RateLimiter(settings: rateLimits, now: clock.now) : nil
         self.largeGroupSize = largeGroupSize
         self.fanOut = fanOut
         self.push = push
@@ -56,6 +60,8 @@ public struct ChatService: Sendable {
     ) throws -> @Sendable () async throws -> SendResult {
         let draft = try MessageValidation.draft(
             request, conversationId: conversationId, senderId: identity.userId, now: now())
+        // Throttled before anything is queued: nothing stored, the client retries after.
+        try limits?.enforce(.send, identity.userId.description)
         // At commit, in commit order, the orderer learns which seq comes (cheap: the commit
         // path does no more); the event itself is encoded and handed on by this send's own
         // task, in parallel with the others, and the orderer puts them back in seq order.

@@ -60,6 +60,7 @@ public final class LiveSignals: Sendable {
 
     /// A `typing` command: announce to the other participants and arm (or clear) the lapse.
     public func typing(_ command: TypingCommand, by identity: Identity) async throws {
+        try chat.limits?.enforce(.typing, identity.userId.description)
         let participants = try await requireParticipant(command.conversationId, identity)
         let key = TypingTracker.Key(userId: identity.userId, conversationId: command.conversationId)
         if command.isTyping {
@@ -145,6 +146,7 @@ public final class LiveSignals: Sendable {
 
     /// A read receipt; returns the caller's watermark and unread count after it.
     public func markRead(_ request: ReadRequest, in conversationId: EntityID, by identity: Identity) async throws -> ReadResponse {
+        try chat.limits?.enforce(.receipt, identity.userId.description)
         if let ids = request.messageIds, ids.count > Limits.maxReadBatch {
             throw APIError.invalid("messageIds has more than \(Limits.maxReadBatch) ids")
         }
@@ -163,6 +165,7 @@ public final class LiveSignals: Sendable {
 
     /// A delivery receipt; returns the caller's watermarks after it.
     public func markDelivered(_ command: DeliveredCommand, by identity: Identity) async throws -> Member {
+        try chat.limits?.enforce(.receipt, identity.userId.description)
         let change = try await store.markDelivered(
             conversationId: command.conversationId, userId: identity.userId, upToSeq: command.upToSeq)
         if change.changed { announceReceipt(change, conversationId: command.conversationId) }

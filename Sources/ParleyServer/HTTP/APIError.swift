@@ -30,6 +30,11 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { "\(code.rawValue): \(message)" }
 
+    /// Too many requests of one kind: 429 with `Retry-After`, nothing done.
+    static func rateLimited(retryAfter seconds: Int) -> APIError {
+        APIError(.rateLimited, "Too many requests; try again in \(seconds) s", retryAfter: seconds)
+    }
+
     static func invalid(_ message: String) -> APIError { APIError(.invalidRequest, message) }
     static func notFound(_ what: String) -> APIError { APIError(.notFound, "\(what) not found") }
     static let unauthorized = APIError(.unauthorized, "Missing, invalid or expired token")

@@ -9,10 +9,13 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
     public let webSocket: WebSocketHandlerReference<Self>
     /// Set by ``AuthMiddleware`` on authenticated routes.
     public var identity: Identity?
+    /// The peer's IP address (per-address rate limits), when the channel has one.
+    public let clientAddress: String?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         webSocket = .init()
+        clientAddress = source.channel.remoteAddress?.ipAddress
     }
 
     /// The caller, or `unauthorized`.

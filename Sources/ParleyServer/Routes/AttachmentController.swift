@@ -12,6 +12,8 @@ struct AttachmentController: Sendable {
     let directory: String
     let maxBytes: Int64
     let now: @Sendable () -> Date
+    /// Upload bytes per user per minute (nil: none).
+    var limits: RateLimiter? = nil
     let fileIO = FileIO()
 
     /// What may be uploaded; anything else is refused rather than served back later.
@@ -34,6 +36,9 @@ struct AttachmentController: Sendable {
         if let declared = request.headers[.contentLength].flatMap(Int64.init), declared > maxBytes {
             throw APIError(.payloadTooLarge, "Attachments are at most \(maxBytes) bytes")
         }
+        // Counted by what the upload declares (a chunked one by the limit it may reach).
+        let declared = request.headers[.contentLength].flatMap(Int64.init) ?? maxBytes
+        try limits?.enforce(.uploadBytes, identity.userId.description, cost: Double(declared))
         let temporary = "\(directory)/tmp-\(EntityID())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let meter = UploadMeter(limit: maxBytes)

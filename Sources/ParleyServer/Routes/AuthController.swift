@@ -11,6 +11,8 @@ struct AuthController: Sendable {
     let now: @Sendable () -> Date
     /// v1's open registration (`--open-organizations`): any organization admits by name.
     let openOrganizations: Bool
+    /// Failed logins per account and per address, registrations per address (nil: none).
+    let limits: RateLimiter?
 
     func addRoutes(to group: RouterGroup<ParleyRequestContext>, authenticated: RouterGroup<ParleyRequestContext>) {
         group.post("auth/register", use: register)
@@ -40,6 +42,7 @@ struct AuthController: Sendable {
         }
         let inviteCode = body.inviteCode.map(Limits.trimmed).flatMap { $0.isEmpty ? nil : $0 }
         guard (inviteCode?.count ?? 0) <= 128 else { throw Membership.notAdmitted }
+        if let address = RateLimiter.addressKey(context.clientAddress) { try limits?.enforce(.registration, address) }
         let hash = try await passwords.hash(body.password)
         let at = now(), open = openOrganizations
         let user = try await store.register(
@@ -55,14 +58,27 @@ struct AuthController: Sendable {
         var request = request
         let body = try await request.decodeJSON(LoginRequest.self)
         let failure = APIError(.unauthorized, "Invalid organization, email or password")
+        // Throttled by failures: a right password after too many wrong ones waits too, so
+        // guessing cannot go on; each failure counts for the account and for the address.
+        let account = Limits.trimmed(body.organization).lowercased() + "/" + Limits.trimmed(body.email).lowercased()
+        let address = RateLimiter.addressKey(context.clientAddress)
+        if let limits {
+            let wait = [limits.check(.loginAccount, account), address.flatMap { limits.check(.loginAddress, $0) }].compactMap { $0 }.max()
+            if let wait { throw APIError.rateLimited(retryAfter: wait) }
+        }
+        let failed: @Sendable () -> APIError = { [limits] in
+            _ = limits?.take(.loginAccount, account)
+            if let address { _ = limits?.take(.loginAddress, address) }
+            return failure
+        }
         guard let organization = try? Self.organization(body.organization), let email = try? Self.email(body.email),
             let found = try await store.credentials(organization: organization, email: email)
         else {
             // Same work as a real check, so timing does not tell which emails exist.
             _ = try await passwords.verify(body.password, hash: decoyHash)
-            throw failure
+            throw failed()
         }
-        guard try await passwords.verify(body.password, hash: found.passwordHash) else { throw failure }
+        guard try await passwords.verify(body.password, hash: found.passwordHash) else { throw failed() }
         return try JSONResponse.make(AuthResponse(token: try await tokens.issue(for: found.user, now: now()), user: found.user))
     }
 

@@ -43,6 +43,7 @@ struct ResumableUploads: Sendable {
         guard meta.size <= attachments.maxBytes else {
             throw APIError(.payloadTooLarge, "Attachments are at most \(attachments.maxBytes) bytes")
         }
+        try attachments.limits?.enforce(.uploadBytes, identity.userId.description, cost: Double(meta.size))
         let id = EntityID()
         let folder = "\(root)/\(id)"
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
