@@ -1,0 +1,58 @@
+import Foundation
+import ParleyClient
+import ParleyProtocol
+import ParleyTestSupport
+import Testing
+
+/// The one object behind SwiftUI's `ParleyChat`, on Linux against a real server: signing in
+/// (and being refused with a sentence), the session kept and resumed, names and rows, a new
+/// direct chat, and signing out with this device's data wiped.
+@MainActor @Suite struct ChatSessionTests {
+    @Test func signInResumeStartAChatAndSignOut() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, bob, direct) = try await server.directPair()
+        _ = try await bob.api.send(.init(clientMessageId: "b1", text: "hello"), to: direct.id)
+        let carol = try await server.register("carol@x.io", name: "Carol")
+        let folder = TestServer.temporaryDirectory()
+        let store = FileSessionStore(path: folder + "/session.json")
+
+        let session = ChatSession(server: server.baseURL, store: store, databaseDirectory: folder + "/db")
+        await session.signIn(organization: "acme", email: "alice@x.io", password: "wrong-password")
+        #expect(session.state == .signedOut && session.error == "Wrong organization, email or password.")
+        #expect(try store.load() == nil)
+
+        await session.signIn(organization: "acme", email: "alice@x.io", password: TestUser.password)
+        #expect(session.state == .signedIn && session.error == nil && session.user?.id == alice.id)
+        #expect(try store.load()?.user.id == alice.id)
+        let list = try #require(session.list)
+        #expect(list.rows.map(\.title) == ["Bob"], "the direct chat is named after Bob")
+        #expect(session.users[carol.id]?.displayName == "Carol")
+        let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/session.json")
+        #expect((attributes[.posixPermissions] as? Int) == 0o600, "the token is readable by its owner only")
+
+        // A chat screen's model reads the conversation with names.
+        let chat = try #require(session.chat(direct.id))
+        await chat.start()
+        #expect(chat.messages.map(\.text) == ["hello"])
+        chat.stop()
+
+        // A new direct chat appears in the list.
+        let started = try #require(await session.directConversation(with: carol.id))
+        try await ChatClientTests.eventually("the new chat in the list") { await MainActor.run { list.rows.contains { $0.id == started } } }
+
+        // The next launch resumes without a password.
+        let relaunch = ChatSession(server: server.baseURL, store: store, databaseDirectory: folder + "/db")
+        await relaunch.resume()
+        #expect(relaunch.state == .signedIn && relaunch.user?.id == alice.id)
+        #expect(relaunch.list?.rows.count == 2)
+        await relaunch.forget()
+        #expect(relaunch.state == .signedOut)
+
+        // Signing out tells the server, forgets the session and deletes the database.
+        await session.signOut()
+        #expect(session.state == .signedOut && session.client == nil)
+        #expect(try store.load() == nil)
+        #expect(!FileManager.default.fileExists(atPath: folder + "/db/parley-\(alice.id).sqlite"))
+    }
+}
