@@ -25,6 +25,8 @@ public struct ParleyApp: Sendable {
     public let signals: LiveSignals
     /// APNs notifications for users with no live connection; nil when push is off.
     public let push: PushService?
+    /// Set by SIGTERM: `/ready` answers 503 while the server drains.
+    public let drain = DrainState()
     /// Counters exposed at `GET /metrics`.
     public let metrics: Metrics
     /// Whether the store can write (storage trouble answers 503 and fails `/ready`).
@@ -135,7 +137,11 @@ public struct ParleyApp: Sendable {
         // Operational routes at the root (contract): alive, and able to write.
         router.get("health") { _, _ in try JSONResponse.make(["status": "ok"]) }
         let health = self.health
+        let drain = self.drain
         router.get("ready") { request, context in
+            if drain.isDraining {
+                return try APIError(.unavailable, "Draining before shutdown", retryAfter: 1).response(from: request, context: context)
+            }
             guard await health.canWrite() else { return try APIError.unavailable.response(from: request, context: context) }
             return try JSONResponse.make(["status": "ready"])
         }
@@ -251,11 +257,19 @@ public struct ParleyApp: Sendable {
         if let cluster { services.append(.init(service: cluster)) }
         if let push { services.append(.init(service: push)) }
         services += [.init(service: app), .init(service: ConnectionCloser(fanOut: fanOut))]
-        return ServiceGroup(
+        // Signals go through the drainer (SIGTERM drains first), not straight to the group.
+        let box = SignalDrainer.GroupBox()
+        if !shutdownSignals.isEmpty {
+            services.append(.init(
+                service: SignalDrainer(signals: shutdownSignals, delay: configuration.drainDelay, state: drain, box: box, logger: logger),
+                successTerminationBehavior: .ignore))
+        }
+        let group = ServiceGroup(
             configuration: .init(
                 services: services,
-                gracefulShutdownSignals: shutdownSignals,
                 logger: logger))
+        box.group.withLock { $0 = group }
+        return group
     }
 }
 

@@ -47,6 +47,9 @@ public struct ServerConfiguration: Sendable {
     /// v1's open registration: anyone joins an existing organization by its name. For demos
     /// and tests only (off by default; logged at start when on).
     public var openOrganizations = false
+    /// How long SIGTERM drains before closing connections: `/ready` answers 503 meanwhile, so a
+    /// load balancer stops sending new clients first (SIGINT does not wait).
+    public var drainDelay: Duration = .seconds(5)
     /// Per-node rate limits (logins, registrations, sends, typing, receipts, upload bytes).
     public var rateLimits = RateLimitSettings()
     /// Timeouts and the cap that keep stalled or piled-up connections from starving the server.

@@ -41,6 +41,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("large-group-size"), help: "Above this many members a group is large: member lists left out of its conversations, receipts and typing summarized (env PARLEY_LARGE_GROUP_SIZE; default 100).")
     var largeGroupSize: Int?
 
+    @Option(name: .customLong("drain-seconds"), help: "After SIGTERM, seconds /ready answers 503 before connections close, so a load balancer stops sending first (env PARLEY_DRAIN_SECONDS; default 5; Ctrl-C does not wait).")
+    var drainSeconds: Double?
+
     @Option(name: .customLong("rate-limits"), help: "on, or off to turn every rate limit off, e.g. for benchmarks (env PARLEY_RATE_LIMITS; default on).")
     var rateLimits: String?
     @Option(name: .customLong("login-limit"), help: "Failed logins per account, COUNT/SECONDS or off (env PARLEY_LOGIN_LIMIT; default 10/60).")
@@ -121,6 +124,9 @@ struct Serve: AsyncParsableCommand {
             configuration.largeGroupSize = value
         }
         try readRateLimits(into: &configuration.rateLimits)
+        guard let drain = Double(setting(drainSeconds.map { String($0) }, env: "PARLEY_DRAIN_SECONDS", default: "5")), drain >= 0, drain <= 600
+        else { throw fail("drain seconds must be a number from 0 to 600") }
+        configuration.drainDelay = .milliseconds(Int64(drain * 1000))
         configuration.openOrganizations = openOrganizations || ["1", "true", "yes"].contains(ProcessInfo.processInfo.environment["PARLEY_OPEN_ORGANIZATIONS"]?.lowercased() ?? "")
         if let secret = ProcessInfo.processInfo.environment["PARLEY_JWT_SECRET"], !secret.isEmpty {
             guard secret.utf8.count >= 32 else { throw fail("PARLEY_JWT_SECRET must be at least 32 bytes") }

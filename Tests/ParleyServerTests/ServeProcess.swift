@@ -15,7 +15,8 @@ final class ServeProcess: Sendable {
     /// Starts `parley serve`; with `databaseURL` on PostgreSQL, else on SQLite in a fresh data
     /// directory; `secret` sets PARLEY_JWT_SECRET (none: keys shared through the store);
     /// `openOrganizations` lets tests register several users into one organization by name.
-    init(name: String, databaseURL: String? = nil, secret: String? = nil, dataDirectory: String? = nil, port: Int? = nil, openOrganizations: Bool = true) throws {
+    init(name: String, databaseURL: String? = nil, secret: String? = nil, dataDirectory: String? = nil, port: Int? = nil, openOrganizations: Bool = true,
+         drainSeconds: Double = 0) throws {
         let binary = Self.binary
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw ClientError(kind: .transport, message: "\(binary.path) is missing: run swift build first")
@@ -34,6 +35,7 @@ final class ServeProcess: Sendable {
         environment["PARLEY_OPEN_ORGANIZATIONS"] = openOrganizations ? "1" : nil
         environment["PARLEY_CLUSTER_HEARTBEAT_MS"] = "200"
         environment["PARLEY_CLUSTER_DEAD_AFTER_MS"] = "1500"
+        environment["PARLEY_DRAIN_SECONDS"] = "\(drainSeconds)"
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         try process.run()
