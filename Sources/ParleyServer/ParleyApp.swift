@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import ParleyProtocol
 import ServiceLifecycle
+import Synchronization
 import UnixSignals
 
 /// A configured Parley server: the store, the HTTP routes, the WebSocket gateway.
@@ -81,7 +82,11 @@ public struct ParleyApp: Sendable {
         }
         chat = ChatService(
             store: store, fanOut: fanOut, push: push, clock: configuration.clock, activityWindow: configuration.activityWindow,
-            largeGroupSize: configuration.largeGroupSize, rateLimits: configuration.rateLimits)
+            largeGroupSize: configuration.largeGroupSize, rateLimits: configuration.rateLimits, metrics: metrics)
+        store.observeSendBatches { [metrics] size, duration in
+            metrics.observe("parley_send_batch_size", value: Double(size))
+            metrics.observe("parley_send_transaction_seconds", duration: duration)
+        }
         signals = LiveSignals(
             store: store, fanOut: fanOut, chat: chat, typingTimeout: configuration.typingTimeout, clock: configuration.clock,
             summaryInterval: configuration.summaryInterval)
@@ -131,6 +136,7 @@ public struct ParleyApp: Sendable {
         let chat = self.chat, signals = self.signals
         let authenticator = Authenticator(tokens: tokens, accounts: accounts)
         let router = Router(context: ParleyRequestContext.self)
+        router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ErrorMiddleware(health: health))
         let api = router.group("api/v1")
         api.get("health") { _, _ in try JSONResponse.make(["status": "ok"]) }
@@ -145,18 +151,25 @@ public struct ParleyApp: Sendable {
             guard await health.canWrite() else { return try APIError.unavailable.response(from: request, context: context) }
             return try JSONResponse.make(["status": "ready"])
         }
-        let metrics = self.metrics
-        let order = fanOut.order
+        let order = fanOut.order, fanOut = self.fanOut
+        let orderSeen = Mutex((held: 0, fetched: 0, late: 0))
         router.get("metrics") { _, _ in
+            // Values kept elsewhere are brought in at scrape time.
             let stats = order.stats
-            let ordering = [
-                "# TYPE parley_order_held_total counter", "parley_order_held_total \(stats.held)",
-                "# TYPE parley_order_fetched_total counter", "parley_order_fetched_total \(stats.fetched)",
-                "# TYPE parley_order_late_total counter", "parley_order_late_total \(stats.late)",
-            ].joined(separator: "\n") + "\n"
+            let seen = orderSeen.withLock { seen in
+                defer { seen = (stats.held, stats.fetched, stats.late) }
+                return seen
+            }
+            metrics.increment("parley_order_held_total", by: stats.held - seen.held)
+            metrics.increment("parley_order_fetched_total", by: stats.fetched - seen.fetched)
+            metrics.increment("parley_order_late_total", by: stats.late - seen.late)
+            let depths = fanOut.queueDepths
+            metrics.set("parley_websocket_connections", to: depths.count)
+            metrics.set("parley_websocket_queued_frames", to: depths.reduce(0, +))
+            metrics.set("parley_websocket_queue_depth_max", to: depths.max() ?? 0)
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                body: .init(byteBuffer: ByteBuffer(string: metrics.prometheusText() + ordering)))
+                body: .init(byteBuffer: ByteBuffer(string: metrics.prometheusText())))
         }
         let authenticated = api.group().add(middleware: AuthMiddleware(authenticator: authenticator))
         AuthController(

@@ -12,6 +12,8 @@ public struct ChatService: Sendable {
     public let largeGroupSize: Int
     /// Per-user limits on sends, typing and receipts (nil: none).
     let limits: RateLimiter?
+    /// Send durations and fan-out lag (nil: not measured).
+    let metrics: Metrics?
     private let activity: ActivityAnnouncer<NewActivity>
 
     /// What a folded announcement of new messages tells: who is in the conversation, and its newest message.
@@ -24,10 +26,11 @@ public struct ChatService: Sendable {
     public init(
         store: any ParleyStore, fanOut: FanOut, push: PushService? = nil, now: @escaping @Sendable () -> Date = Date.init,
         clock: ServerClock = .system, activityWindow: Duration = .milliseconds(200), largeGroupSize: Int = 100,
-        rateLimits: RateLimitSettings = .off
+        rateLimits: RateLimitSettings = .off, metrics: Metrics? = nil
     ) {
         self.store = store
-        limits = rateLimits.enabled ? RateLimiter(settings: rateLimits, now: clock.now) : nil
+        self.metrics = metrics
+        limits = rateLimits.enabled ? RateLimiter(settings: rateLimits, now: clock.now, metrics: metrics) : nil
         self.largeGroupSize = largeGroupSize
         self.fanOut = fanOut
         self.push = push
@@ -68,8 +71,11 @@ public struct ChatService: Sendable {
         let pending = store.enqueueSend(draft) { [fanOut] result in
             if result.created { fanOut.order.expect(result.message.conversationId, seq: result.message.seq) }
         }
+        let queuedAt = ContinuousClock.now
         return { [self] in
             let result = try await pending.result()
+            let committedAt = ContinuousClock.now
+            metrics?.observe("parley_send_commit_seconds", duration: committedAt - queuedAt)
             if result.created {
                 fanOut.deliver(
                     .messageCreated(MessageEvent(message: result.message)), inSequenceOf: result.message.conversationId,
@@ -79,6 +85,7 @@ public struct ChatService: Sendable {
                 // List screens get the new activity too, off the send's path (the reply does not
                 // wait), folded per conversation under load.
                 activity.touch(conversationId, NewActivity(participants: result.participantIds, newest: result.message))
+                metrics?.observe("parley_send_fanout_seconds", duration: ContinuousClock.now - committedAt)
             }
             return result
         }

@@ -73,11 +73,13 @@ final class RateLimiter: Sendable {
 
     let settings: RateLimitSettings
     private let now: @Sendable () -> Date
+    private let metrics: Metrics?
     private let buckets = Mutex<[String: Bucket]>([:])
 
-    init(settings: RateLimitSettings, now: @escaping @Sendable () -> Date) {
+    init(settings: RateLimitSettings, now: @escaping @Sendable () -> Date, metrics: Metrics? = nil) {
         self.settings = settings
         self.now = now
+        self.metrics = metrics
     }
 
     /// The key for a per-address limit; nil (no limit) for loopback and unknown peers.
@@ -109,9 +111,17 @@ final class RateLimiter: Sendable {
         wait(kind, key, cost: cost, taking: false)
     }
 
+    /// Counts a refusal made by the caller (a login refused after ``check(_:_:cost:)``).
+    func counted(_ kind: RateKind) {
+        metrics?.increment("parley_rate_limited_total", labels: ["kind": kind.rawValue])
+    }
+
     /// Takes the tokens or throws `rate_limited` with `retryAfter`.
     func enforce(_ kind: RateKind, _ key: String, cost: Double = 1) throws {
-        if let seconds = take(kind, key, cost: cost) { throw APIError.rateLimited(retryAfter: seconds) }
+        if let seconds = take(kind, key, cost: cost) {
+            metrics?.increment("parley_rate_limited_total", labels: ["kind": kind.rawValue])
+            throw APIError.rateLimited(retryAfter: seconds)
+        }
     }
 
     private func wait(_ kind: RateKind, _ key: String, cost: Double, taking: Bool) -> Int? {

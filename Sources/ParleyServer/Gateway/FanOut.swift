@@ -41,6 +41,9 @@ public final class LiveConnection: Sendable {
         }
     }
 
+    /// Frames queued and not yet written.
+    var queueDepth: Int { state.withLock { $0.queue.count } }
+
     /// Queues a frame; a connection whose queue is full is closed rather than allowed to grow.
     func enqueue(_ frame: ByteBuffer) {
         let startWriter = state.withLock { state -> Bool in
@@ -213,6 +216,11 @@ public final class FanOut: Sendable {
     /// How many connections are live on this node.
     public var connectionCount: Int {
         table.state.withLock { $0.byUser.values.reduce(0) { $0 + $1.count } }
+    }
+
+    /// Each live connection's queued frames (for the metrics' gauges).
+    public var queueDepths: [Int] {
+        table.state.withLock { $0.byUser.values.flatMap { $0.values } }.map(\.queueDepth)
     }
 
     /// Encodes an event once and queues it on every connection of the given users.

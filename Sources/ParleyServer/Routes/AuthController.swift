@@ -64,7 +64,10 @@ struct AuthController: Sendable {
         let address = RateLimiter.addressKey(context.clientAddress)
         if let limits {
             let wait = [limits.check(.loginAccount, account), address.flatMap { limits.check(.loginAddress, $0) }].compactMap { $0 }.max()
-            if let wait { throw APIError.rateLimited(retryAfter: wait) }
+            if let wait {
+                limits.counted(.loginAccount)
+                throw APIError.rateLimited(retryAfter: wait)
+            }
         }
         let failed: @Sendable () -> APIError = { [limits] in
             _ = limits?.take(.loginAccount, account)

@@ -57,6 +57,13 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
     private let maxBatch: Int
     /// How many transactions ran and how many jobs they carried (for benchmarks).
     private let counters = Mutex<(batches: Int, jobs: Int)>((0, 0))
+    /// Told each batch's size and how long its transaction took (metrics).
+    private let observer = Mutex<(@Sendable (Int, Duration) -> Void)?>(nil)
+
+    /// Calls `observer` after every batch with its size and its transaction's duration.
+    func observe(_ observer: @escaping @Sendable (Int, Duration) -> Void) {
+        self.observer.withLock { $0 = observer }
+    }
 
     /// `lanes` transactions may be committing at once: 1 for SQLite (one writer); more for
     /// PostgreSQL, which runs transactions in parallel and shares WAL flushes among them.
@@ -105,7 +112,9 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
                 return batch
             }
             guard !batch.isEmpty else { return }
+            let started = ContinuousClock.now
             let results = await execute(batch.map(\.job))
+            observer.withLock { $0 }?(batch.count, ContinuousClock.now - started)
             counters.withLock {
                 $0.batches += 1
                 $0.jobs += batch.count

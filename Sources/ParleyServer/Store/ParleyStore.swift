@@ -219,6 +219,9 @@ public protocol ParleyStore: Sendable {
     /// conversation take their seqs in that order (a connection pipelines its sends this way).
     /// `onCommit` runs right after the commit, before the result is answered, in commit order
     /// among the sends of a conversation (fan-out goes there, so events leave in seq order).
+    /// Tells `observer` each send transaction's size and duration (metrics); stores without
+    /// batches say nothing.
+    func observeSendBatches(_ observer: @escaping @Sendable (Int, Duration) -> Void)
     func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void) -> PendingSend
     /// A page of messages ascending by seq (see the contract for `before`/`after`).
     func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage
@@ -313,6 +316,9 @@ extension ParleyStore {
         }
         return PendingSend { try await task.value }
     }
+
+    /// A store without batches has nothing to tell.
+    public func observeSendBatches(_ observer: @escaping @Sendable (Int, Duration) -> Void) {}
 
     /// Queues a send with nothing to run at commit.
     public func enqueueSend(_ draft: MessageDraft) -> PendingSend {

@@ -235,6 +235,8 @@ public final class PostgresStore: ParleyStore {
         try await enqueueSend(draft).result()
     }
 
+    public func observeSendBatches(_ observer: @escaping @Sendable (Int, Duration) -> Void) { sends.observe(observer) }
+
     public func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void) -> PendingSend {
         let ticket = sends.enqueue(draft, key: draft.conversationId.hashValue, onCommit: onCommit)
         return PendingSend { [self] in

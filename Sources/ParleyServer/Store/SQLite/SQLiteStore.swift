@@ -185,6 +185,8 @@ public struct SQLiteStore: ParleyStore {
         try await enqueueSend(draft).result()
     }
 
+    public func observeSendBatches(_ observer: @escaping @Sendable (Int, Duration) -> Void) { sends.observe(observer) }
+
     public func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void) -> PendingSend {
         let ticket = sends.enqueue(draft, onCommit: onCommit)
         return PendingSend { try await ticket.value }
