@@ -162,3 +162,68 @@ public struct FrameHeader: Decodable, Sendable {
         ok = try? c.decodeIfPresent(Bool.self, forKey: .ok)
     }
 }
+
+extension FrameHeader {
+    /// The top-level `"id"` string of a JSON object, found without parsing the rest: a frame too
+    /// deep or too broken for the decoder still gets its reply addressed to its id. Nil when the
+    /// text is not an object, has no such key at the top level, or the id is not a plain string
+    /// (escapes are not read here).
+    public static func scanId(_ data: Data) -> String? {
+        let bytes = [UInt8](data)
+        var index = 0
+        var depth = 0
+        var expectingKey = false
+        func skipSpace() { while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 } }
+        /// Reads a string starting at `index` (a quote); returns its raw bytes, and whether it had escapes.
+        func readString() -> (bytes: ArraySlice<UInt8>, escaped: Bool)? {
+            guard index < bytes.count, bytes[index] == 0x22 else { return nil }
+            let start = index + 1
+            var escaped = false
+            index += 1
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x5C:
+                    escaped = true
+                    index += 2
+                case 0x22:
+                    defer { index += 1 }
+                    return (bytes[start..<index], escaped)
+                default: index += 1
+                }
+            }
+            return nil
+        }
+        skipSpace()
+        guard index < bytes.count, bytes[index] == 0x7B else { return nil }
+        while index < bytes.count {
+            let byte = bytes[index]
+            switch byte {
+            case 0x7B, 0x5B:
+                depth += 1
+                expectingKey = byte == 0x7B && depth == 1
+                index += 1
+            case 0x7D, 0x5D:
+                depth -= 1
+                index += 1
+                if depth <= 0 { return nil }
+            case 0x2C:
+                expectingKey = depth == 1
+                index += 1
+            case 0x22:
+                guard let (key, _) = readString() else { return nil }
+                if expectingKey, depth == 1, key.elementsEqual("id".utf8) {
+                    skipSpace()
+                    guard index < bytes.count, bytes[index] == 0x3A else { return nil }
+                    index += 1
+                    skipSpace()
+                    guard let (value, escaped) = readString(), !escaped else { return nil }
+                    return String(decoding: value, as: UTF8.self)
+                }
+                expectingKey = false
+            default:
+                index += 1
+            }
+        }
+        return nil
+    }
+}

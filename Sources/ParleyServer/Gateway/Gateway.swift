@@ -79,14 +79,15 @@ struct Gateway: Sendable {
         }
         let data = Data(text.utf8)
         guard data.count <= Limits.maxPayloadBytes else {
-            return reply(try? decoder.decode(FrameHeader.self, from: data).id, APIError.payloadTooLarge, on: connection)
+            return reply(FrameHeader.scanId(data), APIError.payloadTooLarge, on: connection)
         }
         // Decoded once; only a frame that does not decode is read again for its id.
         let frame: ClientFrame
         do {
             frame = try decoder.decode(ClientFrame.self, from: data)
         } catch {
-            guard let id = try? decoder.decode(FrameHeader.self, from: data).id, !id.isEmpty else {
+            // The decoder may fail on the whole frame (too deep, broken): the id is scanned alone.
+            guard let id = (try? decoder.decode(FrameHeader.self, from: data).id) ?? FrameHeader.scanId(data), !id.isEmpty else {
                 return reply(nil, APIError.invalid("A frame must be a JSON object with a string id"), on: connection)
             }
             let message = (error as? DecodingError)?.wireDescription ?? "Malformed frame"
