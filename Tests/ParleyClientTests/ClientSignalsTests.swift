@@ -79,8 +79,11 @@ import Testing
             let aliceState = await aliceClient.connectionState
             return bobState == .connected && aliceState == .connected
         }
-        await bobClient.userIsTyping(in: direct.id)
-        try await ChatClientTests.eventually("the typing line") { await chat.typingLine == "Bob is typing…" }
+        // Bob keeps typing, as a keyboard would report (the SDK debounces what it sends).
+        try await ChatClientTests.eventually("the typing line") {
+            await bobClient.userIsTyping(in: direct.id)
+            return await chat.typingLine == "Bob is typing…"
+        }
         await bobClient.userSent(in: direct.id)
         try await ChatClientTests.eventually("the line clears") { await chat.typingLine == nil }
         await chat.stop()

@@ -55,7 +55,7 @@ import Testing
         script.append("for i in $(seq 300); do grep -q 'Alice: Hello Bob' \"$WORK/tail.log\" && break; sleep 0.1; done")
         script.append("cat \"$WORK/tail.log\"; kill %1")
 
-        let (status, text) = try runToEnd(
+        let (status, text) = try await runToEndOffPool(
             URL(fileURLWithPath: "/bin/bash"), ["-c", script.joined(separator: "\n")],
             environment: ["PARLEY": ServeProcess.binary.path, "WORK": work, "PARLEY_SERVER": server.url.absoluteString])
 

@@ -38,7 +38,7 @@ final class ServeProcess: Sendable {
         environment["PARLEY_DRAIN_SECONDS"] = "\(drainSeconds)"
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        try spawnLock.withLock { try process.run() }
         self.process = process
         self.url = URL(string: "http://127.0.0.1:\(port)")!
         self.name = name
@@ -71,6 +71,11 @@ final class ServeProcess: Sendable {
     }
 }
 
+/// Foundation's `Process.run()` crashed here when two threads started processes at once (a
+/// memcpy inside it, seen with a test of `parley bench chaos` beside the README samples): every
+/// start in the tests goes through this lock.
+let spawnLock = NSLock()
+
 /// ``runToEnd(_:_:environment:)`` on a thread of its own: the concurrency pool (two threads
 /// here) keeps serving an in-process server that the program talks to.
 func runToEndOffPool(_ executable: URL, _ arguments: [String], environment: [String: String?] = [:]) async throws -> (status: Int32, output: String) {
@@ -93,7 +98,7 @@ func runToEnd(_ executable: URL, _ arguments: [String], environment extra: [Stri
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe
-    try process.run()
+    try spawnLock.withLock { try process.run() }
     let data = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: data, as: UTF8.self))

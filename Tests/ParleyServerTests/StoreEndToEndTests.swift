@@ -85,8 +85,9 @@ import Testing
             try await PostgresStore.connect(url: "postgres://parley:secret@127.0.0.1:1/nothing", startTimeout: .seconds(1))
         }
         #expect(error?.description.contains("secret") == false)
-        // It answers at its timeout, without waiting for the pool to wind down.
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // It answers at its timeout (1 s), without waiting for the pool to wind down (which took
+        // 30 s): a loaded CI machine has been seen at 5.7 s, so the bound is far from both.
+        #expect(ContinuousClock.now - started < .seconds(15))
     }
 
     @Test func anUnsupportedDatabaseURLStopsTheStart() async throws {
