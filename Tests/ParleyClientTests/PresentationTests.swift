@@ -35,6 +35,9 @@ import Testing
         #expect(bubbles.first { $0.body.hasPrefix("See you") }?.isEdited == true)
         #expect(bubbles.first { $0.body.hasPrefix("Agenda") }?.replyPreview == "↪ Ada Lovelace: Are we still on for the launch review?")
         #expect(bubbles.first { $0.body.hasPrefix("Looks great") }?.reactions == "❤️ 1  👍 1")
+        #expect(bubbles.first { $0.body.hasPrefix("Looks great") }?.myReactions == [], "Ada reacted, not me")
+        #expect(bubbles.first { $0.body.hasPrefix("Are we still on") }?.myReactions == ["👍"])
+        #expect(Set(items.map(\.id)).count == items.count, "every item has its own identity")
         #expect(bubbles.first { $0.cell == .file }?.attachmentLine == "📎 launch-plan.pdf (1.2 MB)")
         // Groups: Ada's image and file within five minutes are one group; her location an hour
         // later starts a new one.

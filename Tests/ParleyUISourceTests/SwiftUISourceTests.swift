@@ -321,8 +321,9 @@ enum VariableTypes {
         }
 
         func type(of annotation: TypeSyntax) -> String? {
-            var text = annotation.trimmedDescription
-            while text.hasSuffix("?") || text.hasSuffix("!") { text.removeLast() }
+            let text = annotation.trimmedDescription
+            // An optional's members are Optional's (map, flatMap); `x?.y` is not checked.
+            if text.hasSuffix("?") || text.hasSuffix("!") { return nil }
             let last = text.split(separator: ".").last.map(String.init) ?? text
             return sdk.types.contains(last) && (sdk.topLevel.contains(last) || text.contains(".")) ? last : nil
         }
@@ -385,7 +386,7 @@ final class Uses: SyntaxVisitor {
         guard let base = node.base, let type = sdkType(base) else { return .visitChildren }
         let name = node.declName.baseName.text
         checked += 1
-        if name != "init", sdk.members[type]?.contains(name) != true {
+        if !["init", "self", "Type"].contains(name), sdk.members[type]?.contains(name) != true {
             problems.append("\(type) has no member \(name) (\(node.trimmedDescription))")
         }
         return .visitChildren

@@ -16,6 +16,15 @@ public enum ChatPresentation {
         case message(MessageItem)
         /// A system line ("Ada added Bob").
         case notice(String, id: String)
+
+        /// A stable identity for lists: the message's id, the notice's, or the day's title.
+        public var id: String {
+            switch self {
+            case .day(let title): "day:" + title
+            case .message(let item): item.message.id
+            case .notice(_, let id): id
+            }
+        }
     }
 
     /// A message as a bubble shows it.
@@ -37,6 +46,8 @@ public enum ChatPresentation {
         public var isEdited: Bool
         /// "👍 2  ❤️ 1", reactions in a stable order; empty when none.
         public var reactions: String
+        /// The emoji the signed-in user reacted with (a second tap takes one back).
+        public var myReactions: Set<String>
         /// "↪ Ada: the quoted text", when it replies to a message found in the timeline.
         public var replyPreview: String?
         /// "📎 report.pdf (12 KB)" for attachments.
@@ -130,7 +141,8 @@ public enum ChatPresentation {
                 body: message.deletedAt != nil ? "This message was deleted" : message.text,
                 time: time(message.createdAt, calendar: calendar), status: isOwn ? StatusMark(message.delivery) : nil,
                 isEdited: message.editedAt != nil && message.deletedAt == nil,
-                reactions: reactionLine(message.reactions), replyPreview: reply,
+                reactions: reactionLine(message.reactions),
+                myReactions: Set(message.reactions.filter { $0.value.contains(me) }.keys), replyPreview: reply,
                 attachmentLine: message.deletedAt == nil ? message.attachment.map(attachmentLine) : nil,
                 cell: cell(for: message, registry: registry))))
             previous = message

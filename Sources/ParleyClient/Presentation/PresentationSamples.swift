@@ -54,7 +54,7 @@ public enum PresentationSamples {
         }
         var list = [
             message(ada, "Ada created the conversation", minutesAgo: 26 * 60, type: .system),
-            message(ada, "Are we still on for the launch review?", minutesAgo: 25 * 60),
+            message(ada, "Are we still on for the launch review?", minutesAgo: 25 * 60) { $0.reactions = ["👍": [me.id]] },
             message(me, "Yes, 10:00 in the big room.", minutesAgo: 24.9 * 60),
             message(ada, "Here is the latest mock-up", minutesAgo: 90, type: .image) {
                 $0.attachment = Attachment(id: id(200), name: "mockup.png", contentType: "image/png", size: 482_113,

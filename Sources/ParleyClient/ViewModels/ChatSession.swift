@@ -189,6 +189,13 @@ public final class ChatSession {
         }
     }
 
+    /// An attachment's bytes, read with the signed-in user's token (an image cell's picture);
+    /// nil when signed out or when the server refuses.
+    public func attachmentData(_ attachment: Attachment) async -> Data? {
+        guard let session else { return nil }
+        return try? await ParleyAPI(baseURL: server, token: session.token).download(attachment.url)
+    }
+
     /// The database file of a user, in ``databaseDirectory``.
     func databasePath(for userId: EntityID?) -> String? {
         guard let databaseDirectory, let userId else { return nil }

@@ -1,0 +1,201 @@
+#if canImport(SwiftUI)
+import ParleyClient
+import ParleyProtocol
+import SwiftUI
+
+/// A conversation: the timeline (bubbles grouped by sender and day, status marks, replies,
+/// reactions, attachments), paging back, jump to the newest, read receipts for what is on
+/// screen, the typing line, the connection banner and the input bar.
+public struct ChatView: View {
+    @State private var model: ChatModel
+    /// The signed-in session (the user, names, presence, attachment bytes).
+    public let session: ChatSession
+    @State private var replyingTo: LocalMessage?
+    @State private var editing: LocalMessage?
+    @State private var visible: [String: LocalMessage] = [:]
+    @State private var atBottom = true
+    @State private var newBelow = 0
+
+    /// A chat screen for a model (``ChatSession/chat(_:)`` makes one).
+    public init(model: ChatModel, session: ChatSession) {
+        _model = State(initialValue: model)
+        self.session = session
+    }
+
+    private var conversation: Conversation? {
+        session.list?.rows.first { $0.id == model.conversationId }?.conversation
+    }
+
+    /// The screen.
+    public var body: some View {
+        let me = session.user?.id ?? EntityID()
+        let names = session.names
+        let items = ChatPresentation.timeline(model.messages, me: me, names: { names.name($0) })
+        ScrollViewReader { proxy in
+            MessageTimeline(
+                items: items, canLoadOlder: model.canLoadOlder, imageData: { await session.attachmentData($0) },
+                actions: actions,
+                onAppear: { message in
+                    visible[message.id] = message
+                    if message.id == model.messages.last?.id {
+                        atBottom = true
+                        newBelow = 0
+                    }
+                    report()
+                },
+                onDisappear: { message in
+                    visible[message.id] = nil
+                    if message.id == model.messages.last?.id { atBottom = false }
+                },
+                onReachTop: { Task { await model.loadOlder() } })
+            .overlay(alignment: .bottomTrailing) {
+                if !atBottom, let last = model.messages.last {
+                    Button(ChatPresentation.jumpToNewest(newBelow: newBelow)) {
+                        withAnimation { proxy.scrollTo(last.id, anchor: .bottom) }
+                    }
+                    .buttonStyle(.borderedProminent)
+                    .padding()
+                }
+            }
+            .onChange(of: model.messages.last?.id) { _, newest in
+                guard let newest else { return }
+                if atBottom {
+                    withAnimation { proxy.scrollTo(newest, anchor: .bottom) }
+                } else {
+                    newBelow += 1
+                }
+            }
+            .onAppear {
+                if let last = model.messages.last { proxy.scrollTo(last.id, anchor: .bottom) }
+            }
+        }
+        .safeAreaInset(edge: .top, spacing: 0) {
+            VStack(spacing: 0) {
+                ConnectionBanner(state: model.connection) { Task { await model.retryNow() } }
+                if let error = model.lastError {
+                    Text(error)
+                        .font(.footnote)
+                        .foregroundStyle(.red)
+                        .padding(.horizontal)
+                        .frame(maxWidth: .infinity, alignment: .leading)
+                }
+            }
+        }
+        .safeAreaInset(edge: .bottom, spacing: 0) {
+            VStack(alignment: .leading, spacing: 0) {
+                if let typing = model.typingLine {
+                    Text(typing)
+                        .font(.caption)
+                        .italic()
+                        .foregroundStyle(.secondary)
+                        .padding(.horizontal)
+                }
+                if let progress = model.uploadProgress.values.max() {
+                    ProgressView(value: progress).padding(.horizontal)
+                }
+                MessageInputBar(
+                    replyingTo: replyingTo.map { ChatPresentation.firstLine($0.text, max: 80) },
+                    editing: editing?.text,
+                    onTyping: { Task { await model.userIsTyping() } },
+                    onSend: send,
+                    onCancel: {
+                        replyingTo = nil
+                        editing = nil
+                    },
+                    onAttach: { url, contentType, isImage in
+                        Task { await model.send(file: url, contentType: contentType, type: isImage ? .image : .file) }
+                    })
+            }
+            .background(.bar)
+        }
+        .navigationTitle(session.list?.rows.first { $0.id == model.conversationId }?.title ?? "")
+        .toolbar {
+            ToolbarItem(placement: .principal) {
+                VStack {
+                    Text(session.list?.rows.first { $0.id == model.conversationId }?.title ?? "").font(.headline)
+                    if let conversation {
+                        Text(ChatPresentation.subtitle(conversation, me: me, users: session.users, typing: model.typingLine))
+                            .font(.caption)
+                            .foregroundStyle(.secondary)
+                    }
+                }
+            }
+        }
+        .task { await model.start() }
+        .onDisappear { model.stop() }
+    }
+
+    private var actions: MessageActions {
+        MessageActions(
+            reply: { replyingTo = $0; editing = nil },
+            edit: { editing = $0; replyingTo = nil },
+            react: { message, emoji in Task { await model.react(message, emoji: emoji) } },
+            unreact: { message, emoji in Task { await model.unreact(message, emoji: emoji) } },
+            resend: { message in Task { await model.resend(message) } },
+            discard: { message in Task { await model.discard(message) } },
+            revoke: { message in Task { await model.revoke(message) } },
+            deleteForMe: { message in Task { await model.deleteForMe(message) } })
+    }
+
+    private func send(_ text: String) {
+        let reply = replyingTo, edit = editing
+        replyingTo = nil
+        editing = nil
+        Task {
+            if let edit {
+                await model.edit(edit, text: text)
+            } else {
+                await model.send(text, replyingTo: reply)
+            }
+        }
+    }
+
+    /// Read receipts for what is on screen (the SDK batches them).
+    private func report() {
+        let shown = Array(visible.values)
+        Task { await model.messagesBecameVisible(shown) }
+    }
+}
+
+/// What a person can do to a message, as closures the timeline calls.
+public struct MessageActions {
+    /// Reply to it.
+    public var reply: (LocalMessage) -> Void
+    /// Edit it (own messages).
+    public var edit: (LocalMessage) -> Void
+    /// Add a reaction.
+    public var react: (LocalMessage, String) -> Void
+    /// Take a reaction back.
+    public var unreact: (LocalMessage, String) -> Void
+    /// Send a refused message again.
+    public var resend: (LocalMessage) -> Void
+    /// Drop a refused message.
+    public var discard: (LocalMessage) -> Void
+    /// Delete it for everyone (own messages).
+    public var revoke: (LocalMessage) -> Void
+    /// Hide it on this device.
+    public var deleteForMe: (LocalMessage) -> Void
+
+    /// Actions from closures.
+    public init(
+        reply: @escaping (LocalMessage) -> Void, edit: @escaping (LocalMessage) -> Void,
+        react: @escaping (LocalMessage, String) -> Void, unreact: @escaping (LocalMessage, String) -> Void,
+        resend: @escaping (LocalMessage) -> Void, discard: @escaping (LocalMessage) -> Void,
+        revoke: @escaping (LocalMessage) -> Void, deleteForMe: @escaping (LocalMessage) -> Void
+    ) {
+        self.reply = reply
+        self.edit = edit
+        self.react = react
+        self.unreact = unreact
+        self.resend = resend
+        self.discard = discard
+        self.revoke = revoke
+        self.deleteForMe = deleteForMe
+    }
+
+    /// Actions that do nothing (previews).
+    public static let none = MessageActions(
+        reply: { _ in }, edit: { _ in }, react: { _, _ in }, unreact: { _, _ in }, resend: { _ in }, discard: { _ in },
+        revoke: { _ in }, deleteForMe: { _ in })
+}
+#endif

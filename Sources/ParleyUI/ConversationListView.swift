@@ -1,0 +1,193 @@
+#if canImport(SwiftUI)
+import ParleyClient
+import ParleyProtocol
+import SwiftUI
+
+/// The conversation list: rows with unread badges, presence and typing, the connection banner,
+/// a "new chat" sheet with the organization's people, pull to refresh and signing out.
+public struct ConversationListView: View {
+    /// The signed-in session (its list, directory and client).
+    public let session: ChatSession
+    /// The open conversation.
+    @Binding public var selection: EntityID?
+    @State private var choosingPerson = false
+
+    /// A list for a session; `selection` is the conversation shown beside or after it.
+    public init(session: ChatSession, selection: Binding<EntityID?>) {
+        self.session = session
+        _selection = selection
+    }
+
+    private var items: [ChatPresentation.ListRowItem] {
+        guard let list = session.list, let me = session.user?.id else { return [] }
+        let users = session.users
+        return list.rows.map { ChatPresentation.listRow($0, me: me, users: users, typing: list.typing[$0.id]) }
+    }
+
+    /// The list.
+    public var body: some View {
+        let items = self.items
+        List(items, selection: $selection) { item in
+            NavigationLink(value: item.id) {
+                ConversationRowView(item: item)
+            }
+        }
+        .overlay {
+            if items.isEmpty {
+                ContentUnavailableView {
+                    Label(session.list?.isLoading == true ? "Loading" : "No conversations", systemImage: "bubble.left.and.bubble.right")
+                } description: {
+                    Text(ChatPresentation.emptyListText(isLoading: session.list?.isLoading == true))
+                }
+            }
+        }
+        .safeAreaInset(edge: .top, spacing: 0) {
+            ConnectionBanner(state: session.list?.connection ?? .disconnected) {
+                Task { await session.client?.retry() }
+            }
+        }
+        .refreshable {
+            await session.client?.synchronize()
+        }
+        .navigationTitle("Chats")
+        .toolbar {
+            ToolbarItem(placement: .primaryAction) {
+                Button {
+                    choosingPerson = true
+                } label: {
+                    Label("New chat", systemImage: "square.and.pencil")
+                }
+            }
+            ToolbarItem(placement: .secondaryAction) {
+                Button("Sign out", role: .destructive) {
+                    Task { await session.signOut() }
+                }
+            }
+        }
+        .sheet(isPresented: $choosingPerson) {
+            PeoplePicker(session: session) { userId in
+                choosingPerson = false
+                Task {
+                    if let id = await session.directConversation(with: userId) { selection = id }
+                }
+            }
+        }
+    }
+}
+
+/// One row: avatar initials with a presence dot, title, time, preview (or typing) and badge.
+public struct ConversationRowView: View {
+    /// What the row shows, decided by ``ChatPresentation/listRow(_:me:users:typing:now:calendar:)``.
+    public let item: ChatPresentation.ListRowItem
+
+    /// A row for an item.
+    public init(item: ChatPresentation.ListRowItem) {
+        self.item = item
+    }
+
+    /// The row.
+    public var body: some View {
+        HStack(spacing: 12) {
+            AvatarView(initials: item.initials, presence: item.presence)
+            VStack(alignment: .leading, spacing: 2) {
+                HStack(alignment: .firstTextBaseline) {
+                    Text(item.title)
+                        .font(.headline)
+                        .lineLimit(1)
+                    Spacer(minLength: 8)
+                    Text(item.time)
+                        .font(.caption)
+                        .foregroundStyle(.secondary)
+                }
+                HStack(alignment: .firstTextBaseline) {
+                    Text(item.preview)
+                        .font(.subheadline)
+                        .foregroundStyle(item.isTyping ? Color.accentColor : Color.secondary)
+                        .italic(item.isTyping)
+                        .lineLimit(2)
+                    Spacer(minLength: 8)
+                    if !item.badge.isEmpty {
+                        Text(item.badge)
+                            .font(.caption.bold())
+                            .foregroundStyle(.white)
+                            .padding(.horizontal, 7)
+                            .padding(.vertical, 2)
+                            .background(Capsule().fill(Color.accentColor))
+                    }
+                }
+            }
+        }
+        .padding(.vertical, 4)
+        .accessibilityElement(children: .ignore)
+        .accessibilityLabel(item.accessibilityLabel)
+    }
+}
+
+/// Initials in a circle, with a green dot when the person is online.
+struct AvatarView: View {
+    let initials: String
+    let presence: ChatPresentation.Presence?
+
+    var body: some View {
+        Text(initials)
+            .font(.callout.bold())
+            .foregroundStyle(.white)
+            .frame(width: 44, height: 44)
+            .background(Circle().fill(Color.accentColor.gradient))
+            .overlay(alignment: .bottomTrailing) {
+                if presence == .online {
+                    Circle()
+                        .fill(.green)
+                        .frame(width: 12, height: 12)
+                        .overlay(Circle().stroke(.background, lineWidth: 2))
+                }
+            }
+            .accessibilityHidden(true)
+    }
+}
+
+/// The organization's people, to start a direct chat with.
+struct PeoplePicker: View {
+    let session: ChatSession
+    let pick: (EntityID) -> Void
+    @State private var query = ""
+
+    private var people: [User] {
+        let me = session.user?.id
+        let everyone = (session.directory?.users ?? []).filter { $0.id != me }
+        guard !query.isEmpty else { return everyone }
+        return everyone.filter { $0.displayName.localizedCaseInsensitiveContains(query) || $0.email.localizedCaseInsensitiveContains(query) }
+    }
+
+    var body: some View {
+        NavigationStack {
+            List(people) { person in
+                Button {
+                    pick(person.id)
+                } label: {
+                    HStack {
+                        AvatarView(initials: ChatPresentation.initials(person.displayName), presence: person.isOnline ? .online : .offline)
+                        VStack(alignment: .leading) {
+                            Text(person.displayName)
+                            Text(person.email).font(.caption).foregroundStyle(.secondary)
+                        }
+                    }
+                }
+            }
+            .searchable(text: $query)
+            .navigationTitle("New chat")
+        }
+    }
+}
+
+#Preview("Rows") {
+    let users = PresentationSamples.users()
+    let me = PresentationSamples.me.id
+    let rows = PresentationSamples.rows()
+    List {
+        ConversationRowView(item: ChatPresentation.listRow(rows[0], me: me, users: users))
+        ConversationRowView(item: ChatPresentation.listRow(rows[1], me: me, users: users))
+        ConversationRowView(item: ChatPresentation.listRow(rows[1], me: me, users: users, typing: "Ada is typing…"))
+    }
+}
+#endif

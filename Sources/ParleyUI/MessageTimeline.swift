@@ -1,0 +1,277 @@
+#if canImport(SwiftUI)
+import ParleyClient
+import ParleyProtocol
+import SwiftUI
+#if canImport(MapKit)
+import MapKit
+#endif
+
+/// The timeline as ``ChatPresentation/timeline(_:me:names:now:calendar:registry:)`` decided it:
+/// day titles, notices and bubbles. It only lays out; previews feed it sample data.
+public struct MessageTimeline: View {
+    /// The items, oldest first.
+    public let items: [ChatPresentation.Item]
+    /// Whether older messages may exist: reaching the top asks for them.
+    public let canLoadOlder: Bool
+    /// An attachment's bytes (an image cell's picture); nil shows a placeholder.
+    public let imageData: (Attachment) async -> Data?
+    /// What a person can do to a message.
+    public let actions: MessageActions
+    /// A message's row came on screen.
+    public let onAppear: (LocalMessage) -> Void
+    /// A message's row left the screen.
+    public let onDisappear: (LocalMessage) -> Void
+    /// The top was reached (load older messages).
+    public let onReachTop: () -> Void
+
+    /// A timeline of items.
+    public init(
+        items: [ChatPresentation.Item], canLoadOlder: Bool = false, imageData: @escaping (Attachment) async -> Data? = { _ in nil },
+        actions: MessageActions = .none, onAppear: @escaping (LocalMessage) -> Void = { _ in },
+        onDisappear: @escaping (LocalMessage) -> Void = { _ in }, onReachTop: @escaping () -> Void = {}
+    ) {
+        self.items = items
+        self.canLoadOlder = canLoadOlder
+        self.imageData = imageData
+        self.actions = actions
+        self.onAppear = onAppear
+        self.onDisappear = onDisappear
+        self.onReachTop = onReachTop
+    }
+
+    /// The scrolling list.
+    public var body: some View {
+        ScrollView {
+            LazyVStack(spacing: 2) {
+                if canLoadOlder {
+                    ProgressView()
+                        .padding()
+                        .onAppear(perform: onReachTop)
+                }
+                if items.isEmpty {
+                    Text(ChatPresentation.emptyChatText)
+                        .foregroundStyle(.secondary)
+                        .padding(.top, 40)
+                }
+                ForEach(items, id: \.id) { item in
+                    switch item {
+                    case .day(let title):
+                        Text(title)
+                            .font(.caption.bold())
+                            .foregroundStyle(.secondary)
+                            .padding(.vertical, 8)
+                    case .notice(let text, _):
+                        Text(text)
+                            .font(.caption)
+                            .foregroundStyle(.secondary)
+                            .multilineTextAlignment(.center)
+                            .padding(.vertical, 4)
+                    case .message(let message):
+                        MessageBubbleView(item: message, imageData: imageData, actions: actions)
+                            .id(message.message.id)
+                            .onAppear { onAppear(message.message) }
+                            .onDisappear { onDisappear(message.message) }
+                    }
+                }
+            }
+            .padding(.horizontal, 10)
+        }
+        .defaultScrollAnchor(.bottom)
+    }
+}
+
+/// One message: the sender's name at the start of a group, the reply quote, the cell for its
+/// type, reactions, and "edited", the time and the status mark. A refused message of one's own
+/// is tapped to send it again.
+public struct MessageBubbleView: View {
+    /// What the bubble shows.
+    public let item: ChatPresentation.MessageItem
+    /// An attachment's bytes.
+    public let imageData: (Attachment) async -> Data?
+    /// What a person can do to it.
+    public let actions: MessageActions
+
+    /// A bubble for an item.
+    public init(item: ChatPresentation.MessageItem, imageData: @escaping (Attachment) async -> Data? = { _ in nil }, actions: MessageActions = .none) {
+        self.item = item
+        self.imageData = imageData
+        self.actions = actions
+    }
+
+    private static let quickReactions = ["👍", "❤️", "😂", "🎉", "😮"]
+
+    /// The bubble.
+    public var body: some View {
+        HStack {
+            if item.isOwn { Spacer(minLength: 48) }
+            VStack(alignment: item.isOwn ? .trailing : .leading, spacing: 2) {
+                if item.startsGroup, !item.isOwn {
+                    Text(item.senderName).font(.caption.bold()).foregroundStyle(.secondary)
+                }
+                VStack(alignment: .leading, spacing: 4) {
+                    if let quote = item.replyPreview {
+                        Text(quote)
+                            .font(.caption)
+                            .lineLimit(2)
+                            .padding(6)
+                            .background(.secondary.opacity(0.15), in: RoundedRectangle(cornerRadius: 8))
+                    }
+                    MessageCell(item: item, imageData: imageData)
+                }
+                .padding(10)
+                .foregroundStyle(item.isOwn ? Color.white : Color.primary)
+                .background(
+                    item.isOwn ? AnyShapeStyle(Color.accentColor) : AnyShapeStyle(.quaternary),
+                    in: RoundedRectangle(cornerRadius: 16))
+                if !item.reactions.isEmpty {
+                    Text(item.reactions).font(.caption)
+                }
+                HStack(spacing: 4) {
+                    if item.isEdited { Text("edited") }
+                    Text(item.time)
+                    if let status = item.status {
+                        Text(status.glyph)
+                            .foregroundStyle(status == .read ? Color.accentColor : status.canResend ? Color.red : Color.secondary)
+                            .accessibilityLabel(status.label)
+                        if status.canResend { Text("Tap to resend").foregroundStyle(.red) }
+                    }
+                }
+                .font(.caption2)
+                .foregroundStyle(.secondary)
+            }
+            if !item.isOwn { Spacer(minLength: 48) }
+        }
+        .padding(.top, item.startsGroup ? 6 : 0)
+        .contentShape(Rectangle())
+        .onTapGesture {
+            if item.status?.canResend == true { actions.resend(item.message) }
+        }
+        .contextMenu { menu }
+    }
+
+    @ViewBuilder private var menu: some View {
+        let message = item.message
+        if item.cell != .deleted, message.isConfirmed {
+            Button { actions.reply(message) } label: { Label("Reply", systemImage: "arrowshape.turn.up.left") }
+            Menu {
+                ForEach(Self.quickReactions, id: \.self) { emoji in
+                    let mine = item.myReactions.contains(emoji)
+                    Button(mine ? "\(emoji) ✓" : emoji) { mine ? actions.unreact(message, emoji) : actions.react(message, emoji) }
+                }
+            } label: {
+                Label("React", systemImage: "face.smiling")
+            }
+            Button { copy(item.body) } label: { Label("Copy", systemImage: "doc.on.doc") }
+            if item.isOwn {
+                Button { actions.edit(message) } label: { Label("Edit", systemImage: "pencil") }
+                Button(role: .destructive) { actions.revoke(message) } label: { Label("Delete for everyone", systemImage: "trash") }
+            }
+        }
+        if item.status?.canResend == true {
+            Button { actions.resend(message) } label: { Label("Resend", systemImage: "arrow.clockwise") }
+            Button(role: .destructive) { actions.discard(message) } label: { Label("Discard", systemImage: "xmark") }
+        }
+        Button(role: .destructive) { actions.deleteForMe(message) } label: { Label("Delete for me", systemImage: "eye.slash") }
+    }
+
+    private func copy(_ text: String) {
+        #if os(iOS)
+        UIPasteboard.general.string = text
+        #elseif os(macOS)
+        NSPasteboard.general.clearContents()
+        NSPasteboard.general.setString(text, forType: .string)
+        #endif
+    }
+}
+
+/// The body of a bubble, by ``ChatPresentation/Cell``.
+struct MessageCell: View {
+    let item: ChatPresentation.MessageItem
+    let imageData: (Attachment) async -> Data?
+    @State private var image: Image?
+
+    var body: some View {
+        switch item.cell {
+        case .image:
+            VStack(alignment: .leading, spacing: 4) {
+                Group {
+                    if let image {
+                        image.resizable().scaledToFit()
+                    } else {
+                        Rectangle().fill(.quaternary).aspectRatio(aspect, contentMode: .fit)
+                            .overlay(ProgressView())
+                    }
+                }
+                .frame(maxWidth: 260, maxHeight: 320)
+                .clipShape(RoundedRectangle(cornerRadius: 10))
+                .accessibilityLabel(item.attachmentLine ?? "Image")
+                if !item.body.isEmpty { Text(item.body) }
+            }
+            .task(id: item.message.attachment?.id) { await loadImage() }
+        case .video, .audio, .file:
+            VStack(alignment: .leading, spacing: 4) {
+                Label(item.attachmentLine ?? "Attachment", systemImage: symbol)
+                if !item.body.isEmpty { Text(item.body) }
+            }
+        case .location:
+            LocationCell(item: item)
+        case .deleted:
+            Text(item.body).italic().foregroundStyle(.secondary)
+        case .text, .system, .custom:
+            Text(item.body).textSelection(.enabled)
+        }
+    }
+
+    private var symbol: String {
+        switch item.cell {
+        case .video: "film"
+        case .audio: "waveform"
+        default: "doc"
+        }
+    }
+
+    private var aspect: CGFloat {
+        guard let width = item.message.attachment?.width, let height = item.message.attachment?.height, width > 0, height > 0 else { return 1 }
+        return CGFloat(width) / CGFloat(height)
+    }
+
+    private func loadImage() async {
+        guard image == nil, let attachment = item.message.attachment, let data = await imageData(attachment) else { return }
+        #if os(iOS)
+        if let picture = UIImage(data: data) { image = Image(uiImage: picture) }
+        #elseif os(macOS)
+        if let picture = NSImage(data: data) { image = Image(nsImage: picture) }
+        #endif
+    }
+}
+
+/// A map with the pin of a location message.
+struct LocationCell: View {
+    let item: ChatPresentation.MessageItem
+
+    var body: some View {
+        if let pin = ChatPresentation.pin(of: item.message) {
+            VStack(alignment: .leading, spacing: 4) {
+                #if canImport(MapKit)
+                let coordinate = CLLocationCoordinate2D(latitude: pin.latitude, longitude: pin.longitude)
+                Map(initialPosition: .region(MKCoordinateRegion(center: coordinate, latitudinalMeters: 800, longitudinalMeters: 800))) {
+                    Marker(pin.name ?? "Location", coordinate: coordinate)
+                }
+                .frame(width: 240, height: 150)
+                .clipShape(RoundedRectangle(cornerRadius: 10))
+                #endif
+                Label(pin.name ?? String(format: "%.4f, %.4f", pin.latitude, pin.longitude), systemImage: "mappin.and.ellipse")
+                    .font(.caption)
+                if !item.body.isEmpty { Text(item.body) }
+            }
+        } else {
+            Text(item.body)
+        }
+    }
+}
+
+#Preview("Timeline") {
+    MessageTimeline(items: ChatPresentation.timeline(
+        PresentationSamples.messages(), me: PresentationSamples.me.id, names: PresentationSamples.names()))
+}
+#endif
