@@ -10,6 +10,8 @@ public struct ChatView: View {
     @State private var model: ChatModel
     /// The signed-in session (the user, names, presence, attachment bytes).
     public let session: ChatSession
+    /// Which cell each message type gets (an app registers its own components here).
+    public let registry: MessageComponentRegistry
     @State private var replyingTo: LocalMessage?
     @State private var editing: LocalMessage?
     @State private var visible: [String: LocalMessage] = [:]
@@ -17,9 +19,10 @@ public struct ChatView: View {
     @State private var newBelow = 0
 
     /// A chat screen for a model (``ChatSession/chat(_:)`` makes one).
-    public init(model: ChatModel, session: ChatSession) {
+    public init(model: ChatModel, session: ChatSession, registry: MessageComponentRegistry = MessageComponentRegistry()) {
         _model = State(initialValue: model)
         self.session = session
+        self.registry = registry
     }
 
     private var conversation: Conversation? {
@@ -30,7 +33,7 @@ public struct ChatView: View {
     public var body: some View {
         let me = session.user?.id ?? EntityID()
         let names = session.names
-        let items = ChatPresentation.timeline(model.messages, me: me, names: { names.name($0) })
+        let items = ChatPresentation.timeline(model.messages, me: me, names: { names.name($0) }, registry: registry)
         ScrollViewReader { proxy in
             MessageTimeline(
                 items: items, canLoadOlder: model.canLoadOlder, imageData: { await session.attachmentData($0) },
