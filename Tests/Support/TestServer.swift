@@ -66,8 +66,19 @@ public final class TestServer: Sendable {
         logger.logLevel = configuration.logLevel
         do {
             let app = try await ParleyApp(configuration: configuration, logger: logger)
-            return TestServer(
-                dataDirectory: configuration.dataDirectory, app: app, running: try await app.startInBackground(), database: database)
+            // A restart on a given port can find it taken for a moment: on a busy machine the
+            // kernel hands the freed port to some test's outgoing connection. Try again then.
+            var attempt = 0
+            while true {
+                do {
+                    return TestServer(
+                        dataDirectory: configuration.dataDirectory, app: app, running: try await app.startInBackground(), database: database)
+                } catch let error as ServerStartError where port != 0 && attempt < 40 {
+                    attempt += 1
+                    _ = error
+                    try await Task.sleep(for: .milliseconds(250))
+                }
+            }
         } catch {
             await database?.drop()
             throw error
