@@ -27,9 +27,11 @@ public final class ChatModel {
     @ObservationIgnored private var observation: Task<Void, Never>?
     /// The oldest seq in the window: reloads keep everything from here to the newest.
     @ObservationIgnored private var windowStart: Int64?
-    /// Bumped by every reload and every local change: a reload that read the database before
-    /// a newer one (or before a send was shown) is dropped instead of showing an older state.
+    /// Each reload takes the next ticket; a reload whose ticket is older than what is already
+    /// shown (a later reload's, or a send shown at once) is dropped instead of showing an older
+    /// state. A later reload always shows, so an awaited action's own reload shows its result.
     @ObservationIgnored private var generation = 0
+    @ObservationIgnored private var shownGeneration = 0
 
     /// A model for one conversation; `names` resolves user ids to display names.
     public init(
@@ -116,6 +118,7 @@ public final class ChatModel {
             // same identity, so the row updates in place.
             if !messages.contains(where: { $0.id == pending.id }) {
                 generation += 1
+                shownGeneration = generation
                 messages.append(pending)
             }
         } catch {
@@ -221,7 +224,8 @@ public final class ChatModel {
             in: conversationId, viewer: client.userId, from: windowStart, limit: windowStart == nil ? 50 : Int.max / 2)
         else { return }
         let presented = await client.presented(fresh)
-        guard mine == generation else { return }
+        guard mine > shownGeneration else { return }
+        shownGeneration = mine
         show(presented)
     }
 
