@@ -140,6 +140,11 @@ public struct ParleyApp: Sendable {
         router.add(middleware: ErrorMiddleware(health: health))
         let api = router.group("api/v1")
         api.get("health") { _, _ in try JSONResponse.make(["status": "ok"]) }
+        api.get("openapi.json") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "application/json; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.json)))
+        }
         // Operational routes at the root (contract): alive, and able to write.
         router.get("health") { _, _ in try JSONResponse.make(["status": "ok"]) }
         let health = self.health

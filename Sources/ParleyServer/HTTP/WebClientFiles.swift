@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import ParleyProtocol
 
 /// The web client's static files (plain HTML, CSS and JavaScript modules, no build step),
 /// served at `/` and `/web/{file}` with a strict Content-Security-Policy.
@@ -96,9 +97,12 @@ struct WebClientFiles: Sendable {
     /// The response for one file, with the security headers; 404 when it does not exist.
     func response(for name: String) -> Response {
         guard let body = contents(of: name), let type = Self.contentType(of: name) else {
+            // The contract's error body, as for any other route.
+            let message = root == nil ? "The web client's files are not installed beside this server" : "Not found"
+            let body = (try? WireCoding.makeEncoder().encode(ErrorBody(error: ErrorInfo(code: .notFound, message: message)))) ?? Data()
             return Response(
-                status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
-                body: .init(byteBuffer: ByteBuffer(string: root == nil ? "The web client's files are not installed beside this server.\n" : "Not found\n")))
+                status: .notFound, headers: [.contentType: "application/json; charset=utf-8"],
+                body: .init(byteBuffer: ByteBuffer(bytes: body)))
         }
         var headers: HTTPFields = [
             .contentType: type,
