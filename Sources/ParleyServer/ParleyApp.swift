@@ -206,7 +206,7 @@ public struct ParleyApp: Sendable {
         ReceiptController(signals: signals).addRoutes(to: authenticated)
         DeviceController(store: store, now: chat.now).addRoutes(to: authenticated)
         AttachmentController(
-            store: store, directory: configuration.attachmentsDirectory,
+            store: store, blobs: configuration.attachmentBlobs(for: store),
             maxBytes: configuration.maxAttachmentBytes, now: chat.now, limits: chat.limits
         ).addRoutes(to: authenticated)
         if configuration.servesWebClient {

@@ -85,12 +85,13 @@ public final class TestServer: Sendable {
         }
     }
 
-    /// Shuts down gracefully and waits until it has (and drops its PostgreSQL database, if any).
-    public func stop() async {
+    /// Shuts down gracefully and waits until it has (and drops its PostgreSQL database, if any,
+    /// unless `dropDatabase` is false: a later server reopens it).
+    public func stop(dropDatabase: Bool = true) async {
         await running.stop()
         if let database {
             try? await app.store.close()
-            await database.drop()
+            if dropDatabase { await database.drop() }
         }
     }
 

@@ -9,12 +9,12 @@ import Synchronization
 /// (with byte ranges), for the uploader and the participants of conversations it was sent in.
 struct AttachmentController: Sendable {
     let store: any ParleyStore
-    let directory: String
+    /// Where the bytes go: files, or PostgreSQL for a cluster.
+    let blobs: any AttachmentBlobs
     let maxBytes: Int64
     let now: @Sendable () -> Date
     /// Upload bytes per user per minute (nil: none).
     var limits: RateLimiter? = nil
-    let fileIO = FileIO()
 
     /// What may be uploaded; anything else is refused rather than served back later.
     static let allowedTypes: Set<String> = [
@@ -39,43 +39,49 @@ struct AttachmentController: Sendable {
         // Counted by what the upload declares (a chunked one by the limit it may reach).
         let declared = request.headers[.contentLength].flatMap(Int64.init) ?? maxBytes
         try limits?.enforce(.uploadBytes, identity.userId.description, cost: Double(declared))
-        let temporary = "\(directory)/tmp-\(EntityID())"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let staged = BlobName.staged(EntityID())
         let meter = UploadMeter(limit: maxBytes)
         do {
-            try await fileIO.writeFile(contents: request.body.map { try meter.consume($0) }, path: temporary, context: context)
+            // Streamed into the blob store a piece at a time while it is counted and hashed.
+            var written: Int64 = 0
+            var pending = ByteBuffer()
+            for try await buffer in request.body {
+                pending.writeImmutableBuffer(try meter.consume(buffer))
+                if pending.readableBytes >= Self.writeSize {
+                    written = try await blobs.append(pending, to: staged, at: written)
+                    pending.clear()
+                }
+            }
+            _ = try await blobs.append(pending, to: staged, at: written)
         } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
+            try? await blobs.remove(staged)
             if meter.exceeded { throw APIError(.payloadTooLarge, "Attachments are at most \(maxBytes) bytes") }
             throw error
         }
         let (digest, size, head) = meter.result
         let attachment = try await finalize(
-            temporary: temporary, digest: digest, size: size, head: head, contentType: contentType, name: name, identity: identity)
+            staged: staged, digest: digest, size: size, head: head, contentType: contentType, name: name, identity: identity)
         return try JSONResponse.make(attachment.wire, status: .created)
     }
 
-    /// Checks the content, moves the file to its content-addressed place and records it.
+    /// How much of a streamed upload is gathered before it is written to the blob store.
+    static let writeSize = 1 << 20
+
+    /// Checks the content, moves the staged bytes to their content-addressed name and records
+    /// the attachment; a refused upload leaves nothing behind.
     func finalize(
-        temporary: String, digest: String, size: Int64, head: [UInt8], contentType: String, name: String, identity: Identity
+        staged: String, digest: String, size: Int64, head: [UInt8], contentType: String, name: String, identity: Identity
     ) async throws -> StoredAttachment {
         guard size > 0 else {
-            try? FileManager.default.removeItem(atPath: temporary)
+            try? await blobs.remove(staged)
             throw APIError.invalid("The upload is empty")
         }
         let sniffed = ImageSniffer.inspect(head)
         if contentType.hasPrefix("image/"), contentType != "image/heic", sniffed?.contentType != contentType {
-            try? FileManager.default.removeItem(atPath: temporary)
+            try? await blobs.remove(staged)
             throw APIError.invalid("The content is not \(contentType)")
         }
-        let final = path(for: digest)
-        try FileManager.default.createDirectory(
-            atPath: (final as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-        if FileManager.default.fileExists(atPath: final) {
-            try FileManager.default.removeItem(atPath: temporary)
-        } else {
-            try FileManager.default.moveItem(atPath: temporary, toPath: final)
-        }
+        try await blobs.move(staged, to: BlobName.content(digest))
         let attachment = StoredAttachment(
             id: EntityID(), uploaderId: identity.userId, organizationId: identity.organizationId, name: name,
             contentType: contentType, size: size, sha256: digest, width: sniffed?.width, height: sniffed?.height,
@@ -109,15 +115,22 @@ struct AttachmentController: Sendable {
         guard let attachment = try await store.attachment(id: id, viewer: identity.userId) else {
             throw APIError.notFound("Attachment")
         }
-        let file = path(for: attachment.sha256)
+        let content = BlobName.content(attachment.sha256)
         var headers: HTTPFields = [
             .contentType: attachment.contentType, .acceptRanges: "bytes", .eTag: "\"\(attachment.sha256)\"",
             .cacheControl: "private, max-age=31536000, immutable",
             .contentDisposition: "attachment; filename=\"\(attachment.name.replacingOccurrences(of: "\"", with: "'"))\"",
         ]
+        if let tags = request.headers[.ifNoneMatch], tags.split(separator: ",").contains(where: {
+            let tag = $0.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == "\"\(attachment.sha256)\"" || tag == "W/\"\(attachment.sha256)\""
+        }) {
+            // The client has these bytes already (an attachment never changes).
+            return Response(status: .notModified, headers: headers)
+        }
         let size = Int(attachment.size)
         guard let rangeHeader = request.headers[.range] else {
-            return Response(status: .ok, headers: headers, body: try await fileIO.loadFile(path: file, context: context))
+            return Response(status: .ok, headers: headers, body: blobs.responseBody(content, range: nil, length: attachment.size))
         }
         guard let range = ByteRange.parse(rangeHeader, size: size) else {
             headers[.contentRange] = "bytes */\(size)"
@@ -128,13 +141,10 @@ struct AttachmentController: Sendable {
         }
         headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
         return Response(
-            status: .partialContent, headers: headers, body: try await fileIO.loadFile(path: file, range: range, context: context))
+            status: .partialContent, headers: headers,
+            body: blobs.responseBody(content, range: Int64(range.lowerBound)...Int64(range.upperBound), length: attachment.size))
     }
 
-    /// `<data-dir>/attachments/ab/abcdef…`: identical uploads share one file.
-    func path(for digest: String) -> String {
-        "\(directory)/\(digest.prefix(2))/\(digest)"
-    }
 }
 
 /// Counts, hashes and keeps the first bytes of an upload as it streams to disk.

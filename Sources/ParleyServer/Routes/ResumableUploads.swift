@@ -8,8 +8,8 @@ import ParleyProtocol
 /// Resumable uploads in chunks, for flaky mobile networks and upload progress:
 /// `POST /attachments/uploads` opens one, `PUT /attachments/uploads/{id}?offset=` appends a
 /// chunk at exactly the bytes received so far, `GET` says how far it got (to resume after a
-/// drop), `POST .../complete` turns it into an attachment. An upload is a folder on disk, so it
-/// survives a server restart.
+/// drop), `POST .../complete` turns it into an attachment. An upload lives in the blob store
+/// (files, or PostgreSQL), so it survives a restart and, on PostgreSQL, continues on any node.
 struct ResumableUploads: Sendable {
     let attachments: AttachmentController
     /// Largest chunk accepted in one request.
@@ -30,7 +30,7 @@ struct ResumableUploads: Sendable {
         group.post("attachments/uploads/:upload/complete", use: complete)
     }
 
-    private var root: String { "\(attachments.directory)/uploads" }
+    private var blobs: any AttachmentBlobs { attachments.blobs }
 
     @Sendable func open(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         var request = request
@@ -45,26 +45,23 @@ struct ResumableUploads: Sendable {
         }
         try attachments.limits?.enforce(.uploadBytes, identity.userId.description, cost: Double(meta.size))
         let id = EntityID()
-        let folder = "\(root)/\(id)"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        try WireCoding.makeEncoder().encode(meta).write(to: URL(fileURLWithPath: "\(folder)/meta.json"))
-        FileManager.default.createFile(atPath: "\(folder)/data", contents: nil)
+        // The bytes first: an upload is found by its description, which then has its data.
+        _ = try await blobs.append(ByteBuffer(), to: BlobName.upload(id), at: 0)
+        _ = try await blobs.append(ByteBuffer(bytes: try WireCoding.makeEncoder().encode(meta)), to: BlobName.uploadMeta(id), at: 0)
         return try JSONResponse.make(UploadStatus(uploadId: id, received: 0, size: meta.size), status: .created)
     }
 
     @Sendable func status(_ request: Request, context: ParleyRequestContext) async throws -> Response {
-        let (id, meta) = try load(context)
-        return try JSONResponse.make(UploadStatus(uploadId: id, received: try received(id), size: meta.size))
+        let (id, meta) = try await load(context)
+        return try JSONResponse.make(UploadStatus(uploadId: id, received: try await received(id), size: meta.size))
     }
 
     @Sendable func append(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         var request = request
-        let (id, meta) = try load(context)
+        let (id, meta) = try await load(context)
         guard let offset = try request.integerQuery("offset") else { throw APIError.invalid("offset is required") }
-        let have = try received(id)
-        guard offset == have else {
-            throw APIError(.conflict, "This upload has \(have) bytes; send the chunk at offset \(have)")
-        }
+        let have = try await received(id)
+        guard offset == have else { throw Self.wrongOffset(have) }
         let chunk: ByteBuffer
         do {
             chunk = try await request.collectBody(upTo: Self.maxChunk)
@@ -74,52 +71,44 @@ struct ResumableUploads: Sendable {
         guard offset + Int64(chunk.readableBytes) <= meta.size else {
             throw APIError.invalid("The chunk goes past the declared size \(meta.size)")
         }
-        let path = "\(root)/\(id)/data"
-        try await NIOThreadPool.singleton.runIfActive {
-            guard let handle = FileHandle(forWritingAtPath: path) else { throw APIError(.internal, "upload file missing") }
-            defer { try? handle.close() }
-            try handle.seekToEnd()
-            try handle.write(contentsOf: Data(buffer: chunk))
+        do {
+            // Checked again where it is written: another request (or node) may have won.
+            let received = try await blobs.append(chunk, to: BlobName.upload(id), at: offset)
+            return try JSONResponse.make(UploadStatus(uploadId: id, received: received, size: meta.size))
+        } catch BlobError.offsetMismatch(let actual) {
+            throw Self.wrongOffset(actual)
         }
-        return try JSONResponse.make(UploadStatus(uploadId: id, received: offset + Int64(chunk.readableBytes), size: meta.size))
+    }
+
+    static func wrongOffset(_ have: Int64) -> APIError {
+        APIError(.conflict, "This upload has \(have) bytes; send the chunk at offset \(have)")
     }
 
     @Sendable func complete(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
-        let (id, meta) = try load(context)
-        let folder = "\(root)/\(id)"
-        let have = try received(id)
+        let (id, meta) = try await load(context)
+        let have = try await received(id)
         guard have == meta.size else { throw APIError(.conflict, "Only \(have) of \(meta.size) bytes were received") }
-        let (digest, head) = try await NIOThreadPool.singleton.runIfActive { () throws -> (String, [UInt8]) in
-            guard let handle = FileHandle(forReadingAtPath: "\(folder)/data") else { throw APIError(.internal, "upload file missing") }
-            defer { try? handle.close() }
-            var hasher = SHA256()
-            var head: [UInt8] = []
-            while let block = try handle.read(upToCount: 1 << 20), !block.isEmpty {
-                hasher.update(data: block)
-                if head.count < 65_536 { head += block.prefix(65_536 - head.count) }
-            }
-            return (hasher.finalize().map { String(format: "%02x", $0) }.joined(), head)
-        }
+        let (digest, head) = try await blobs.digest(of: BlobName.upload(id))
         let attachment = try await attachments.finalize(
-            temporary: "\(folder)/data", digest: digest, size: have, head: head, contentType: meta.contentType,
+            staged: BlobName.upload(id), digest: digest, size: have, head: head, contentType: meta.contentType,
             name: meta.name, identity: identity)
-        try? FileManager.default.removeItem(atPath: folder)
+        try? await blobs.remove(BlobName.uploadMeta(id))
+        try? await blobs.remove(BlobName.upload(id))
         return try JSONResponse.make(attachment.wire, status: .created)
     }
 
     /// The upload, if it is the caller's (anyone else's is "not found").
-    private func load(_ context: ParleyRequestContext) throws -> (EntityID, Meta) {
+    private func load(_ context: ParleyRequestContext) async throws -> (EntityID, Meta) {
         let identity = try context.requireIdentity()
         let id = try context.parameters.entityID("upload", what: "Upload")
-        guard let data = FileManager.default.contents(atPath: "\(root)/\(id)/meta.json"),
+        guard let data = try await blobs.contents(of: BlobName.uploadMeta(id)),
             let meta = try? WireCoding.makeDecoder().decode(Meta.self, from: data), meta.uploaderId == identity.userId
         else { throw APIError.notFound("Upload") }
         return (id, meta)
     }
 
-    private func received(_ id: EntityID) throws -> Int64 {
-        let attributes = try FileManager.default.attributesOfItem(atPath: "\(root)/\(id)/data")
-        return (attributes[.size] as? NSNumber)?.int64Value ?? 0
+    private func received(_ id: EntityID) async throws -> Int64 {
+        try await blobs.length(of: BlobName.upload(id)) ?? 0
     }
 }

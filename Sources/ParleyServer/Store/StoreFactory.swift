@@ -26,3 +26,16 @@ extension ServerConfiguration {
         return try SQLiteStore(path: databasePath)
     }
 }
+
+extension ServerConfiguration {
+    /// Where attachment bytes go: PostgreSQL for a database cluster (so every node serves every
+    /// attachment; files in the data directory from before are still read), files in
+    /// `--attachments-dir` when the operator mounts shared storage, else the data directory.
+    func attachmentBlobs(for store: any ParleyStore) -> any AttachmentBlobs {
+        let files = FileBlobs(directory: attachmentsDirectory)
+        if attachmentsPath == nil, let postgres = store as? PostgresStore {
+            return PostgresBlobs(client: postgres.client, logger: postgres.logger, fallback: files)
+        }
+        return files
+    }
+}

@@ -202,6 +202,17 @@ enum PostgresSchema {
                 PRIMARY KEY (user_id, conversation_id))
             """,
         ]),
+        // Attachment bytes in the database, so every node serves every attachment (PostgresBlobs).
+        Migration(version: 10, name: "v10-blobs", statements: [
+            "CREATE TABLE blobs (name text PRIMARY KEY, length bigint NOT NULL)",
+            """
+            CREATE TABLE blob_chunks (
+                name text NOT NULL, start bigint NOT NULL, data bytea NOT NULL,
+                PRIMARY KEY (name, start))
+            """,
+            // Media is compressed already: store the pieces as they are, out of line.
+            "ALTER TABLE blob_chunks ALTER COLUMN data SET STORAGE EXTERNAL",
+        ]),
     ]
 
     /// Applies the migrations the database lacks, all in one transaction under the advisory lock;
