@@ -97,10 +97,15 @@ public actor ChatClient {
     /// The connection banner state.
     public var connectionState: ConnectionState { machine.state }
 
-    /// A client for a server, a token and a database file (in memory when `databasePath` is nil).
-    public init(serverURL: URL, token: String, userId: EntityID, databasePath: String?, policy: ConnectionStateMachine.Policy = .init()) throws {
+    /// A client for a server, a token and a database file (in memory when `databasePath` is nil);
+    /// `trust` for an `https` server whose certificate authority the system does not know.
+    public init(
+        serverURL: URL, token: String, userId: EntityID, databasePath: String?, policy: ConnectionStateMachine.Policy = .init(),
+        trust: ServerTrust? = nil
+    ) throws {
         let database = try databasePath.map { try LocalDatabase.open(path: $0) } ?? LocalDatabase.inMemory()
-        self.init(transport: LiveTransport(serverURL: serverURL, token: token), database: database, userId: userId, policy: policy)
+        self.init(
+            transport: LiveTransport(serverURL: serverURL, token: token, trust: trust), database: database, userId: userId, policy: policy)
     }
 
     /// A client over any transport (tests inject faults here) and environment.

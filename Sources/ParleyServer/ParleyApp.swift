@@ -38,6 +38,8 @@ public struct ParleyApp: Sendable {
     public let cluster: ClusterNode?
     /// Signs and verifies access tokens with the keys every node shares.
     public let tokens: TokenService
+    /// The TLS certificate new connections get, when the server speaks TLS.
+    let tlsContext: TLSContextBox?
     let passwords: PasswordHasher
     let logger: Logger
 
@@ -55,6 +57,7 @@ public struct ParleyApp: Sendable {
         self.configuration = configuration
         self.store = store
         self.logger = logger
+        tlsContext = try configuration.tls.map(TLSContextBox.init(files:))
         fanOut = FanOut(logger: logger, clock: configuration.clock, holdBound: configuration.orderHoldBound)
         fanOut.order.attach(missingEvents: Self.missingEvents(store: store, logger: logger))
         metrics = Metrics()
@@ -138,6 +141,7 @@ public struct ParleyApp: Sendable {
         let router = Router(context: ParleyRequestContext.self)
         router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ErrorMiddleware(health: health))
+        router.add(middleware: ClientAddressMiddleware(trusted: configuration.trustedProxies))
         let api = router.group("api/v1")
         api.get("health") { _, _ in try JSONResponse.make(["status": "ok"]) }
         api.get("openapi.json") { _, _ in
@@ -215,6 +219,13 @@ public struct ParleyApp: Sendable {
         return router
     }
 
+    /// Reads the TLS certificate and key again (what SIGHUP does): new connections get them,
+    /// open ones keep theirs. Throws, keeping the old pair, when the files do not load.
+    public func reloadTLS() throws {
+        guard let tlsContext else { throw ServerStartError("This server does not speak TLS") }
+        try tlsContext.reload()
+    }
+
     /// Serves until a shutdown signal; `onRunning` gets the bound port (useful with port 0).
     public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         let group = try await makeServiceGroup(shutdownSignals: [.sigterm, .sigint], onRunning: onRunning)
@@ -246,6 +257,7 @@ public struct ParleyApp: Sendable {
                 idleTimeout: TimeAmount(limits.idleTimeout)),
             ws: .init(maxFrameSize: Gateway.transportLimit, autoPing: .enabled(timePeriod: .seconds(Int64(heartbeat)))))
         let webSocketResponder = router.buildResponder()
+        let tls = tlsContext
         logger.info("Connection limits", metadata: [
             "maxConnections": "\(cap)", "requestHeadTimeout": "\(limits.requestHeadTimeout)",
             "idleTimeout": "\(limits.idleTimeout)", "bodyTimeout": "\(limits.bodyTimeout)",
@@ -254,8 +266,10 @@ public struct ParleyApp: Sendable {
             router: router,
             server: HTTPServerBuilder { responder in
                 GuardedChildChannel(
-                    inner: HTTP1WebSocketUpgradeChannel(
-                        responder: responder, webSocketResponder: webSocketResponder, configuration: channel),
+                    inner: OptionalTLSChannel(
+                        inner: HTTP1WebSocketUpgradeChannel(
+                            responder: responder, webSocketResponder: webSocketResponder, configuration: channel),
+                        tls: tls),
                     limits: limits, counter: counter, metrics: metrics)
             },
             configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "parley"),
@@ -264,7 +278,8 @@ public struct ParleyApp: Sendable {
                 logger.info("Parley listening", metadata: ["address": "\(channel.localAddress?.description ?? "?")"])
                 if configuration.servesWebClient {
                     let host = configuration.host == "0.0.0.0" || configuration.host == "::" ? "127.0.0.1" : configuration.host
-                    logger.notice("Web client at http://\(host.contains(":") ? "[\(host)]" : host):\(port)/ (or `parley chat` in a terminal)")
+                    let scheme = tls == nil ? "http" : "https"
+                    logger.notice("Web client at \(scheme)://\(host.contains(":") ? "[\(host)]" : host):\(port)/ (or `parley chat` in a terminal)")
                 }
                 await onRunning(port)
             },
@@ -274,6 +289,9 @@ public struct ParleyApp: Sendable {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let cluster { services.append(.init(service: cluster)) }
         if let push { services.append(.init(service: push)) }
+        if let tls, !shutdownSignals.isEmpty {
+            services.append(.init(service: TLSReloader(box: tls, logger: logger), successTerminationBehavior: .ignore))
+        }
         services += [.init(service: app), .init(service: ConnectionCloser(fanOut: fanOut))]
         // Signals go through the drainer (SIGTERM drains first), not straight to the group.
         let box = SignalDrainer.GroupBox()

@@ -60,9 +60,17 @@ public struct ServerConfiguration: Sendable {
     /// The defaults.
     public init() {}
 
-    /// Where uploaded files live; nil means `<data-dir>/attachments`. Nodes of one cluster
-    /// serve each other's uploads when this is shared storage.
+    /// Where uploaded files live; nil means `<data-dir>/attachments` on SQLite and the database
+    /// itself on PostgreSQL. Set it to shared storage mounted on every node to keep files there.
     public var attachmentsPath: String?
+
+    /// Serve HTTPS and WSS with this certificate and key (nil: plain HTTP, e.g. behind a proxy
+    /// that terminates TLS).
+    public var tls: TLSFiles?
+
+    /// Proxies whose `X-Forwarded-For` names the client (per-address rate limits then count
+    /// the client, not the proxy). Exact addresses or CIDR ranges; empty trusts no one.
+    public var trustedProxies: [String] = []
 
     /// Serve the web client at `/` (on by default).
     public var servesWebClient = true

@@ -64,8 +64,15 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .customLong("open-organizations"), help: "Let anyone join an existing organization by its name, as v1 did (env PARLEY_OPEN_ORGANIZATIONS=1; demos and tests only).")
     var openOrganizations = false
 
-    @Option(name: .customLong("attachments-dir"), help: "Uploaded files (env PARLEY_ATTACHMENTS_DIR; default <data-dir>/attachments; shared storage for several nodes).")
+    @Option(name: .customLong("attachments-dir"), help: "Keep uploaded files in this folder (env PARLEY_ATTACHMENTS_DIR; default <data-dir>/attachments on SQLite, the database itself on PostgreSQL; shared storage for several nodes).")
     var attachmentsDirectory: String?
+
+    @Option(name: .customLong("tls-cert"), help: "Serve HTTPS and WSS with this PEM certificate chain (env PARLEY_TLS_CERT; with --tls-key; reloaded on SIGHUP).")
+    var tlsCertificate: String?
+    @Option(name: .customLong("tls-key"), help: "The certificate's PEM private key (env PARLEY_TLS_KEY).")
+    var tlsKey: String?
+    @Option(name: .customLong("trusted-proxy"), help: "A reverse proxy (address or CIDR range, repeatable; env PARLEY_TRUSTED_PROXIES, comma-separated) whose X-Forwarded-For names the client for per-address limits.")
+    var trustedProxies: [String] = []
 
     @Option(name: .customLong("web-root"), help: "Serve the web client from this folder, read again on every request, instead of the built-in files (env PARLEY_WEB_ROOT; for working on the client).")
     var webRoot: String?
@@ -137,6 +144,21 @@ struct Serve: AsyncParsableCommand {
         if let path = attachmentsDirectory ?? ProcessInfo.processInfo.environment["PARLEY_ATTACHMENTS_DIR"], !path.isEmpty {
             configuration.attachmentsPath = path
         }
+        let environment = ProcessInfo.processInfo.environment
+        let certificate = tlsCertificate ?? environment["PARLEY_TLS_CERT"].flatMap { $0.isEmpty ? nil : $0 }
+        let key = tlsKey ?? environment["PARLEY_TLS_KEY"].flatMap { $0.isEmpty ? nil : $0 }
+        switch (certificate, key) {
+        case (let certificate?, let key?): configuration.tls = TLSFiles(certificatePath: certificate, keyPath: key)
+        case (nil, nil): break
+        default: throw fail("--tls-cert and --tls-key go together")
+        }
+        let proxies = trustedProxies.isEmpty
+            ? (environment["PARLEY_TRUSTED_PROXIES"] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            : trustedProxies
+        for proxy in proxies where AddressRange(proxy) == nil {
+            throw fail("--trusted-proxy \(proxy) is not an address or CIDR range")
+        }
+        configuration.trustedProxies = proxies
         if let path = webRoot ?? ProcessInfo.processInfo.environment["PARLEY_WEB_ROOT"], !path.isEmpty {
             configuration.webRoot = path
         }

@@ -16,7 +16,7 @@ final class ServeProcess: Sendable {
     /// directory; `secret` sets PARLEY_JWT_SECRET (none: keys shared through the store);
     /// `openOrganizations` lets tests register several users into one organization by name.
     init(name: String, databaseURL: String? = nil, secret: String? = nil, dataDirectory: String? = nil, port: Int? = nil, openOrganizations: Bool = true,
-         drainSeconds: Double = 0) throws {
+         drainSeconds: Double = 0, arguments: [String] = [], scheme: String = "http", host: String = "127.0.0.1") throws {
         let binary = Self.binary
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw ClientError(kind: .transport, message: "\(binary.path) is missing: run swift build first")
@@ -27,7 +27,7 @@ final class ServeProcess: Sendable {
         process.arguments = [
             "serve", "--port", "\(port)", "--data-dir", dataDirectory ?? TestServer.temporaryDirectory(), "--log-level", "warning",
             "--node-id", name,
-        ]
+        ] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["PARLEY_DATABASE_URL"] = databaseURL
         environment["PARLEY_JWT_SECRET"] = secret
@@ -40,7 +40,7 @@ final class ServeProcess: Sendable {
         process.standardOutput = FileHandle.nullDevice
         try spawnLock.withLock { try process.run() }
         self.process = process
-        self.url = URL(string: "http://127.0.0.1:\(port)")!
+        self.url = URL(string: "\(scheme)://\(host):\(port)")!
         self.name = name
     }
 

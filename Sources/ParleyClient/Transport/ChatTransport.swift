@@ -100,9 +100,10 @@ public struct LiveTransport: ChatTransport {
     /// The REST client with the current token.
     public var api: ParleyAPI { current.api.withLock { $0 } }
 
-    /// A transport for a server URL and a token.
-    public init(serverURL: URL, token: String) {
-        current = Current(ParleyAPI(baseURL: serverURL, token: token))
+    /// A transport for a server URL and a token; `trust` adds certificate authorities for an
+    /// `https` server whose certificate the system does not know (REST and WebSocket alike).
+    public init(serverURL: URL, token: String, trust: ServerTrust? = nil) {
+        current = Current(ParleyAPI(baseURL: serverURL, token: token, trust: trust))
     }
 
     public func updateToken(_ token: String) {
@@ -171,7 +172,8 @@ public struct LiveTransport: ChatTransport {
     }
     public func logout(deviceToken: String?) async throws { try await api.logout(deviceToken: deviceToken) }
     public func openRealtime() async throws -> any RealtimeChannel {
-        let connection = RealtimeConnection(serverURL: api.baseURL, token: api.token ?? "")
+        let api = self.api
+        let connection = RealtimeConnection(serverURL: api.baseURL, token: api.token ?? "", trust: api.trust)
         _ = try await connection.connect()
         return connection
     }

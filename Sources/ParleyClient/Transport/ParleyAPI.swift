@@ -12,13 +12,17 @@ public struct ParleyAPI: Sendable {
     public let baseURL: URL
     /// The bearer token, once logged in.
     public var token: String?
-    private let session: URLSession
+    /// Extra certificate authorities trusted for an `https` server (a self-signed test CA).
+    public let trust: ServerTrust?
+    private let session: any HTTPLoader
 
-    /// A client for a server; `token` from an earlier login, if any.
-    public init(baseURL: URL, token: String? = nil, session: URLSession? = nil) {
+    /// A client for a server; `token` from an earlier login, if any; `trust` for a server whose
+    /// certificate comes from a CA the system does not know.
+    public init(baseURL: URL, token: String? = nil, session: URLSession? = nil, trust: ServerTrust? = nil) {
         self.baseURL = baseURL
         self.token = token
-        self.session = session ?? URLSession(configuration: .ephemeral)
+        self.trust = trust
+        self.session = trust?.makeLoader() ?? SessionLoader(session: session ?? URLSession(configuration: .ephemeral))
     }
 
     // MARK: Auth and users

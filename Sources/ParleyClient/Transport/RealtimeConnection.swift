@@ -32,8 +32,13 @@ public actor RealtimeConnection {
     /// Why the connection ended, once it has.
     public var closedReason: ClientError? { closedError }
 
-    /// A connection to `serverURL` (http or https; the WebSocket scheme is derived) with a token.
-    public init(serverURL: URL, token: String, logger: Logger = Logger(label: "parley.realtime")) {
+    /// Extra certificate authorities for a `wss` server.
+    private let trust: ServerTrust?
+
+    /// A connection to `serverURL` (http or https; the WebSocket scheme is derived) with a token;
+    /// `trust` for an `https` server whose certificate authority the system does not know.
+    public init(serverURL: URL, token: String, trust: ServerTrust? = nil, logger: Logger = Logger(label: "parley.realtime")) {
+        self.trust = trust
         var components = URLComponents(url: serverURL, resolvingAgainstBaseURL: false)!
         components.scheme = components.scheme == "https" ? "wss" : "ws"
         components.path = (components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path) + "/api/v1/ws"
@@ -55,9 +60,12 @@ public actor RealtimeConnection {
             autoPing: .disabled)
         let logger = self.logger
         let outgoing = self.outgoing
+        let tls = trust?.tlsConfiguration
         runTask = Task {
             do {
-                let closeFrame = try await WebSocketClient.connect(url: url, configuration: configuration, logger: logger) {
+                let closeFrame = try await WebSocketClient.connect(
+                    url: url, configuration: configuration, tlsConfiguration: tls, logger: logger
+                ) {
                     inbound, outbound, _ in
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {

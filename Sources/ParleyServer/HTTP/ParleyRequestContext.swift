@@ -9,8 +9,9 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
     public let webSocket: WebSocketHandlerReference<Self>
     /// Set by ``AuthMiddleware`` on authenticated routes.
     public var identity: Identity?
-    /// The peer's IP address (per-address rate limits), when the channel has one.
-    public let clientAddress: String?
+    /// The client's IP address (per-address rate limits): the peer's, or the one a trusted
+    /// proxy forwarded (``ClientAddressMiddleware``).
+    public internal(set) var clientAddress: String?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)

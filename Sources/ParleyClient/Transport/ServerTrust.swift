@@ -1,0 +1,168 @@
+import Foundation
+import NIOSSL
+import Synchronization
+#if canImport(FoundationNetworking)
+import AsyncHTTPClient
+import FoundationNetworking
+import NIOCore
+import NIOHTTP1
+#endif
+#if canImport(Security)
+import Security
+#endif
+
+/// Certificate authorities the SDK trusts for the Parley server besides the system's: a
+/// company CA, or the self-signed one of a test or staging server. REST and the WebSocket both
+/// honour it; everything else about certificate checking (names, dates) stays as strict.
+public struct ServerTrust: Sendable, Equatable {
+    /// One or more PEM certificates.
+    public let pem: Data
+
+    /// Trusts the PEM certificates in `pem`; throws when there is none.
+    public init(pem: Data) throws {
+        guard let certificates = try? NIOSSLCertificate.fromPEMBytes(Array(pem)), !certificates.isEmpty else {
+            throw ClientError(kind: .decoding, message: "No PEM certificate to trust")
+        }
+        self.pem = pem
+    }
+
+    /// Trusts the PEM certificates in a file (a CA bundle).
+    public init(pemFile: URL) throws {
+        guard let data = FileManager.default.contents(atPath: pemFile.path) else {
+            throw ClientError(kind: .decoding, message: "Cannot read \(pemFile.path)")
+        }
+        try self.init(pem: data)
+    }
+
+    /// The certificates, for NIO's TLS.
+    var certificates: [NIOSSLCertificate] { (try? NIOSSLCertificate.fromPEMBytes(Array(pem))) ?? [] }
+
+    /// A client TLS configuration that trusts the system's roots and these.
+    var tlsConfiguration: TLSConfiguration {
+        var configuration = TLSConfiguration.makeClientConfiguration()
+        configuration.additionalTrustRoots = [.certificates(certificates)]
+        configuration.minimumTLSVersion = .tlsv12
+        return configuration
+    }
+}
+
+/// Sends `URLRequest`s: URLSession, or (with a ``ServerTrust`` on Linux, where URLSession
+/// cannot be told about another CA) AsyncHTTPClient.
+protocol HTTPLoader: Sendable {
+    func data(for request: URLRequest) async throws -> (Data, URLResponse)
+    func upload(for request: URLRequest, fromFile file: URL) async throws -> (Data, URLResponse)
+}
+
+struct SessionLoader: HTTPLoader {
+    let session: URLSession
+
+    func data(for request: URLRequest) async throws -> (Data, URLResponse) {
+        try await session.data(for: request)
+    }
+
+    func upload(for request: URLRequest, fromFile file: URL) async throws -> (Data, URLResponse) {
+        try await session.upload(for: request, fromFile: file)
+    }
+}
+
+extension ServerTrust {
+    /// The loader REST calls go through for this trust.
+    func makeLoader() -> any HTTPLoader {
+        #if canImport(FoundationNetworking)
+        return NIOLoader.shared(for: self)
+        #else
+        return SessionLoader(session: URLSession(configuration: .ephemeral, delegate: AnchorDelegate(trust: self), delegateQueue: nil))
+        #endif
+    }
+}
+
+#if canImport(Security) && !canImport(FoundationNetworking)
+/// Evaluates the server's chain against the system's anchors plus the extra ones.
+final class AnchorDelegate: NSObject, URLSessionDelegate, Sendable {
+    let anchors: [SecCertificate]
+
+    init(trust: ServerTrust) {
+        anchors = trust.certificates.compactMap { certificate in
+            guard let der = try? certificate.toDERBytes() else { return nil }
+            return SecCertificateCreateWithData(nil, Data(der) as CFData)
+        }
+    }
+
+    func urlSession(
+        _ session: URLSession, didReceive challenge: URLAuthenticationChallenge
+    ) async -> (URLSession.AuthChallengeDisposition, URLCredential?) {
+        guard challenge.protectionSpace.authenticationMethod == NSURLAuthenticationMethodServerTrust,
+            let trust = challenge.protectionSpace.serverTrust
+        else { return (.performDefaultHandling, nil) }
+        SecTrustSetAnchorCertificates(trust, anchors as CFArray)
+        SecTrustSetAnchorCertificatesOnly(trust, false)
+        guard SecTrustEvaluateWithError(trust, nil) else { return (.cancelAuthenticationChallenge, nil) }
+        return (.useCredential, URLCredential(trust: trust))
+    }
+}
+#endif
+
+#if canImport(FoundationNetworking)
+/// REST over AsyncHTTPClient with the extra trust roots (Linux). One client per trust for the
+/// process's life (an AsyncHTTPClient must be shut down before it goes; these never go).
+struct NIOLoader: HTTPLoader {
+    let client: HTTPClient
+    private static let clients = Mutex<[Data: NIOLoader]>([:])
+
+    static func shared(for trust: ServerTrust) -> NIOLoader {
+        clients.withLock { clients in
+            if let loader = clients[trust.pem] { return loader }
+            let loader = NIOLoader(trust: trust)
+            clients[trust.pem] = loader
+            return loader
+        }
+    }
+
+    private init(trust: ServerTrust) {
+        var configuration = HTTPClient.Configuration(tlsConfiguration: trust.tlsConfiguration)
+        configuration.timeout = .init(connect: .seconds(10), read: .seconds(300))
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    }
+
+    func data(for request: URLRequest) async throws -> (Data, URLResponse) {
+        try await execute(request, body: request.httpBody.map { .bytes(ByteBuffer(bytes: $0)) })
+    }
+
+    func upload(for request: URLRequest, fromFile file: URL) async throws -> (Data, URLResponse) {
+        guard let handle = FileHandle(forReadingAtPath: file.path) else {
+            throw ClientError(kind: .decoding, message: "Cannot read \(file.path)")
+        }
+        let size = try handle.seekToEnd()
+        try handle.seek(toOffset: 0)
+        let chunks = AsyncThrowingStream<ByteBuffer, any Error> { continuation in
+            defer { try? handle.close() }
+            do {
+                while let block = try handle.read(upToCount: 1 << 20), !block.isEmpty {
+                    continuation.yield(ByteBuffer(bytes: block))
+                }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        return try await execute(request, body: .stream(chunks, length: .known(Int64(size))))
+    }
+
+    private func execute(_ request: URLRequest, body: HTTPClientRequest.Body?) async throws -> (Data, URLResponse) {
+        guard let url = request.url else { throw ClientError(kind: .decoding, message: "A request without a URL") }
+        var outgoing = HTTPClientRequest(url: url.absoluteString)
+        outgoing.method = HTTPMethod(rawValue: request.httpMethod ?? "GET")
+        for (name, value) in request.allHTTPHeaderFields ?? [:] { outgoing.headers.add(name: name, value: value) }
+        outgoing.body = body
+        let response = try await client.execute(outgoing, timeout: .seconds(Int64(max(request.timeoutInterval, 1))))
+        let collected = try await response.body.collect(upTo: 512 << 20)
+        let data = Data(collected.readableBytesView)
+        var fields: [String: String] = [:]
+        for header in response.headers { fields[header.name] = header.value }
+        guard let answer = HTTPURLResponse(url: url, statusCode: Int(response.status.code), httpVersion: "HTTP/1.1", headerFields: fields) else {
+            throw ClientError(kind: .transport, message: "An answer that cannot be read")
+        }
+        return (data, answer)
+    }
+}
+#endif
