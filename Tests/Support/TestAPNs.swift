@@ -58,7 +58,7 @@ public final class TestAPNs: Sendable {
 
     /// The port it listens on (https://localhost:port).
     public let port: Int
-    /// The self-signed certificate it serves, to trust in the client.
+    /// The certificate authority of the certificate it serves, to trust in the client.
     public let certificatePEM: String
     /// The team's key (what a .p8 file holds), for the server under test.
     public let privateKeyPEM: String
@@ -86,9 +86,11 @@ public final class TestAPNs: Sendable {
     /// Starts one on a free loopback port with a fresh certificate and team key.
     public static func start(keyId: String = "KEY1234567", teamId: String = "TEAM123456", topic: String = "app.parley.test") async throws -> TestAPNs {
         let teamKey = ES256PrivateKey()
-        let (certificatePEM, tlsKeyPEM) = try selfSignedCertificate()
+        let authority = try TestCertificateAuthority(name: "Test APNs CA")
+        let (serverPEM, tlsKeyPEM) = try authority.serverCertificate()
+        let certificatePEM = authority.certificatePEM
         var tls = TLSConfiguration.makeServerConfiguration(
-            certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(certificatePEM.utf8)).map { .certificate($0) },
+            certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(serverPEM.utf8)).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tlsKeyPEM.utf8), format: .pem)))
         tls.applicationProtocols = ["h2"]
         let sslContext = try NIOSSLContext(configuration: tls)
@@ -241,24 +243,6 @@ public final class TestAPNs: Sendable {
         var iss: IssuerClaim
         var iat: IssuedAtClaim
         func verify(using algorithm: some JWTAlgorithm) async throws {}
-    }
-
-    /// A fresh self-signed certificate for localhost / 127.0.0.1 and its key, as PEM.
-    private static func selfSignedCertificate() throws -> (certificate: String, key: String) {
-        let key = P256.Signing.PrivateKey()
-        let name = try DistinguishedName { CommonName("localhost") }
-        let now = Date()
-        let certificate = try Certificate(
-            version: .v3, serialNumber: Certificate.SerialNumber(), publicKey: .init(key.publicKey),
-            notValidBefore: now.addingTimeInterval(-3600), notValidAfter: now.addingTimeInterval(86400),
-            issuer: name, subject: name, signatureAlgorithm: .ecdsaWithSHA256,
-            extensions: try Certificate.Extensions {
-                Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
-                KeyUsage(digitalSignature: true, keyCertSign: true)
-                SubjectAlternativeNames([.dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1]))])
-            },
-            issuerPrivateKey: .init(key))
-        return (try certificate.serializeAsPEM().pemString, key.pemRepresentation)
     }
 }
 
