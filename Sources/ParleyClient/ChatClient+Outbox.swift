@@ -150,6 +150,10 @@ extension ChatClient {
             })
         var remaining = entry.preparations
         while let name = remaining.first {
+            let (request, left, clientMessageId) = (message.request, remaining, entry.request.clientMessageId)
+            message.saveContext = { context in
+                try? await self.database.outboxPrepared(clientMessageId: clientMessageId, request: request, context: context, remaining: left)
+            }
             guard let preparation = hooks.preparations.first(where: { $0.name == name }) else {
                 throw PreparationFailed("the preparation \"\(name)\" is not available in this version")
             }

@@ -78,7 +78,7 @@ extension ChatClient {
     }
 
     /// Logs out: the server stops pushing to this device, the connection closes, and (unless
-    /// `keepLocalData`) the cache and outbox are wiped. Throws when the server cannot be told;
+    /// `keepLocalData`) the cache, the outbox and the downloaded media are wiped. Throws when the server cannot be told;
     /// nothing local is dropped then, so the app can try again.
     public func logout(keepLocalData: Bool = false) async throws {
         let stored = try await database.setting(Self.pushTokenKey)
@@ -86,7 +86,10 @@ extension ChatClient {
         try await transport.logout(deviceToken: token)
         await stop()
         try await database.setSetting(Self.pushRegisteredKey, to: nil)
-        if !keepLocalData { try await database.reset(includingOutbox: true) }
+        if !keepLocalData {
+            try await database.reset(includingOutbox: true)
+            await media.purge()
+        }
         notify(.conversations)
     }
 

@@ -36,6 +36,8 @@ public actor ChatClient {
     public nonisolated let database: LocalDatabase
     /// The signed-in user.
     public nonisolated let userId: EntityID
+    /// Downloaded attachments (memory and disk), purged on logout.
+    public nonisolated let media: MediaCache
     private var observers: [UUID: AsyncStream<ChatChange>.Continuation] = [:]
     nonisolated let transport: any ChatTransport
     let environment: ClientEnvironment
@@ -105,7 +107,8 @@ public actor ChatClient {
     ) throws {
         let database = try databasePath.map { try LocalDatabase.open(path: $0) } ?? LocalDatabase.inMemory()
         self.init(
-            transport: LiveTransport(serverURL: serverURL, token: token, trust: trust), database: database, userId: userId, policy: policy)
+            transport: LiveTransport(serverURL: serverURL, token: token, trust: trust), database: database, userId: userId, policy: policy,
+            mediaDirectory: databasePath.map { URL(fileURLWithPath: $0 + "-media", isDirectory: true) })
     }
 
     /// A client over any transport (tests inject faults here) and environment.
@@ -113,10 +116,17 @@ public actor ChatClient {
         transport: any ChatTransport, database: LocalDatabase, userId: EntityID,
         environment: ClientEnvironment = .live, policy: ConnectionStateMachine.Policy = .init(),
         pollInterval: Duration = .seconds(15), hooks: MessageHooks = MessageHooks(),
-        logger: Logger = Logger(label: "parley.client")
+        logger: Logger = Logger(label: "parley.client"),
+        mediaDirectory: URL? = nil, mediaLimits: MediaCache.Limits = .init()
     ) {
         self.hooks = hooks
         self.transport = transport
+        // Beside the database file; a client on an in-memory database gets a folder of its own.
+        let folder = mediaDirectory
+            ?? FileManager.default.temporaryDirectory.appendingPathComponent("parley-media-\(UUID().uuidString)", isDirectory: true)
+        media = MediaCache(directory: folder, limits: mediaLimits) { url, range in
+            try await transport.download(url, range: range)
+        }
         self.database = database
         self.userId = userId
         self.environment = environment

@@ -23,6 +23,9 @@ public struct PreparedMessage: Sendable {
     public let conversationId: EntityID
     /// Tells the screen how far a long preparation (an upload) has come, 0...1.
     public let reportProgress: @Sendable (Double) -> Void
+    /// Records `context` in the outbox before the preparation has finished, so that after a
+    /// restart it can go on from there (an upload's id, to resume at the server's offset).
+    public internal(set) var saveContext: @Sendable ([String: String]) async -> Void = { _ in }
 
     public init(
         request: SendMessageRequest, context: [String: String], conversationId: EntityID,

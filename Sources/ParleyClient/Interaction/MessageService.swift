@@ -64,7 +64,7 @@ public struct MessageService: MessageServicing {
     public func save(_ message: LocalMessage, to file: URL) async throws {
         let data: Data
         if let attachment = message.attachment {
-            data = try await client.transport.download(attachment.url)
+            data = try await client.media.data(for: attachment)
         } else {
             data = Data(message.text.utf8)
         }
@@ -124,7 +124,8 @@ public struct CachedMessageProvider: MessageProvider {
 
 /// A preparation that uploads the file named by the context's `file` (with `contentType` and
 /// optional `name`) and puts the attachment's id into the message. Already-uploaded files (the
-/// context holds `attachmentId` after a restart) are not uploaded again.
+/// context holds `attachmentId` after a restart) are not uploaded again, and an upload cut off
+/// by a restart (the context holds its `uploadId`) goes on from the bytes the server has.
 public struct AttachmentUpload: MessagePreparation {
     public let name = "parley.upload-attachment"
     let api: ParleyAPI
@@ -142,9 +143,17 @@ public struct AttachmentUpload: MessagePreparation {
             throw PreparationFailed("the file to send is gone: \(path)")
         }
         let contentType = message.context["contentType"] ?? "application/octet-stream"
+        let context = message.context, save = message.saveContext
         let attachment = try await api.uploadInChunks(
             file: URL(fileURLWithPath: path), name: message.context["name"] ?? (path as NSString).lastPathComponent,
-            contentType: contentType, progress: message.reportProgress)
+            contentType: contentType, resuming: message.context["uploadId"].flatMap(EntityID.init),
+            onOpened: { uploadId in
+                // Remembered at once: after a restart the upload resumes at the server's offset.
+                var saved = context
+                saved["uploadId"] = uploadId.description
+                await save(saved)
+            },
+            progress: message.reportProgress)
         message.context["attachmentId"] = attachment.id.description
         message.request.attachmentId = attachment.id
         return message

@@ -41,6 +41,8 @@ public protocol ChatTransport: Sendable {
     func search(_ query: String, in conversationId: EntityID?, limit: Int?, offset: Int?) async throws -> SearchResponse
     /// Downloads an attachment by its `url`.
     func download(_ url: String) async throws -> Data
+    /// Downloads `range` of an attachment (all when nil) with its checksum, for the media cache.
+    func download(_ url: String, range: ClosedRange<Int64>?) async throws -> DownloadedPart
     /// Registers this device's APNs token for the user.
     func registerDevice(token: String, environment: PushEnvironment) async throws
     /// Logs out on the server: stops push to `deviceToken` (every device of the user when nil).
@@ -64,6 +66,16 @@ public protocol RealtimeChannel: Sendable {
 }
 
 extension RealtimeConnection: RealtimeChannel {}
+
+extension ChatTransport {
+    /// For transports that only fetch whole files: the whole file, cut to the range.
+    public func download(_ url: String, range: ClosedRange<Int64>?) async throws -> DownloadedPart {
+        let data = try await download(url)
+        guard let range else { return DownloadedPart(data: data, etag: nil) }
+        let lower = Int(min(range.lowerBound, Int64(data.count))), upper = Int(min(range.upperBound + 1, Int64(data.count)))
+        return DownloadedPart(data: data.subdata(in: lower..<upper), etag: nil)
+    }
+}
 
 /// A change to an existing message.
 public enum MessageChange: Sendable, Equatable {
@@ -155,6 +167,9 @@ public struct LiveTransport: ChatTransport {
         try await api.deleteMessage(messageId, in: conversationId)
     }
     public func download(_ url: String) async throws -> Data { try await api.download(url) }
+    public func download(_ url: String, range: ClosedRange<Int64>?) async throws -> DownloadedPart {
+        try await api.download(url, range: range)
+    }
 
     public func change(_ edit: MessageChange, of messageId: EntityID, in conversationId: EntityID) async throws -> Message {
         switch edit {

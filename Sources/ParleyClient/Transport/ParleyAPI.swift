@@ -216,8 +216,13 @@ public struct ParleyAPI: Sendable {
 
     /// Uploads a file in chunks through a resumable upload, reporting the fraction the server
     /// has after each chunk; a chunk that failed is resent from the server's count.
+    ///
+    /// `resuming` continues an upload begun earlier (before a restart) from the bytes the server
+    /// has; when the server no longer knows it, a new one begins. `onOpened` hears a new
+    /// upload's id before any byte goes, so the caller can remember it.
     public func uploadInChunks(
         file: URL, name: String, contentType: String, chunkSize: Int = 256 * 1024,
+        resuming uploadId: EntityID? = nil, onOpened: @Sendable (EntityID) async -> Void = { _ in },
         progress: @escaping @Sendable (Double) -> Void = { _ in }
     ) async throws -> Attachment {
         guard let handle = try? FileHandle(forReadingFrom: file) else {
@@ -225,8 +230,14 @@ public struct ParleyAPI: Sendable {
         }
         defer { try? handle.close() }
         let size = Int64(try handle.seekToEnd())
-        var status: UploadStatus = try await request(
-            "POST", "attachments/uploads", body: UploadRequest(name: name, contentType: contentType, size: size))
+        var status: UploadStatus
+        if let uploadId, let earlier: UploadStatus = try? await request("GET", "attachments/uploads/\(uploadId)"), earlier.size == size {
+            status = earlier
+            progress(Double(status.received) / Double(max(size, 1)))
+        } else {
+            status = try await request("POST", "attachments/uploads", body: UploadRequest(name: name, contentType: contentType, size: size))
+            await onOpened(status.uploadId)
+        }
         var failures = 0
         while status.received < size {
             try handle.seek(toOffset: UInt64(status.received))
@@ -263,8 +274,14 @@ public struct ParleyAPI: Sendable {
 
     /// Downloads an attachment by its `url` (`/api/v1/attachments/{id}`).
     public func download(_ url: String) async throws -> Data {
+        try await download(url, range: nil).data
+    }
+
+    /// Downloads `range` of an attachment (all of it when nil), with its checksum (the ETag).
+    public func download(_ url: String, range: ClosedRange<Int64>?) async throws -> DownloadedPart {
         guard let full = URL(string: url, relativeTo: baseURL) else { throw ClientError(kind: .decoding, message: "Bad url \(url)") }
-        let request = authorized(full, method: "GET")
+        var request = authorized(full, method: "GET")
+        if let range { request.setValue("bytes=\(range.lowerBound)-\(range.upperBound)", forHTTPHeaderField: "Range") }
         let data: Data, response: URLResponse
         do {
             (data, response) = try await session.data(for: request)
@@ -276,7 +293,9 @@ public struct ParleyAPI: Sendable {
             _ = try decode(EmptyPayload.self, data: data, response: response)
             throw ClientError(kind: .server, code: ErrorCode(httpStatus: status), httpStatus: status, message: "HTTP \(status)")
         }
-        return data
+        let etag = (response as? HTTPURLResponse)?.value(forHTTPHeaderField: "ETag")?
+            .trimmingCharacters(in: CharacterSet(charactersIn: "\"W/"))
+        return DownloadedPart(data: data, etag: etag)
     }
 
     // MARK: Receipts

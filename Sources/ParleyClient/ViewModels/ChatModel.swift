@@ -19,12 +19,16 @@ public final class ChatModel {
     public private(set) var typingLine: String?
     /// Upload progress (0...1) of messages still being prepared, by ``LocalMessage/id``.
     public private(set) var uploadProgress: [String: Double] = [:]
+    /// Download progress (0...1) of attachments being fetched, by ``LocalMessage/id``; gone once
+    /// the bytes are there.
+    public private(set) var downloadProgress: [String: Double] = [:]
 
     private let client: ChatClient
     private let names: @Sendable (EntityID) -> String?
     /// The actions on messages; replaceable by the app (seed 002's dependency injection).
     private let service: any MessageServicing
     @ObservationIgnored private var observation: Task<Void, Never>?
+    @ObservationIgnored private var downloading: Set<String> = []
     /// The oldest seq in the window: reloads keep everything from here to the newest.
     @ObservationIgnored private var windowStart: Int64?
     /// Each reload takes the next ticket; a reload whose ticket is older than what is already
@@ -148,6 +152,31 @@ public final class ChatModel {
     /// Deletes one's own message for everyone.
     public func revoke(_ message: LocalMessage) async {
         await perform { try await self.service.revoke(message) }
+    }
+
+    /// A message's attachment, through the media cache (downloaded once, then from memory or
+    /// disk), with ``downloadProgress`` moving while it downloads. Nil (and ``lastError``) when
+    /// it cannot be had.
+    public func attachmentData(for message: LocalMessage) async -> Data? {
+        guard let attachment = message.attachment else { return nil }
+        let id = message.id
+        downloading.insert(id)
+        defer {
+            downloading.remove(id)
+            downloadProgress[id] = nil
+        }
+        do {
+            return try await client.media.data(for: attachment) { fraction in
+                Task { @MainActor [weak self] in
+                    // A late report after the download ended shows nothing.
+                    guard let self, fraction < 1, self.downloading.contains(id) else { return }
+                    self.downloadProgress[id] = max(self.downloadProgress[id] ?? 0, fraction)
+                }
+            }
+        } catch {
+            lastError = "\(error)"
+            return nil
+        }
     }
 
     /// Writes a message's attachment or text to a file.

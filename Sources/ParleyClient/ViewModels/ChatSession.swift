@@ -161,10 +161,11 @@ public final class ChatSession {
     /// Drops the session and this device's copy of the user's data without asking the server.
     public func forget() async {
         let path = databasePath(for: user?.id)
+        await client?.media.purge()
         await end()
         try? store.save(nil)
         if let path {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            for suffix in ["", "-wal", "-shm", "-media"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         }
     }
 
@@ -189,11 +190,12 @@ public final class ChatSession {
         }
     }
 
-    /// An attachment's bytes, read with the signed-in user's token (an image cell's picture);
-    /// nil when signed out or when the server refuses.
+    /// An attachment's bytes (an image cell's picture), through the signed-in client's media
+    /// cache: downloaded once with the current token, then from memory or disk. Nil when
+    /// signed out or when the server refuses.
     public func attachmentData(_ attachment: Attachment) async -> Data? {
-        guard let session else { return nil }
-        return try? await ParleyAPI(baseURL: server, token: session.token).download(attachment.url)
+        guard let client else { return nil }
+        return try? await client.media.data(for: attachment)
     }
 
     /// The database file of a user, in ``databaseDirectory``.
