@@ -32,9 +32,12 @@ else
     [ "$(id -u)" = 0 ] && chown postgres "$DATA"
     as_pg "$BIN/initdb" -D "$DATA" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null
   fi
-  # Tuned for tests on a small machine: durable (fsync on) but with room for many connections.
+  # Tuned for a small machine: durable (fsync on) but with room for many connections.
+  # PARLEY_PG_OPTIONS adds settings: .ci/run's throwaway server turns fsync off, since the
+  # test suite creates and drops dozens of databases at once and every DROP DATABASE waits
+  # for a checkpoint that syncs all their files (30 s stalls on 2 cores). Benchmarks keep fsync.
   as_pg "$BIN/pg_ctl" -D "$DATA" -l "$DATA/server.log" -w \
-    -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DATA -c max_connections=500 -c shared_buffers=256MB" start >&2
+    -o "-c listen_addresses=127.0.0.1 -p $PORT -k $DATA -c max_connections=500 -c shared_buffers=256MB ${PARLEY_PG_OPTIONS:-}" start >&2
 fi
 as_pg "$BIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -tAc "SELECT 1 FROM pg_database WHERE datname='parley'" | grep -q 1 \
   || as_pg "$BIN/createdb" -h 127.0.0.1 -p "$PORT" -U postgres parley

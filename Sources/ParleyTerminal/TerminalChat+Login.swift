@@ -108,7 +108,7 @@ extension TerminalChat {
     private func signIn(_ flow: LoginFlow) async {
         screen.status = flow.registering ? "Registering…" : "Logging in…"
         refresh()
-        let api = ParleyAPI(baseURL: configuration.serverURL)
+        let api = ParleyAPI(baseURL: configuration.serverURL, trust: configuration.trust)
         do {
             let auth = flow.registering
                 ? try await api.register(.init(

@@ -25,12 +25,15 @@ public final class TerminalChat {
         public var databaseDirectory: String
         public var onSignedIn: @Sendable (Session) -> Void
         public var onSignedOut: @Sendable () -> Void
+        /// Extra certificate authorities for an `https` server (`--ca-file`).
+        public var trust: ServerTrust?
 
         public init(
-            serverURL: URL, databaseDirectory: String, onSignedIn: @escaping @Sendable (Session) -> Void,
+            serverURL: URL, databaseDirectory: String, trust: ServerTrust? = nil, onSignedIn: @escaping @Sendable (Session) -> Void,
             onSignedOut: @escaping @Sendable () -> Void
         ) {
             self.serverURL = serverURL
+            self.trust = trust
             self.databaseDirectory = databaseDirectory
             self.onSignedIn = onSignedIn
             self.onSignedOut = onSignedOut
@@ -92,12 +95,12 @@ public final class TerminalChat {
 
     func start(_ session: Session) async {
         self.session = session
-        let api = ParleyAPI(baseURL: configuration.serverURL, token: session.token)
+        let api = ParleyAPI(baseURL: configuration.serverURL, token: session.token, trust: configuration.trust)
         self.api = api
         let client: ChatClient
         do {
             client = ChatClient(
-                transport: LiveTransport(serverURL: configuration.serverURL, token: session.token),
+                transport: LiveTransport(serverURL: configuration.serverURL, token: session.token, trust: configuration.trust),
                 database: try LocalDatabase.open(
                     path: (configuration.databaseDirectory as NSString).appendingPathComponent("chat-\(session.user.id).sqlite")), userId: session.user.id,
                 hooks: MessageHooks(preparations: [AttachmentUpload(api: api)]))

@@ -29,7 +29,7 @@ struct Chat: AsyncParsableCommand {
         let server = url.absoluteString
         let app = TerminalChat(
             configuration: .init(
-                serverURL: url, databaseDirectory: directory,
+                serverURL: url, databaseDirectory: directory, trust: try options.trust(),
                 onSignedIn: { session in
                     try? Profile(server: server, token: session.token, user: session.user).save(to: directory)
                 },

@@ -16,7 +16,7 @@ struct Register: AsyncParsableCommand {
         guard let password = Terminal.password(prompt: "Password (8+ characters): ") else { throw fail("no password given") }
         let code = setting(invite, env: "PARLEY_INVITE", default: "")
         let auth = try await clientCall {
-            try await ParleyAPI(baseURL: url).register(
+            try await options.api(url).register(
                 .init(organization: organization, email: email, password: password, displayName: name, inviteCode: code.isEmpty ? nil : code))
         }
         try Profile(server: url.absoluteString, token: auth.token, user: auth.user).save(to: options.profileDirectory)
@@ -35,7 +35,7 @@ struct Login: AsyncParsableCommand {
         let url = try options.serverURL()
         guard let password = Terminal.password(prompt: "Password: ") else { throw fail("no password given") }
         let auth = try await clientCall {
-            try await ParleyAPI(baseURL: url).login(.init(organization: organization, email: email, password: password))
+            try await options.api(url).login(.init(organization: organization, email: email, password: password))
         }
         try Profile(server: url.absoluteString, token: auth.token, user: auth.user).save(to: options.profileDirectory)
         print("Logged in as \(auth.user.displayName) <\(auth.user.email)>")

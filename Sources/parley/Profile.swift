@@ -43,6 +43,24 @@ struct Profile: Codable {
 struct ClientOptions: ParsableArguments {
     @Option(help: "Server URL (env PARLEY_SERVER; default http://127.0.0.1:8080).") var server: String?
     @Option(help: "Profile folder keeping the session (env PARLEY_PROFILE; default ~/.parley).") var profile: String?
+    @Option(name: .customLong("ca-file"), help: "Also trust the certificate authorities in this PEM file for an https server (env PARLEY_CA_FILE; a test or company CA).")
+    var caFile: String?
+
+    /// The extra trust `--ca-file` names, if any.
+    func trust() throws -> ServerTrust? {
+        let path = setting(caFile, env: "PARLEY_CA_FILE", default: "")
+        guard !path.isEmpty else { return nil }
+        do {
+            return try ServerTrust(pemFile: URL(fileURLWithPath: path))
+        } catch {
+            throw fail("--ca-file \(path): no PEM certificate there")
+        }
+    }
+
+    /// A REST client for `url` with the extra trust.
+    func api(_ url: URL, token: String? = nil) throws -> ParleyAPI {
+        ParleyAPI(baseURL: url, token: token, trust: try trust())
+    }
 
     var profileDirectory: String { Profile.directory(profile) }
 
@@ -59,7 +77,7 @@ struct ClientOptions: ParsableArguments {
         let profile = try Profile.load(from: profileDirectory)
         let url = server != nil || ProcessInfo.processInfo.environment["PARLEY_SERVER"] != nil
             ? try serverURL() : URL(string: profile.server)!
-        return (profile, ParleyAPI(baseURL: url, token: profile.token))
+        return (profile, try api(url, token: profile.token))
     }
 }
 
@@ -81,7 +99,7 @@ extension ClientOptions {
         let (profile, api) = try session()
         let path = (profileDirectory as NSString).appendingPathComponent("cache.sqlite")
         let client = try ChatClient(
-            transport: LiveTransport(serverURL: api.baseURL, token: profile.token),
+            transport: LiveTransport(serverURL: api.baseURL, token: profile.token, trust: api.trust),
             database: LocalDatabase.open(path: path), userId: profile.user.id)
         let session = SDKSession(profile: profile, api: api, client: client)
         return session

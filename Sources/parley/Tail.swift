@@ -12,7 +12,7 @@ struct Tail: AsyncParsableCommand {
         let (profile, api) = try options.session()
         let people = try await clientCall { try await api.users() }
         let names = Dictionary(uniqueKeysWithValues: people.map { ($0.id, $0.displayName) })
-        let connection = RealtimeConnection(serverURL: api.baseURL, token: profile.token)
+        let connection = RealtimeConnection(serverURL: api.baseURL, token: profile.token, trust: api.trust)
         let hello = try await clientCall { try await connection.connect() }
         // Written unbuffered, so a pipe or file sees each event as it arrives.
         emit("Connected as \(hello.user.displayName); waiting for events (Ctrl-C to stop)")
