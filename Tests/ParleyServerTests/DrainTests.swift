@@ -30,7 +30,7 @@ import FoundationNetworking
         _ = try await socket.connect()
 
         let started = ContinuousClock.now
-        kill(server.process.processIdentifier, SIGTERM)
+        server.process.signal(SIGTERM)
         try await waitFor("/ready to answer 503", timeout: .seconds(2)) {
             await Self.status(server.url.appendingPathComponent("ready")) == 503
         }

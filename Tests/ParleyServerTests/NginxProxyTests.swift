@@ -18,7 +18,7 @@ import FoundationNetworking
     }
 
     /// Starts nginx with the shipped file, its listen port and upstream pointed at the test ports.
-    static func startNginx(upstreamPort: Int) throws -> (process: Process, url: URL, prefix: String) {
+    static func startNginx(upstreamPort: Int) throws -> (process: ChildProcess, url: URL, prefix: String) {
         let binary = try #require(nginx, "nginx is not installed (apt-get install nginx; .ci/run does)")
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         var site = try String(contentsOf: repository.appendingPathComponent("deploy/nginx/parley.conf"), encoding: .utf8)
@@ -44,12 +44,9 @@ import FoundationNetworking
             }
             """
         try main.write(toFile: "\(prefix)/nginx.conf", atomically: true, encoding: .utf8)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = ["-p", prefix, "-c", "\(prefix)/nginx.conf", "-g", "daemon off;" + (getuid() == 0 ? " user root;" : "")]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try spawnLock.withLock { try process.run() }
+        let process = try ChildProcess(
+            executable: binary, arguments: ["-p", prefix, "-c", "\(prefix)/nginx.conf", "-g", "daemon off;" + (getuid() == 0 ? " user root;" : "")],
+            environment: ProcessInfo.processInfo.environment)
         return (process, URL(string: "http://127.0.0.1:\(port)")!, prefix)
     }
 

@@ -8,7 +8,7 @@ import FoundationNetworking
 
 /// A `parley serve` child process on a free loopback port (the debug build's binary).
 final class ServeProcess: Sendable {
-    let process: Process
+    let process: ChildProcess
     let url: URL
     let name: String
 
@@ -22,9 +22,7 @@ final class ServeProcess: Sendable {
             throw ClientError(kind: .transport, message: "\(binary.path) is missing: run swift build first")
         }
         let port = try port ?? freeLoopbackPort()
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = [
+        let arguments = [
             "serve", "--port", "\(port)", "--data-dir", dataDirectory ?? TestServer.temporaryDirectory(), "--log-level", "warning",
             "--node-id", name,
         ] + arguments
@@ -36,10 +34,8 @@ final class ServeProcess: Sendable {
         environment["PARLEY_CLUSTER_HEARTBEAT_MS"] = "200"
         environment["PARLEY_CLUSTER_DEAD_AFTER_MS"] = "1500"
         environment["PARLEY_DRAIN_SECONDS"] = "\(drainSeconds)"
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        try spawnLock.withLock { try process.run() }
-        self.process = process
+        self.process = try ChildProcess(
+            executable: binary.path, arguments: arguments, environment: environment.compactMapValues { $0 })
         self.url = URL(string: "\(scheme)://\(host):\(port)")!
         self.name = name
     }
@@ -54,7 +50,7 @@ final class ServeProcess: Sendable {
     }
 
     func kill() {
-        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.signal(SIGKILL)
         process.waitUntilExit()
     }
 
@@ -71,11 +67,6 @@ final class ServeProcess: Sendable {
     }
 }
 
-/// Foundation's `Process.run()` crashed here when two threads started processes at once (a
-/// memcpy inside it, seen with a test of `parley bench chaos` beside the README samples): every
-/// start in the tests goes through this lock.
-let spawnLock = NSLock()
-
 /// ``runToEnd(_:_:environment:)`` on a thread of its own: the concurrency pool (two threads
 /// here) keeps serving an in-process server that the program talks to.
 func runToEndOffPool(_ executable: URL, _ arguments: [String], environment: [String: String?] = [:]) async throws -> (status: Int32, output: String) {
@@ -89,17 +80,24 @@ func runToEndOffPool(_ executable: URL, _ arguments: [String], environment: [Str
 /// Runs a program to its end; returns its exit code and everything it printed (stdout and
 /// stderr together, in order).
 func runToEnd(_ executable: URL, _ arguments: [String], environment extra: [String: String?] = [:]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
     var environment = ProcessInfo.processInfo.environment
     for (key, value) in extra { environment[key] = value }
-    process.environment = environment
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try spawnLock.withLock { try process.run() }
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    var fds: [Int32] = [0, 0]
+    guard pipe(&fds) == 0 else { throw POSIXError(.EMFILE) }
+    // Only this child gets the write end (as its stdout and stderr), no other.
+    _ = fcntl(fds[0], F_SETFD, FD_CLOEXEC)
+    _ = fcntl(fds[1], F_SETFD, FD_CLOEXEC)
+    let child: ChildProcess
+    do {
+        child = try ChildProcess(executable: executable.path, arguments: arguments, environment: environment, output: fds[1])
+    } catch {
+        close(fds[0])
+        close(fds[1])
+        throw error
+    }
+    close(fds[1])
+    let reader = FileHandle(fileDescriptor: fds[0], closeOnDealloc: true)
+    let data = reader.readDataToEndOfFile()
+    let status = child.waitUntilExit()
+    return (status, String(decoding: data, as: UTF8.self))
 }

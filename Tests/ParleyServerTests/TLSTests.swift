@@ -130,7 +130,7 @@ import FoundationNetworking
         }
         let token = try #require(registered?.token, "the TLS node never answered")
         try second.writeServerFiles(into: directory)
-        kill(node.process.processIdentifier, SIGHUP)
+        node.process.signal(SIGHUP)
         try await waitFor("the new certificate after SIGHUP") {
             let connection = RealtimeConnection(serverURL: node.url, token: token, trust: newTrust)
             guard (try? await connection.connect(timeout: .seconds(2))) != nil else { return false }
