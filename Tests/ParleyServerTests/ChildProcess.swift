@@ -26,6 +26,13 @@ final class ChildProcess: Sendable {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
+        // Nothing else of this process goes along: a child holding a copy of a test server's
+        // listening or connected socket keeps it open after the server closed it (a restart on
+        // that port then hangs, a peer never sees the close).
+        guard let closeFrom = Self.addCloseFrom else {
+            throw NSError(domain: NSPOSIXErrorDomain, code: Int(ENOSYS), userInfo: [NSLocalizedDescriptionKey: "posix_spawn_file_actions_addclosefrom_np is missing"])
+        }
+        _ = closeFrom(&actions, 3)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
@@ -69,6 +76,14 @@ final class ChildProcess: Sendable {
 
     func signal(_ number: Int32) { _ = kill(processIdentifier, number) }
     func terminate() { signal(SIGTERM) }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which Swift's Glibc
+    /// module does not declare.
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    private static let addCloseFrom: AddCloseFrom? = {
+        guard let symbol = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np") else { return nil }
+        return unsafeBitCast(symbol, to: AddCloseFrom.self)
+    }()
 
     static func decode(_ status: Int32) -> Int32 {
         let signal = status & 0x7f
