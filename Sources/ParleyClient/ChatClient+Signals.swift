@@ -145,9 +145,13 @@ extension ChatClient {
 
     // MARK: Directory
 
-    /// Refreshes the cached directory (names and presence).
+    /// Refreshes the cached directory (names and presence). A presence event that arrives while
+    /// the list is on its way is newer than the list: it is kept, not overwritten.
     public func refreshDirectory() async throws {
-        try await database.store(users: try await transport.users())
+        let asked = presenceSerial
+        let users = try await transport.users()
+        let fresher = Set(presenceApplied.filter { $0.value > asked }.keys)
+        try await database.store(users: users, keepingPresenceOf: fresher)
         notify(.directory)
     }
 }

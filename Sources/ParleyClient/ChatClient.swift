@@ -48,6 +48,10 @@ public actor ChatClient {
     let pollInterval: Duration
 
     var machine: ConnectionStateMachine
+    /// Counts presence events; `presenceApplied` says when each user's last one came, so a
+    /// directory snapshot requested earlier does not overwrite it.
+    var presenceSerial = 0
+    var presenceApplied: [EntityID: Int] = [:]
     var channel: (any RealtimeChannel)?
     private var channelGeneration = 0
     private var waitTask: Task<Void, Never>?
@@ -307,6 +311,8 @@ public actor ChatClient {
             case .typing(let typing):
                 receivedTyping(typing)
             case .presence(let presence):
+                presenceSerial += 1
+                presenceApplied[presence.userId] = presenceSerial
                 try await database.apply(presence: presence)
                 notify(.directory)
             case .receiptSummary(let summary):

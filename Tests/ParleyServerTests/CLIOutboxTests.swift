@@ -11,7 +11,7 @@ import Testing
             ServeProcess.binary, arguments, environment: ["PARLEY_SERVER": server.absoluteString, "PARLEY_PASSWORD": password])
     }
 
-    @Test func theFirstSyncAfterTheServerReturnsDeliversTheQueueOnceInOrder() async throws {
+    @Test(.heavy) func theFirstSyncAfterTheServerReturnsDeliversTheQueueOnceInOrder() async throws {
         let data = TestServer.temporaryDirectory()
         let work = TestServer.temporaryDirectory()
         var server = try ServeProcess(name: "cli", dataDirectory: data)

@@ -6,7 +6,7 @@ import Testing
 /// fails unless every client ends with exactly the server's messages (docs/benchmarks.md has the
 /// 10,000-message runs on SQLite and on two PostgreSQL nodes).
 @Suite struct ChaosBenchTests {
-    @Test func killingTheServerLosesAndDoublesNothing() async throws {
+    @Test(.heavy) func killingTheServerLosesAndDoublesNothing() async throws {
         let (status, output) = try await runToEndOffPool(
             ServeProcess.binary, ["bench", "chaos", "--clients", "2", "--messages", "200", "--min-up", "0.5", "--max-up", "1.5", "--seed", "7"])
         #expect(status == 0, "\(output)")

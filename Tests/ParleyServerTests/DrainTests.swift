@@ -17,7 +17,7 @@ import FoundationNetworking
         return (try? await URLSession.shared.data(for: request)).flatMap { ($0.1 as? HTTPURLResponse)?.statusCode }
     }
 
-    @Test func sigtermDrainsReadyThenClosesAndExitsCleanly() async throws {
+    @Test(.heavy) func sigtermDrainsReadyThenClosesAndExitsCleanly() async throws {
         let server = try ServeProcess(name: "drain", drainSeconds: 3)
         defer { server.stop() }
         try await server.waitUntilReady()

@@ -14,7 +14,7 @@ import FoundationNetworking
 @Suite(.enabled(if: TestDatabase.serverURL != nil)) struct MultiProcessClusterTests {
     typealias Node = ServeProcess
 
-    @Test func aNodeKilledMidConversationLosesNothing() async throws {
+    @Test(.heavy) func aNodeKilledMidConversationLosesNothing() async throws {
         let database = try await TestDatabase.create()
         // No PARLEY_JWT_SECRET: the nodes share their signing keys through the database, so the
         // client that moves from the killed node to the survivor keeps its token.

@@ -50,7 +50,7 @@ import FoundationNetworking
         return (process, URL(string: "http://127.0.0.1:\(port)")!, prefix)
     }
 
-    @Test func theShippedConfigurationCarriesRESTTheWebSocketAndUploads() async throws {
+    @Test(.heavy) func theShippedConfigurationCarriesRESTTheWebSocketAndUploads() async throws {
         let server = try await TestServer.start { $0.trustedProxies = ["127.0.0.1"] }
         defer { Task { await server.stop() } }
         let (nginx, url, prefix) = try Self.startNginx(upstreamPort: server.port)
@@ -88,7 +88,7 @@ import FoundationNetworking
     }
 
     /// Per-address login limits see the client's address through a trusted proxy, and only then.
-    @Test func perAddressLimitsCountTheClientBehindATrustedProxy() async throws {
+    @Test(.heavy) func perAddressLimitsCountTheClientBehindATrustedProxy() async throws {
         func failedLogins(_ url: URL, from address: String, times: Int) async throws -> [Int] {
             var statuses: [Int] = []
             for n in 0..<times {

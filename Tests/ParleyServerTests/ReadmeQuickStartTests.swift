@@ -22,7 +22,7 @@ import Testing
             .split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
     }
 
-    @Test func theQuickStartCommandsWorkAsWritten() async throws {
+    @Test(.heavy) func theQuickStartCommandsWorkAsWritten() async throws {
         let server = try ServeProcess(name: "readme", openOrganizations: false)  // as `swift run parley serve` runs
         defer { server.stop() }
         try await server.waitUntilReady()

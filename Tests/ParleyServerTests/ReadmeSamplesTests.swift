@@ -10,7 +10,7 @@ import Testing
 @Suite struct ReadmeSamplesTests {
     static var binary: URL { ServeProcess.binary.deletingLastPathComponent().appendingPathComponent("SDKQuickStart") }
 
-    @Test func theSDKSampleRunsAsWrittenOnAFirstRunAndSendsOnce() async throws {
+    @Test(.heavy) func theSDKSampleRunsAsWrittenOnAFirstRunAndSendsOnce() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let alice = try await server.api().register(RegisterRequest(

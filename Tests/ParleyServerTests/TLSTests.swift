@@ -112,7 +112,7 @@ import FoundationNetworking
     }
 
     /// The real binary: `parley serve --tls-cert --tls-key` and SIGHUP.
-    @Test func parleyServeReloadsOnSIGHUP() async throws {
+    @Test(.heavy) func parleyServeReloadsOnSIGHUP() async throws {
         let first = try TestCertificateAuthority(name: "First CA")
         let second = try TestCertificateAuthority(name: "Second CA")
         let (directory, files) = try Self.files(first)

@@ -82,7 +82,7 @@ import Testing
 
     static func count(_ text: String, in screen: String) -> Int { screen.components(separatedBy: text).count - 1 }
 
-    @Test func twoPeopleChatInTwoTerminalsThroughOutagesAndSignIn() async throws {
+    @Test(.heavy) func twoPeopleChatInTwoTerminalsThroughOutagesAndSignIn() async throws {
         // A real `parley serve`, so the outage below is a real one (SIGKILL).
         let dataDirectory = TestServer.temporaryDirectory()
         var server = try ServeProcess(name: "terminal", dataDirectory: dataDirectory)

@@ -41,7 +41,7 @@ import Testing
         try await page.press("Enter")
     }
 
-    @Test func twoPeopleChatInTwoBrowsersAndWithATerminal() async throws {
+    @Test(.heavy) func twoPeopleChatInTwoBrowsersAndWithATerminal() async throws {
         let data = TestServer.temporaryDirectory()
         var server = try ServeProcess(name: "web", dataDirectory: data)
         defer { server.stop() }

@@ -160,10 +160,25 @@ extension LocalDatabase {
         }
     }
 
-    /// Stores the directory (names for offline screens).
-    public func store(users: [User]) async throws {
+    /// Stores the directory (names for offline screens). Users in `keepingPresenceOf` keep the
+    /// presence the cache has (a live event newer than this snapshot set it).
+    public func store(users: [User], keepingPresenceOf fresher: Set<EntityID> = []) async throws {
         try await writer.write { db in
             for user in users {
+                if fresher.contains(user.id) {
+                    try db.execute(
+                        sql: """
+                            INSERT INTO users (id, organization_id, email, display_name, is_online, last_seen_at)
+                            VALUES (?, ?, ?, ?, ?, ?)
+                            ON CONFLICT(id) DO UPDATE SET organization_id = excluded.organization_id,
+                                email = excluded.email, display_name = excluded.display_name
+                            """,
+                        arguments: [
+                            user.id.description, user.organizationId.description, user.email, user.displayName, user.isOnline,
+                            user.lastSeenAt?.millisecondsSince1970,
+                        ])
+                    continue
+                }
                 try db.execute(
                     sql: """
                         INSERT OR REPLACE INTO users (id, organization_id, email, display_name, is_online, last_seen_at)
