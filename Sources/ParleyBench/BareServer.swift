@@ -127,6 +127,8 @@ public enum BareServer {
 
 /// A benchmark could not run, in words.
 public struct BenchError: Error, CustomStringConvertible {
+    /// What went wrong.
     public var description: String
+    /// An error that says `description`.
     public init(_ description: String) { self.description = description }
 }

@@ -4,24 +4,33 @@ import ParleyProtocol
 /// Group fan-out: G groups of S members, one WebSocket each, senders sending into their
 /// group; against Parley and against the bare broadcast floor, with the same generator.
 public struct FanoutOptions: Sendable {
+    /// How many groups (a conversation each for Parley, a broadcast group for the floor).
     public var groups = 5
+    /// Members per group, one WebSocket each.
     public var size = 20
     /// Total messages/s; 0 = as fast as the server keeps up.
     public var rate: Double = 0
+    /// Seconds measured, after the warmup.
     public var duration: Double = 10
+    /// Seconds of sending before the measurement starts.
     public var warmup: Double = 2
+    /// Sends a sender may have without an ack.
     public var inFlight = 2
     /// Members of each group that send (the first ones); nil = all.
     public var sendersPerGroup: Int?
+    /// Event loop threads of the load generator.
     public var threads = 1
     /// With `servers` of more than one node: senders on the first node, receivers on the others.
     public var cross = false
+    /// Log what each receiver got, for the exactly-once check (tests; costs memory).
     public var verify = false
     /// Per sender, when set: stop after this many (tests).
     public var messagesPerSender: Int?
 
+    /// The defaults: 5 groups of 20, every member sending as fast as the server keeps up.
     public init() {}
 
+    /// WebSockets in all: `groups × size`.
     public var connections: Int { groups * size }
     var senders: Int { Swift.min(size, sendersPerGroup ?? size) }
 
@@ -35,6 +44,7 @@ public struct FanoutOptions: Sendable {
     }
 }
 
+/// Runs the group fan-out: against Parley servers, or against the bare broadcast floor.
 public enum FanoutScenario {
     /// Against Parley servers (one URL, or several nodes on one database): users, groups and
     /// tokens are set up through the first.

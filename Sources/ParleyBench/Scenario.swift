@@ -7,9 +7,13 @@ import ParleyServer
 
 /// A user the setup registered, and the group it belongs to.
 public struct BenchMember: Sendable {
+    /// The member's access token.
     public var token: String
+    /// The member's user id.
     public var userId: EntityID
+    /// The index of its group.
     public var group: Int
+    /// Its group's conversation.
     public var conversationId: EntityID
 }
 
@@ -125,10 +129,14 @@ public enum ParleySetup {
 
 /// One host:port a generator drives.
 public struct BenchEndpoint: Sendable {
+    /// The server's host name or address.
     public var host: String
+    /// The server's port.
     public var port: Int
+    /// The WebSocket path, e.g. `/api/v1/ws`.
     public var path: String
 
+    /// An endpoint from its parts.
     public init(host: String, port: Int, path: String) {
         self.host = host
         self.port = port
@@ -144,13 +152,20 @@ public struct BenchEndpoint: Sendable {
 
 /// The figures of one generator run.
 public struct RunResult: Sendable {
+    /// The merged counters and latencies of every event loop.
     public var stats: LoadStats
+    /// How long the measurement window lasted, in seconds.
     public var seconds: Double
+    /// How many sockets failed to connect.
     public var connectFailures: Int
+    /// The first connect error, if any.
     public var connectError: String?
+    /// Every socket's receipt log when the policy verifies, else empty.
     public var logs: [ReceiptLog]
 
+    /// Positively acknowledged sends per second in the measurement window.
     public var messagesPerSecond: Double { Double(stats.acked) / seconds }
+    /// Messages received from other members per second in the measurement window.
     public var deliveriesPerSecond: Double { Double(stats.deliveries) / seconds }
 }
 
@@ -243,6 +258,7 @@ public enum LoadRun {
 }
 
 extension LoadGenerator {
+    /// Closes the measurement window.
     public func setMeasuringOff() async { await setMeasuring(false) }
 }
 
@@ -253,9 +269,12 @@ extension Duration {
 
 /// Percentiles of a nanosecond histogram, in milliseconds.
 public struct LatencySummary: Sendable {
+    /// How many values the histogram holds.
     public var count: UInt64
+    /// The 50th, 90th, 99th and 99.9th percentiles and the maximum, in milliseconds (0 when empty).
     public var p50: Double, p90: Double, p99: Double, p999: Double, max: Double
 
+    /// The summary of a histogram of nanoseconds.
     public init(_ histogram: Histogram<UInt64>) {
         count = histogram.totalCount
         func ms(_ value: UInt64) -> Double { Double(value) / 1e6 }
@@ -270,10 +289,12 @@ public struct LatencySummary: Sendable {
         }
     }
 
+    /// The count and the figures as `p50_ms` ... `max_ms`, for a JSON line.
     public var json: [String: Any] {
         ["count": Int(count), "p50_ms": p50, "p90_ms": p90, "p99_ms": p99, "p999_ms": p999, "max_ms": max]
     }
 
+    /// The five figures as table columns, 9 characters each with 2 decimals.
     public var row: String {
         String(format: "%9.2f%9.2f%9.2f%9.2f%9.2f", p50, p90, p99, p999, max)
     }

@@ -3,9 +3,12 @@ import ParleyProtocol
 
 /// Where a tapped notification leads: a conversation, and the message that was announced.
 public struct PushRoute: Sendable, Equatable {
+    /// The conversation to open.
     public var conversationId: EntityID
+    /// The announced message, when the notification names one.
     public var messageId: EntityID?
 
+    /// A route to a conversation and, optionally, one of its messages.
     public init(conversationId: EntityID, messageId: EntityID?) {
         self.conversationId = conversationId
         self.messageId = messageId

@@ -13,6 +13,7 @@ public struct ClientEnvironment: Sendable {
     /// A number in 0...1 for backoff jitter.
     public var random: @Sendable () -> Double
 
+    /// An environment of these functions (tests pass their own; ``live`` is the default).
     public init(
         now: @escaping @Sendable () -> Date, uptime: @escaping @Sendable () -> Duration,
         newID: @escaping @Sendable () -> String, sleep: @escaping @Sendable (Duration) async throws -> Void,

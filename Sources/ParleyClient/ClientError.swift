@@ -17,15 +17,18 @@ public struct ClientError: Error, Sendable, Equatable, CustomStringConvertible {
         case disconnected
     }
 
+    /// What kind of failure this is.
     public var kind: Kind
     /// The contract's code when the server sent one.
     public var code: ErrorCode?
     /// The HTTP status, for HTTP answers.
     public var httpStatus: Int?
+    /// What went wrong, in words: the server's message for `server` errors.
     public var message: String
     /// Seconds the server asked to wait before trying again (`rate_limited`, `unavailable`).
     public var retryAfter: TimeInterval?
 
+    /// An error of these values.
     public init(kind: Kind, code: ErrorCode? = nil, httpStatus: Int? = nil, message: String, retryAfter: TimeInterval? = nil) {
         self.kind = kind
         self.code = code
@@ -45,6 +48,7 @@ public struct ClientError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The message, prefixed with the code (`code: message`) when there is one.
     public var description: String {
         if let code { return "\(code.rawValue): \(message)" }
         return message

@@ -2,9 +2,12 @@ import Foundation
 
 /// Data of the `typing` command.
 public struct TypingCommand: Codable, Sendable, Equatable {
+    /// The conversation being typed in.
     public var conversationId: EntityID
+    /// True while typing (it lapses 3 s after the last `true`); false when stopped.
     public var isTyping: Bool
 
+    /// A command with these fields.
     public init(conversationId: EntityID, isTyping: Bool) {
         self.conversationId = conversationId
         self.isTyping = isTyping
@@ -13,9 +16,12 @@ public struct TypingCommand: Codable, Sendable, Equatable {
 
 /// Data of the `delivered` command.
 public struct DeliveredCommand: Codable, Sendable, Equatable {
+    /// The conversation the messages were received in.
     public var conversationId: EntityID
+    /// Everything up to this seq has been received; the watermark only moves up.
     public var upToSeq: Int64
 
+    /// A command with these fields.
     public init(conversationId: EntityID, upToSeq: Int64) {
         self.conversationId = conversationId
         self.upToSeq = upToSeq
@@ -24,18 +30,26 @@ public struct DeliveredCommand: Codable, Sendable, Equatable {
 
 /// Data of the `focus` command: the conversation the user is looking at, or none.
 public struct FocusCommand: Codable, Sendable, Equatable {
+    /// The conversation in view; nil clears the focus.
     public var conversationId: EntityID?
 
+    /// A command focusing this conversation, or none.
     public init(conversationId: EntityID?) { self.conversationId = conversationId }
 }
 
 /// A command a client sends over the WebSocket; the server answers each with one reply.
 public enum ClientCommand: Sendable, Equatable {
+    /// `message.send`: send or forward a message.
     case sendMessage(SendMessageRequest)
+    /// `typing`: start or stop typing.
     case typing(TypingCommand)
+    /// `read`: move the read watermark.
     case read(ReadRequest)
+    /// `delivered`: move the delivered watermark.
     case delivered(DeliveredCommand)
+    /// `focus`: say which conversation the user is looking at.
     case focus(FocusCommand)
+    /// `ping`: carries nothing; answered with an empty reply.
     case ping
 
     /// The `type` string of the frame.
@@ -55,8 +69,10 @@ public enum ClientCommand: Sendable, Equatable {
 public struct ClientFrame: Codable, Sendable, Equatable {
     /// Chosen by the client; echoed as the reply's `replyTo`.
     public var id: String
+    /// The command and its data.
     public var command: ClientCommand
 
+    /// A frame carrying this command under this id.
     public init(id: String, command: ClientCommand) {
         self.id = id
         self.command = command
@@ -64,6 +80,7 @@ public struct ClientFrame: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey { case id, type, data }
 
+    /// Decodes `data` by `type`; `focus` may omit it (no focus); an unknown type fails to decode.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decode(String.self, forKey: .id)
@@ -81,6 +98,7 @@ public struct ClientFrame: Codable, Sendable, Equatable {
         }
     }
 
+    /// Writes `{"id", "type", "data"}` (`ping` carries `{}`).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(id, forKey: .id)
@@ -100,6 +118,7 @@ public struct ClientFrame: Codable, Sendable, Equatable {
 public struct ReplyFrame<Payload: Codable & Sendable & Equatable>: Codable, Sendable, Equatable {
     /// The command's id; null when the frame had no usable id.
     public var replyTo: String?
+    /// The data of a positive reply, or the error.
     public var result: Result<Payload, ErrorInfo>
 
     /// A positive reply.
@@ -116,6 +135,7 @@ public struct ReplyFrame<Payload: Codable & Sendable & Equatable>: Codable, Send
 
     private enum CodingKeys: String, CodingKey { case replyTo, ok, data, error }
 
+    /// Reads `data` when `ok` is true, else `error`.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         replyTo = try c.decodeIfPresent(String.self, forKey: .replyTo)
@@ -126,6 +146,7 @@ public struct ReplyFrame<Payload: Codable & Sendable & Equatable>: Codable, Send
         }
     }
 
+    /// Writes `replyTo` (null when nil), `ok`, and `data` or `error`.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         // `replyTo` is written even when nil: the contract shows `"replyTo": null`.
@@ -145,15 +166,18 @@ public struct ReplyFrame<Payload: Codable & Sendable & Equatable>: Codable, Send
 public struct FrameHeader: Decodable, Sendable {
     /// A client command's id (only when it is a string).
     public var id: String?
+    /// The frame's `type` (commands and events).
     public var type: String?
     /// Present (possibly null) on replies.
     public var replyTo: String?
+    /// Present on replies: whether the command succeeded.
     public var ok: Bool?
     /// Whether the frame is a reply (it has an `ok` key).
     public var isReply: Bool { ok != nil }
 
     private enum CodingKeys: String, CodingKey { case id, type, replyTo, ok }
 
+    /// Reads each key leniently: a missing key, or one of another type, is nil.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try? c.decodeIfPresent(String.self, forKey: .id)

@@ -87,6 +87,7 @@ public struct EntityID: Hashable, Comparable, Sendable, Codable, CustomStringCon
         }
     }
 
+    /// Decodes an id from a string in either case; throws when the string is not a UUID.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         let text = try container.decode(String.self)
@@ -97,6 +98,7 @@ public struct EntityID: Hashable, Comparable, Sendable, Codable, CustomStringCon
         self = id
     }
 
+    /// Encodes the id as its lowercase string.
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(description)

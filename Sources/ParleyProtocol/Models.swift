@@ -1,6 +1,5 @@
 import Foundation
 
-/// A person in an organization, as the directory and the gateway show them.
 /// What a user may do in their organization.
 public enum UserRole: String, Codable, Sendable, Equatable {
     /// Manages invites, allowed domains, roles and deactivation.
@@ -11,12 +10,16 @@ public enum UserRole: String, Codable, Sendable, Equatable {
 
 /// An organization: everyone in it sees each other; nobody outside sees anything (v1.1).
 public struct Organization: Codable, Sendable, Equatable, Identifiable {
+    /// The organization's id.
     public var id: EntityID
+    /// Its name; registration and login match it without case.
     public var name: String
     /// Email domains whose addresses may join without an invite (whole domains, lowercase).
     public var allowedEmailDomains: [String]
+    /// When the organization was created.
     public var createdAt: Date
 
+    /// An organization with these fields.
     public init(id: EntityID, name: String, allowedEmailDomains: [String], createdAt: Date) {
         self.id = id
         self.name = name
@@ -29,15 +32,20 @@ public struct Organization: Codable, Sendable, Equatable, Identifiable {
 public struct Invite: Codable, Sendable, Equatable {
     /// The secret to register with (long and random).
     public var code: String
+    /// The organization it admits to.
     public var organizationId: EntityID
     /// When set, only this address may use it.
     public var email: String?
+    /// How many registrations it admits in all.
     public var maxUses: Int
+    /// How many registrations have used it so far.
     public var uses: Int
+    /// After this it admits nobody.
     public var expiresAt: Date
     /// The admin who made it.
     public var createdBy: EntityID
 
+    /// An invite with these fields.
     public init(code: String, organizationId: EntityID, email: String?, maxUses: Int, uses: Int, expiresAt: Date, createdBy: EntityID) {
         self.code = code
         self.organizationId = organizationId
@@ -49,10 +57,15 @@ public struct Invite: Codable, Sendable, Equatable {
     }
 }
 
+/// A person in an organization, as the directory and the gateway show them.
 public struct User: Codable, Sendable, Equatable, Identifiable {
+    /// The user's id.
     public var id: EntityID
+    /// The organization the user belongs to.
     public var organizationId: EntityID
+    /// The address they sign in with, trimmed and lowercased.
     public var email: String
+    /// The name others see (1–100 characters).
     public var displayName: String
     /// Whether the user has at least one live connection.
     public var isOnline: Bool
@@ -86,6 +99,7 @@ public enum ConversationType: String, Codable, Sendable, CaseIterable {
 
 /// One participant's watermarks in a conversation.
 public struct Member: Codable, Sendable, Equatable {
+    /// The participant these watermarks belong to.
     public var userId: EntityID
     /// "I have read everything up to this seq."
     public var readSeq: Int64
@@ -102,17 +116,27 @@ public struct Member: Codable, Sendable, Equatable {
 
 /// A conversation as one caller sees it (`unreadCount` and `readSeq` are the caller's own).
 public struct Conversation: Codable, Sendable, Equatable, Identifiable {
+    /// The conversation's id.
     public var id: EntityID
+    /// Direct or group.
     public var type: ConversationType
+    /// A group's name; absent for direct conversations and unnamed groups.
     public var name: String?
+    /// Everyone in the conversation, the caller included (left out on the wire for a large group).
     public var participantIds: [EntityID]
+    /// When the conversation was created.
     public var createdAt: Date
+    /// When its newest message was sent (else its creation); edits do not move it.
     public var lastActivityAt: Date
     /// The conversation's sequence counter: the seq of its latest change.
     public var lastSeq: Int64
+    /// The message with the highest seq, system messages included; absent before any.
     public var lastMessage: Message?
+    /// The caller's unread count: others' messages, not deleted or `system`, above `readSeq`.
     public var unreadCount: Int
+    /// The caller's read watermark: everything up to this seq is read.
     public var readSeq: Int64
+    /// Each participant's watermarks (left out on the wire for a large group).
     public var members: [Member]
     /// How many participants the conversation has (v1.2). Above the server's large-group size
     /// `participantIds` and `members` are left out on the wire (they decode empty); page them
@@ -197,6 +221,7 @@ public struct Conversation: Codable, Sendable, Equatable, Identifiable {
 
 /// The kind of a message.
 public enum MessageType: String, Codable, Sendable, CaseIterable {
+    /// Sent by users: plain text, an attachment of some kind, or a shared location.
     case text, image, video, audio, file, location
     /// Written by the server only (renames, membership changes).
     case system
@@ -212,13 +237,21 @@ public enum MessageType: String, Codable, Sendable, CaseIterable {
 
 /// An uploaded file a message refers to.
 public struct Attachment: Codable, Sendable, Equatable, Identifiable {
+    /// The attachment's id.
     public var id: EntityID
+    /// The file name given at upload.
     public var name: String
+    /// The MIME type declared at upload.
     public var contentType: String
+    /// The size in bytes.
     public var size: Int64
+    /// Where to download it (`/api/v1/attachments/{id}`).
     public var url: String
+    /// Width in pixels (PNG, GIF and JPEG images).
     public var width: Int?
+    /// Height in pixels (PNG, GIF and JPEG images).
     public var height: Int?
+    /// Playing time in milliseconds, when known.
     public var durationMs: Int?
 
     /// An attachment as the wire carries it.
@@ -239,24 +272,35 @@ public struct Attachment: Codable, Sendable, Equatable, Identifiable {
 
 /// A message, numbered by its conversation's gapless sequence.
 public struct Message: Codable, Sendable, Equatable, Identifiable {
+    /// The message's id.
     public var id: EntityID
+    /// The conversation it belongs to.
     public var conversationId: EntityID
     /// The seq the message took when it was created; its place in the conversation.
     public var seq: Int64
     /// The seq of the message's latest change (equal to `seq` until edited, deleted or reacted to).
     public var updatedSeq: Int64
+    /// Who sent it (for a `system` message, who made the change).
     public var senderId: EntityID
     /// The sender's temporary id, unique per sender: what makes retries safe.
     public var clientMessageId: String
+    /// What kind of message it is.
     public var type: MessageType
+    /// The trimmed text; may be empty for non-text types, and is emptied on delete.
     public var text: String
+    /// The message of the same conversation this one replies to.
     public var replyToId: EntityID?
+    /// The file of an `image`, `video`, `audio` or `file` message.
     public var attachment: Attachment?
+    /// Extra string pairs (a location's `latitude` and `longitude`, a system message's `action`).
     public var metadata: [String: String]?
     /// Emoji to the users who reacted with it.
     public var reactions: [String: [EntityID]]
+    /// When the message was stored.
     public var createdAt: Date
+    /// When the text was last edited; absent if never.
     public var editedAt: Date?
+    /// When the message was deleted; it stays as a tombstone with its `seq`.
     public var deletedAt: Date?
     /// The message this one is a forwarded copy of (an extension of the contract).
     public var forwardedFromId: EntityID?

@@ -9,10 +9,14 @@ public struct PushNotificationPayload: Codable, Sendable, Equatable {
     public struct APS: Codable, Sendable, Equatable {
         /// Title (the sender's name), body (the text), and when several messages were merged, a subtitle.
         public struct Alert: Codable, Sendable, Equatable {
+            /// The sender's name.
             public var title: String
+            /// "N new messages" when several were merged.
             public var subtitle: String?
+            /// The text, or what the attachment is, cut to 240 characters.
             public var body: String
 
+            /// An alert; no subtitle by default.
             public init(title: String, subtitle: String? = nil, body: String) {
                 self.title = title
                 self.subtitle = subtitle
@@ -20,15 +24,20 @@ public struct PushNotificationPayload: Codable, Sendable, Equatable {
             }
         }
 
+        /// What the notification shows.
         public var alert: Alert
         /// The user's total unread count.
         public var badge: Int?
+        /// The sound to play (`default`).
         public var sound: String
         /// Groups notifications by conversation.
         public var threadId: String
+        /// The notification category (`CHAT_MESSAGE`).
         public var category: String
+        /// 1: a notification service extension may change the content before it is shown.
         public var mutableContent: Int
 
+        /// Apple's part; the defaults are what every chat notification uses.
         public init(alert: Alert, badge: Int?, threadId: String, sound: String = "default", category: String = "CHAT_MESSAGE", mutableContent: Int = 1) {
             self.alert = alert
             self.badge = badge
@@ -45,15 +54,20 @@ public struct PushNotificationPayload: Codable, Sendable, Equatable {
         }
     }
 
+    /// What iOS shows.
     public var aps: APS
+    /// The conversation of the message.
     public var conversationId: EntityID
+    /// The newest message the notification stands for.
     public var messageId: EntityID
+    /// Who sent that message.
     public var senderId: EntityID
     /// Always "chat_message".
     public var type: String
     /// How many new messages this notification stands for (more than 1 when a burst was merged).
     public var messageCount: Int
 
+    /// A payload with these parts; `type` is always `chat_message`.
     public init(aps: APS, conversationId: EntityID, messageId: EntityID, senderId: EntityID, messageCount: Int = 1) {
         self.aps = aps
         self.conversationId = conversationId

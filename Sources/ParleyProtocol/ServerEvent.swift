@@ -2,12 +2,14 @@ import Foundation
 
 /// Data of `hello`, the first frame on every connection.
 public struct HelloEvent: Codable, Sendable, Equatable {
+    /// The connected user.
     public var user: User
     /// Identifies this connection in the server's logs.
     public var sessionId: String
     /// The client should send something at least this often; silence for twice as long drops it.
     public var heartbeatSeconds: Int
 
+    /// A hello with these fields.
     public init(user: User, sessionId: String, heartbeatSeconds: Int) {
         self.user = user
         self.sessionId = sessionId
@@ -17,24 +19,32 @@ public struct HelloEvent: Codable, Sendable, Equatable {
 
 /// Data of `message.created` and `message.updated`.
 public struct MessageEvent: Codable, Sendable, Equatable {
+    /// The message in its current state.
     public var message: Message
 
+    /// An event carrying this message.
     public init(message: Message) { self.message = message }
 }
 
 /// Data of `conversation.updated`.
 public struct ConversationEvent: Codable, Sendable, Equatable {
+    /// The conversation as the receiving user sees it.
     public var conversation: Conversation
 
+    /// An event carrying this conversation.
     public init(conversation: Conversation) { self.conversation = conversation }
 }
 
 /// Data of the `typing` event.
 public struct TypingEvent: Codable, Sendable, Equatable {
+    /// The conversation typed in.
     public var conversationId: EntityID
+    /// Who is typing.
     public var userId: EntityID
+    /// False once they stop, or 3 s after their last `true`.
     public var isTyping: Bool
 
+    /// An event with these fields.
     public init(conversationId: EntityID, userId: EntityID, isTyping: Bool) {
         self.conversationId = conversationId
         self.userId = userId
@@ -44,11 +54,16 @@ public struct TypingEvent: Codable, Sendable, Equatable {
 
 /// Data of the `receipt` event: one member's watermarks after a change.
 public struct ReceiptEvent: Codable, Sendable, Equatable {
+    /// The conversation the watermarks are in.
     public var conversationId: EntityID
+    /// The member whose watermarks changed.
     public var userId: EntityID
+    /// Everything up to this seq is read.
     public var readSeq: Int64
+    /// Everything up to this seq is received.
     public var deliveredSeq: Int64
 
+    /// An event with these fields.
     public init(conversationId: EntityID, userId: EntityID, readSeq: Int64, deliveredSeq: Int64) {
         self.conversationId = conversationId
         self.userId = userId
@@ -59,12 +74,16 @@ public struct ReceiptEvent: Codable, Sendable, Equatable {
 
 /// Data of the `presence` event.
 public struct PresenceEvent: Codable, Sendable, Equatable {
+    /// The user whose presence changed.
     public var userId: EntityID
+    /// Whether the user has a live connection.
     public var isOnline: Bool
+    /// When their last connection closed; sent when they go offline.
     public var lastSeenAt: Date?
     /// The conversation the user is looking at; only sent to its participants.
     public var conversationId: EntityID?
 
+    /// An event with these fields; the optional ones are absent by default.
     public init(userId: EntityID, isOnline: Bool, lastSeenAt: Date? = nil, conversationId: EntityID? = nil) {
         self.userId = userId
         self.isOnline = isOnline
@@ -73,8 +92,6 @@ public struct PresenceEvent: Codable, Sendable, Equatable {
     }
 }
 
-/// Data of `receipt.summary` (v1.2): in a large group, instead of each member's `receipt`,
-/// how many members have read and received up to the conversation's newest seq.
 /// v1.2: new messages in a large group, one frame for every member (`conversation.activity`).
 ///
 /// Sent in place of each member's own `conversation.updated` view after new messages, so the
@@ -83,13 +100,16 @@ public struct PresenceEvent: Codable, Sendable, Equatable {
 /// applied (another sender's countable message above its `readSeq` adds one), and a client that
 /// finds `lastSeq` beyond what it applied has missed events and reads the conversation again.
 public struct ConversationActivityEvent: Codable, Sendable, Equatable {
+    /// The conversation with new messages.
     public var conversationId: EntityID
     /// The conversation's sequence after the newest message.
     public var lastSeq: Int64
+    /// When the newest message was sent.
     public var lastActivityAt: Date
     /// The newest message.
     public var lastMessage: Message
 
+    /// An event with these fields.
     public init(conversationId: EntityID, lastSeq: Int64, lastActivityAt: Date, lastMessage: Message) {
         self.conversationId = conversationId
         self.lastSeq = lastSeq
@@ -98,13 +118,19 @@ public struct ConversationActivityEvent: Codable, Sendable, Equatable {
     }
 }
 
+/// Data of `receipt.summary` (v1.2): in a large group, instead of each member's `receipt`,
+/// how many members have read and received up to the conversation's newest seq.
 public struct ReceiptSummaryEvent: Codable, Sendable, Equatable {
+    /// The conversation the counts are for.
     public var conversationId: EntityID
     /// The newest seq the counts are for.
     public var seq: Int64
+    /// Members whose `readSeq` reaches `seq`.
     public var readCount: Int
+    /// Members whose `deliveredSeq` reaches `seq`.
     public var deliveredCount: Int
 
+    /// An event with these fields.
     public init(conversationId: EntityID, seq: Int64, readCount: Int, deliveredCount: Int) {
         self.conversationId = conversationId
         self.seq = seq
@@ -116,9 +142,12 @@ public struct ReceiptSummaryEvent: Codable, Sendable, Equatable {
 /// Data of `typing.summary` (v1.2): in a large group, how many members are typing when more
 /// than the few named in `typing` events are.
 public struct TypingSummaryEvent: Codable, Sendable, Equatable {
+    /// The conversation typed in.
     public var conversationId: EntityID
+    /// How many members are typing in all.
     public var count: Int
 
+    /// An event with these fields.
     public init(conversationId: EntityID, count: Int) {
         self.conversationId = conversationId
         self.count = count
@@ -127,15 +156,25 @@ public struct TypingSummaryEvent: Codable, Sendable, Equatable {
 
 /// An event the server pushes without being asked (`{"type", "data"}`, no id).
 public enum ServerEvent: Codable, Sendable, Equatable {
+    /// `hello`: the first frame on every connection.
     case hello(HelloEvent)
+    /// `message.created`: a new message.
     case messageCreated(MessageEvent)
+    /// `message.updated`: a message was edited, deleted or reacted to.
     case messageUpdated(MessageEvent)
+    /// `conversation.updated`: the receiver's view of a conversation after a change.
     case conversationUpdated(ConversationEvent)
+    /// `typing`: someone started or stopped typing.
     case typing(TypingEvent)
+    /// `receipt`: a member's watermarks moved.
     case receipt(ReceiptEvent)
+    /// `presence`: a user came online, went offline or changed focus.
     case presence(PresenceEvent)
+    /// `receipt.summary` (v1.2): a large group's read and delivered counts.
     case receiptSummary(ReceiptSummaryEvent)
+    /// `typing.summary` (v1.2): how many members of a large group are typing.
     case typingSummary(TypingSummaryEvent)
+    /// `conversation.activity` (v1.2): new messages in a large group.
     case conversationActivity(ConversationActivityEvent)
 
     /// The `type` string of the frame.
@@ -159,6 +198,7 @@ public enum ServerEvent: Codable, Sendable, Equatable {
     /// Thrown for an event type this version does not know; readers skip such frames.
     public struct UnknownType: Error, Sendable { public var type: String }
 
+    /// Decodes `data` by the frame's `type`; throws ``UnknownType`` for a type it does not know.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let type = try c.decode(String.self, forKey: .type)
@@ -177,6 +217,7 @@ public enum ServerEvent: Codable, Sendable, Equatable {
         }
     }
 
+    /// Writes `{"type", "data"}`.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(type, forKey: .type)

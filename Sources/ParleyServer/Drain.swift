@@ -10,6 +10,7 @@ import UnixSignals
 public final class DrainState: Sendable {
     private let draining = Atomic<Bool>(false)
 
+    /// A state that is not draining.
     public init() {}
 
     /// True from SIGTERM until the process ends.

@@ -7,15 +7,20 @@ import ParleyProtocol
 public struct ChatScreen: Sendable, Equatable {
     /// One row of the conversation list.
     public struct Row: Sendable, Equatable {
+        /// The conversation's id.
         public var id: EntityID
+        /// The conversation's title.
         public var title: String
+        /// The line under the title when nobody types: "Ada: hello", "No messages yet".
         public var preview: String
+        /// How many messages are unread (the badge).
         public var unread: Int
         /// Direct conversations: whether the other person is online; nil for groups.
         public var online: Bool?
         /// "Ada is typing…" when someone is.
         public var typing: String?
 
+        /// A row of these values.
         public init(id: EntityID, title: String, preview: String, unread: Int, online: Bool?, typing: String?) {
             self.id = id
             self.title = title
@@ -33,21 +38,27 @@ public struct ChatScreen: Sendable, Equatable {
     public var account: String = ""
     /// The connection banner's text; nil while connected.
     public var banner: String?
+    /// The conversation list, in display order.
     public var rows: [Row] = []
     /// The highlighted row of the list.
     public var selectedRow: Int = 0
     /// The open conversation's title and subtitle ("3 members" or "online").
     public var chatTitle: String?
+    /// The open conversation's subtitle; empty for none.
     public var chatSubtitle: String = ""
+    /// The open conversation's timeline: day separators, messages, system notices.
     public var timeline: [ChatPresentation.Item] = []
     /// The highlighted message (message mode), by ``LocalMessage/id``.
     public var selectedMessage: String?
     /// Lines scrolled up from the newest.
     public var scroll: Int = 0
+    /// "Ada is typing…" under the timeline, or nil.
     public var typingLine: String?
+    /// Where keys go now.
     public var focus: Focus = .input
     /// What the input line is for: "Reply to Ada", "Edit", or a login prompt.
     public var inputLabel: String?
+    /// The input line's text and cursor.
     public var input = LineEditor()
     /// Hide the input's characters (passwords).
     public var masked = false
@@ -55,8 +66,10 @@ public struct ChatScreen: Sendable, Equatable {
     public var status: String?
     /// Search results or help text shown in place of the chat.
     public var overlay: [String]?
+    /// The heading above ``overlay``, if any.
     public var overlayTitle: String?
 
+    /// An empty screen: no account, rows or chat, the focus on the input line.
     public init() {}
 
     /// Below this width one pane is shown at a time.

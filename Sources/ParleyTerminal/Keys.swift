@@ -14,6 +14,7 @@ public enum Key: Sendable, Equatable {
 public struct KeyParser: Sendable {
     private var pending: [UInt8] = []
 
+    /// A parser with nothing pending.
     public init() {}
 
     /// The keys in `bytes` (plus anything left from the previous call). A lone ESC at the end
@@ -97,6 +98,7 @@ public struct KeyParser: Sendable {
 
 /// The input line: text, a cursor, and the history of what was sent (Up/Down).
 public struct LineEditor: Sendable, Equatable {
+    /// The text being typed.
     public private(set) var text: String = ""
     /// The cursor, in characters from the start.
     public private(set) var cursor: Int = 0
@@ -104,6 +106,7 @@ public struct LineEditor: Sendable, Equatable {
     private var historyIndex: Int?
     private var draft = ""
 
+    /// An editor holding `text`, the cursor at its end, with no history.
     public init(text: String = "") {
         self.text = text
         cursor = text.count

@@ -4,15 +4,23 @@ import ParleyProtocol
 
 /// Signing in from inside the client: one question at a time on the input line.
 public struct LoginFlow: Sendable, Equatable {
+    /// The questions, in order; `displayName` is asked only when registering.
     public enum Step: Sendable, Equatable { case choice, organization, email, password, displayName }
 
+    /// The current question.
     public var step: Step = .choice
+    /// Whether the user chose to register rather than log in.
     public var registering = false
+    /// The organization given (trimmed).
     public var organization = ""
+    /// The email given (trimmed).
     public var email = ""
+    /// The password given, as typed (not trimmed).
     public var password = ""
+    /// The display name given (trimmed); asked only when registering.
     public var displayName = ""
 
+    /// A flow at its first question, with no answers.
     public init() {}
 
     /// The question for the current step.

@@ -10,8 +10,11 @@ import Synchronization
 public final class TerminalChat {
     /// A signed-in user and their token.
     public struct Session: Sendable {
+        /// The bearer token for the server.
         public var token: String
+        /// The signed-in user.
         public var user: User
+        /// A session of a token and its user.
         public init(token: String, user: User) {
             self.token = token
             self.user = user
@@ -20,14 +23,18 @@ public final class TerminalChat {
 
     /// Where the client keeps things and how it tells the caller about sign-in and sign-out.
     public struct Configuration: Sendable {
+        /// The server's base URL.
         public var serverURL: URL
         /// The folder of the SDK's database files (cache and outbox), one per user.
         public var databaseDirectory: String
+        /// Called with the new session after a sign-in or registration succeeds.
         public var onSignedIn: @Sendable (Session) -> Void
+        /// Called when the user logs out.
         public var onSignedOut: @Sendable () -> Void
         /// Extra certificate authorities for an `https` server (`--ca-file`).
         public var trust: ServerTrust?
 
+        /// A configuration of these values.
         public init(
             serverURL: URL, databaseDirectory: String, trust: ServerTrust? = nil, onSignedIn: @escaping @Sendable (Session) -> Void,
             onSignedOut: @escaping @Sendable () -> Void
@@ -60,6 +67,7 @@ public final class TerminalChat {
     private var lastVisibleId: String?
     private var observation: Task<Void, Never>?
 
+    /// A client that starts with `session`, or at the sign-in screen when it is nil.
     public init(configuration: Configuration, session: Session?) {
         self.configuration = configuration
         self.session = session

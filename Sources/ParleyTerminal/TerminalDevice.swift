@@ -18,6 +18,8 @@ public final class TerminalDevice {
     /// Input bytes as they arrive (one chunk per read); ends when stdin closes.
     public let input: AsyncStream<[UInt8]>
 
+    /// Saves the terminal's settings and starts reading stdin; the screen is untouched until
+    /// ``enter()``.
     public init() {
         var settings = termios()
         original = tcgetattr(STDIN_FILENO, &settings) == 0 ? settings : nil

@@ -148,6 +148,11 @@ func rssKB(_ pid: Int32) throws -> Double {
 
 /// A `bench connections-worker` process: opens its share, says READY, holds them until its
 /// stdin closes.
+///
+/// `@unchecked Sendable` because Foundation's `Process` and `Pipe` are not marked Sendable on
+/// Linux. It is safe as used: every stored property is a `let` set before the worker is shared,
+/// and after that only its file descriptor number is read (`ready()`), and its stdin closed
+/// and the process awaited (`stop()`), once, by the benchmark that owns it.
 final class Worker: @unchecked Sendable {
     let process: Process
     let input: Pipe

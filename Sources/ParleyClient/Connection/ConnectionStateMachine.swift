@@ -29,6 +29,7 @@ public struct ConnectionStateMachine: Sendable {
         /// How often to ping a live connection; two of these in silence declare it dead.
         public var heartbeat: Duration = .seconds(30)
 
+        /// A policy with these tunables; the defaults are 8 attempts, 30 s and 30 s.
         public init(maxAttempts: Int = 8, maxDelay: Duration = .seconds(30), heartbeat: Duration = .seconds(30)) {
             self.maxAttempts = maxAttempts
             self.maxDelay = maxDelay
@@ -76,7 +77,9 @@ public struct ConnectionStateMachine: Sendable {
         case synchronize
     }
 
+    /// The current state, for the banner.
     public private(set) var state: ConnectionState = .disconnected
+    /// The tunables this machine runs with.
     public let policy: Policy
     private var failures = 0
     private var lastFrame: Duration = .zero

@@ -6,7 +6,9 @@ import ParleyProtocol
 public struct OutboxEntry: Sendable, Equatable {
     /// FIFO order across the outbox.
     public var position: Int64
+    /// The send request, with its client message id.
     public var request: SendMessageRequest
+    /// The conversation it goes to.
     public var conversationId: EntityID
     /// Failed attempts so far.
     public var attempts: Int

@@ -6,9 +6,11 @@ import ParleyProtocol
 public struct PendingChange: Sendable, Equatable {
     /// Order across all pending changes: they are sent in this order.
     public var position: Int64
+    /// The conversation of the message.
     public var conversationId: EntityID
     /// The server's id of the message changed.
     public var messageId: EntityID
+    /// The edit, reaction or removed reaction.
     public var change: MessageChange
     /// Failed attempts so far.
     public var attempts: Int

@@ -15,9 +15,12 @@ public struct LocalDatabase: Sendable {
 
     /// How much history the cache keeps (seed 004: the newest 500, at most 7 days).
     public struct Retention: Sendable, Equatable {
+        /// How many confirmed messages each conversation keeps (the newest).
         public var maxMessagesPerConversation: Int
+        /// Confirmed messages older than this are dropped.
         public var maxAge: Duration
 
+        /// A retention of these limits; the defaults keep the newest 500, at most 7 days.
         public init(maxMessagesPerConversation: Int = 500, maxAge: Duration = .seconds(7 * 24 * 3600)) {
             self.maxMessagesPerConversation = maxMessagesPerConversation
             self.maxAge = maxAge

@@ -26,25 +26,39 @@ public enum Delivery: Sendable, Equatable {
 /// Its identity (`id`) is the sender and the client's temp id, so a temporary message and the
 /// server's copy are the same row: the swap never shows the message twice.
 public struct LocalMessage: Sendable, Equatable, Identifiable {
+    /// Who sent it.
     public var senderId: EntityID
+    /// The id the sending client gave it.
     public var clientMessageId: String
+    /// The conversation it belongs to.
     public var conversationId: EntityID
     /// The server's id, once stored there.
     public var serverId: EntityID?
     /// The server's seq, once stored there; nil while sending.
     public var seq: Int64?
+    /// The seq of its latest version (its own seq until it changes), once stored there.
     public var updatedSeq: Int64?
+    /// The message type.
     public var type: MessageType
+    /// The text (empty once deleted).
     public var text: String
+    /// The message this one replies to, if any.
     public var replyToId: EntityID?
+    /// The attached file, if any.
     public var attachment: Attachment?
+    /// Extra key-value pairs, if any.
     public var metadata: [String: String]?
+    /// Who reacted, by emoji.
     public var reactions: [String: [EntityID]]
+    /// When it was created (the server's time once stored).
     public var createdAt: Date
+    /// When its text was last edited, if it was.
     public var editedAt: Date?
+    /// When it was deleted, if it was.
     public var deletedAt: Date?
     /// The message this one forwards, if it is a forward.
     public var forwardedFromId: EntityID?
+    /// Where it is on its way, as the screen shows it.
     public var delivery: Delivery
 
     /// Stable across the temporary → stored swap.

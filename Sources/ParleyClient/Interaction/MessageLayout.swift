@@ -4,8 +4,11 @@ import Synchronization
 
 /// A width and a height in points.
 public struct LayoutSize: Sendable, Hashable {
+    /// The width in points.
     public var width: Double
+    /// The height in points.
     public var height: Double
+    /// A size from a width and a height.
     public init(width: Double, height: Double) {
         self.width = width
         self.height = height
@@ -15,19 +18,24 @@ public struct LayoutSize: Sendable, Hashable {
 /// Measures text (injected: UIKit or SwiftUI on Apple platforms, a monospace grid in a terminal,
 /// a fake in tests).
 public protocol TextMeasurer: Sendable {
+    /// The size of `text` laid out within `fittingWidth`.
     func size(of text: String, fittingWidth: Double) -> LayoutSize
 }
 
 /// Seed 002's size strategy: how a component computes its size for a message and a width.
 public protocol SizeStrategy: Sendable {
+    /// The size of the message's component at `fittingWidth`, measuring text with `measurer`.
     func size(of message: LocalMessage, fittingWidth: Double, measurer: any TextMeasurer) -> LayoutSize
 }
 
 /// Text bubbles: the measured text plus padding.
 public struct TextBubbleStrategy: SizeStrategy {
+    /// The space around the text on each side, in points.
     public var padding: Double
+    /// A strategy with `padding` points around the text.
     public init(padding: Double = 12) { self.padding = padding }
 
+    /// The measured text (or the deleted-message notice) plus the padding on each side.
     public func size(of message: LocalMessage, fittingWidth: Double, measurer: any TextMeasurer) -> LayoutSize {
         let text = message.deletedAt != nil ? "This message was deleted" : message.text
         let inner = measurer.size(of: text, fittingWidth: max(fittingWidth - 2 * padding, 1))
@@ -37,9 +45,12 @@ public struct TextBubbleStrategy: SizeStrategy {
 
 /// Media: the attachment's aspect ratio within the width (a square when unknown), plus a caption.
 public struct MediaStrategy: SizeStrategy {
+    /// The tallest the media may be, in points; a caption adds to it.
     public var maxHeight: Double
+    /// A strategy with media at most `maxHeight` points tall.
     public init(maxHeight: Double = 320) { self.maxHeight = maxHeight }
 
+    /// The full width; the height from the attachment's aspect ratio (at most `maxHeight`) plus the caption's.
     public func size(of message: LocalMessage, fittingWidth: Double, measurer: any TextMeasurer) -> LayoutSize {
         let ratio: Double = if let w = message.attachment?.width, let h = message.attachment?.height, w > 0 {
             Double(h) / Double(w)
@@ -52,8 +63,11 @@ public struct MediaStrategy: SizeStrategy {
 
 /// Fixed-size components (system lines, file cards).
 public struct FixedStrategy: SizeStrategy {
+    /// The component's height in points.
     public var height: Double
+    /// A strategy of `height` points.
     public init(height: Double) { self.height = height }
+    /// The full width at the fixed height.
     public func size(of message: LocalMessage, fittingWidth: Double, measurer: any TextMeasurer) -> LayoutSize {
         LayoutSize(width: fittingWidth, height: height)
     }
@@ -61,8 +75,11 @@ public struct FixedStrategy: SizeStrategy {
 
 /// What renders one message type: an identifier the renderer maps to its view, and a size strategy.
 public struct MessageComponent: Sendable {
+    /// What the renderer maps to its view (e.g. "text", "image").
     public var identifier: String
+    /// How the component computes its size.
     public var sizeStrategy: any SizeStrategy
+    /// A component from an identifier and a size strategy.
     public init(identifier: String, sizeStrategy: any SizeStrategy) {
         self.identifier = identifier
         self.sizeStrategy = sizeStrategy
@@ -72,6 +89,7 @@ public struct MessageComponent: Sendable {
 /// Seed 002's structure layer: message type → component, with defaults an app can override.
 public struct MessageComponentRegistry: Sendable {
     private var byType: [MessageType: MessageComponent]
+    /// The component for a type with none registered (by default the text bubble).
     public var fallback: MessageComponent
 
     /// The defaults: text bubbles, media for image/video, fixed cards for the rest.
@@ -107,9 +125,12 @@ public final class MessageLayoutCache: Sendable {
 
     private let entries = Mutex<[Key: LayoutSize]>([:])
     private let counters = Mutex((hits: 0, misses: 0))
+    /// Which component, and so which size strategy, each message type uses.
     public let registry: MessageComponentRegistry
+    /// What the size strategies measure text with.
     public let measurer: any TextMeasurer
 
+    /// A cache over `registry` (the defaults unless given) measuring with `measurer`.
     public init(registry: MessageComponentRegistry = MessageComponentRegistry(), measurer: any TextMeasurer) {
         self.registry = registry
         self.measurer = measurer

@@ -30,16 +30,20 @@ public protocol MessageServicing: Sendable {
 public struct MessageService: MessageServicing {
     let client: ChatClient
 
+    /// A service over `client`.
     public init(client: ChatClient) { self.client = client }
 
+    /// Sends through ``ChatClient/send(_:in:context:)`` (see ``MessageServicing``).
     public func send(_ request: SendMessageRequest, in conversationId: EntityID, context: [String: String] = [:]) async throws -> LocalMessage {
         try await client.send(request, in: conversationId, context: context)
     }
 
+    /// Queues the message again by its client message id (see ``MessageServicing``).
     public func resend(_ message: LocalMessage) async throws {
         try await client.resend(clientMessageId: message.clientMessageId, in: message.conversationId)
     }
 
+    /// Sends a forward of the message by its server id; a message not yet stored is refused.
     public func forward(_ message: LocalMessage, to conversationId: EntityID) async throws -> LocalMessage {
         guard let source = message.serverId else {
             throw ClientError(kind: .server, code: .invalidRequest, message: "Only a sent message can be forwarded")
@@ -47,6 +51,7 @@ public struct MessageService: MessageServicing {
         return try await client.send(SendMessageRequest(clientMessageId: "", text: "", forwardOf: source), in: conversationId)
     }
 
+    /// Deletes one's own message on the server and stores the tombstone; one that never reached the server is discarded.
     public func revoke(_ message: LocalMessage) async throws {
         guard message.senderId == client.userId else {
             throw ClientError(kind: .server, code: .forbidden, message: "Only the sender can revoke a message")
@@ -61,6 +66,7 @@ public struct MessageService: MessageServicing {
         await client.notify(.messages(message.conversationId))
     }
 
+    /// Writes the attachment's data (from the media cache), or else the text, to `file` atomically.
     public func save(_ message: LocalMessage, to file: URL) async throws {
         let data: Data
         if let attachment = message.attachment {
@@ -71,11 +77,13 @@ public struct MessageService: MessageServicing {
         try data.write(to: file, options: .atomic)
     }
 
+    /// Hides the message in the local database only.
     public func deleteForMe(_ message: LocalMessage) async throws {
         try await client.database.hide(senderId: message.senderId, clientMessageId: message.clientMessageId)
         await client.notify(.messages(message.conversationId))
     }
 
+    /// Checks the caller sent the message, then edits it through ``ChatClient/change(_:of:)``.
     public func edit(_ message: LocalMessage, text: String) async throws {
         guard message.senderId == client.userId else {
             throw ClientError(kind: .server, code: .forbidden, message: "Only the sender can edit a message")
@@ -83,14 +91,17 @@ public struct MessageService: MessageServicing {
         try await change(.edit(text), of: message)
     }
 
+    /// Adds the reaction through ``ChatClient/change(_:of:)``.
     public func react(_ message: LocalMessage, emoji: String) async throws {
         try await change(.react(emoji), of: message)
     }
 
+    /// Takes the reaction back through ``ChatClient/change(_:of:)``.
     public func unreact(_ message: LocalMessage, emoji: String) async throws {
         try await change(.unreact(emoji), of: message)
     }
 
+    /// Searches on the server and returns its first page of results.
     public func search(_ query: String, in conversationId: EntityID? = nil) async throws -> [SearchResult] {
         try await client.transport.search(query, in: conversationId, limit: nil, offset: nil).results
     }
@@ -113,8 +124,10 @@ public protocol MessageProvider: Sendable {
 public struct CachedMessageProvider: MessageProvider {
     let client: ChatClient
 
+    /// A provider over `client`.
     public init(client: ChatClient) { self.client = client }
 
+    /// Without an anchor, ``ChatClient/openConversation(_:limit:)``; else ``ChatClient/loadOlder(_:before:limit:)`` (nothing before an anchor not yet stored).
     public func messages(in conversationId: EntityID, before anchor: LocalMessage?, limit: Int) async throws -> [LocalMessage] {
         guard let anchor else { return try await client.openConversation(conversationId, limit: limit) }
         guard let seq = anchor.seq else { return [] }
@@ -127,11 +140,14 @@ public struct CachedMessageProvider: MessageProvider {
 /// context holds `attachmentId` after a restart) are not uploaded again, and an upload cut off
 /// by a restart (the context holds its `uploadId`) goes on from the bytes the server has.
 public struct AttachmentUpload: MessagePreparation {
+    /// The name the outbox records this preparation by.
     public let name = "parley.upload-attachment"
     let api: ParleyAPI
 
+    /// An upload preparation using `api`.
     public init(api: ParleyAPI) { self.api = api }
 
+    /// Uploads the context's `file` (unless already uploaded) and sets the request's `attachmentId`; without a `file` it changes nothing.
     public func prepare(_ message: PreparedMessage) async throws -> PreparedMessage {
         var message = message
         if let uploaded = message.context["attachmentId"].flatMap(EntityID.init) {

@@ -18,6 +18,7 @@ public actor MediaCache {
         /// Bytes kept on disk at most.
         public var diskBytes: Int64
 
+        /// Limits of these values; by default 64 attachments and 32 MB in memory, 200 MB on disk.
         public init(memoryCount: Int = 64, memoryBytes: Int = 32 << 20, diskBytes: Int64 = 200 << 20) {
             self.memoryCount = memoryCount
             self.memoryBytes = memoryBytes
@@ -31,6 +32,7 @@ public actor MediaCache {
 
     /// The folder the disk cache lives in.
     public nonisolated let directory: URL
+    /// How much the cache may hold.
     public nonisolated let limits: Limits
     /// Bytes asked of the server per request: progress moves after each piece.
     public nonisolated let pieceSize: Int64
@@ -45,6 +47,8 @@ public actor MediaCache {
     /// Downloads from the server (not answered from memory or disk), for tests and diagnostics.
     public private(set) var downloads = 0
 
+    /// A cache on disk in `directory` that downloads through `fetch`, `pieceSize` bytes at a time
+    /// (at least 1).
     public init(directory: URL, limits: Limits = .init(), pieceSize: Int64 = 512 * 1024, fetch: @escaping Fetch) {
         self.directory = directory
         self.limits = limits
@@ -218,10 +222,12 @@ public actor MediaCache {
 
 /// A piece of a download: its bytes and the attachment's checksum (the server's ETag).
 public struct DownloadedPart: Sendable {
+    /// The bytes received.
     public var data: Data
     /// The SHA-256 in hex, without quotes, when the server sent it.
     public var etag: String?
 
+    /// A piece of these bytes, with the checksum if the server sent one.
     public init(data: Data, etag: String?) {
         self.data = data
         self.etag = etag

@@ -29,6 +29,7 @@ public enum ChatPresentation {
 
     /// A message as a bubble shows it.
     public struct MessageItem: Sendable, Equatable {
+        /// The message shown.
         public var message: LocalMessage
         /// Whether the signed-in user sent it.
         public var isOwn: Bool
@@ -60,6 +61,7 @@ public enum ChatPresentation {
     public enum StatusMark: String, Sendable, Equatable {
         case sending, notSent, failed, sent, delivered, read
 
+        /// The mark of a delivery state; nil for `received` (a message from someone else).
         public init?(_ delivery: Delivery) {
             switch delivery {
             case .sending: self = .sending

@@ -37,11 +37,14 @@ extension ChatPresentation {
 
     /// Where a location message points.
     public struct Pin: Sendable, Equatable {
+        /// The latitude, in degrees.
         public var latitude: Double
+        /// The longitude, in degrees.
         public var longitude: Double
         /// The place's name, when the sender gave one.
         public var name: String?
 
+        /// A pin at these coordinates, named or not.
         public init(latitude: Double, longitude: Double, name: String? = nil) {
             self.latitude = latitude
             self.longitude = longitude
@@ -64,6 +67,7 @@ extension ChatPresentation {
 
     /// One row of the conversation list as a screen shows it.
     public struct ListRowItem: Sendable, Equatable, Identifiable {
+        /// The conversation's id.
         public var id: EntityID
         /// The group's name or the other people's names.
         public var title: String

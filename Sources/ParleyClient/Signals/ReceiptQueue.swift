@@ -9,6 +9,7 @@ public struct ReceiptQueue: Sendable, Equatable {
     private var sentRead: [EntityID: Int64] = [:]
     private var sentDelivered: [EntityID: Int64] = [:]
 
+    /// An empty queue, with nothing sent yet.
     public init() {}
 
     /// The user has seen everything up to `seq`.

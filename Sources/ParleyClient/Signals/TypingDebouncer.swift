@@ -20,6 +20,7 @@ public struct TypingDebouncer: Sendable {
     /// Whether the server currently believes the user is typing.
     public private(set) var isTyping = false
 
+    /// A debouncer with this interval (2 s by default), not typing.
     public init(interval: Duration = .seconds(2)) { self.interval = interval }
 
     /// A keystroke at `now` (monotonic time).
@@ -63,9 +64,11 @@ public struct TypingIndicators: Sendable, Equatable {
         var user: EntityID
     }
 
+    /// How long an indicator lasts after its last `true`.
     public let lifetime: Duration
     private var until: [Key: Duration] = [:]
 
+    /// Indicators of this lifetime (5 s by default), nobody typing yet.
     public init(lifetime: Duration = .seconds(5)) { self.lifetime = lifetime }
 
     /// Applies an event received at `now`.

@@ -79,8 +79,11 @@ extension ChatTransport {
 
 /// A change to an existing message.
 public enum MessageChange: Sendable, Equatable {
+    /// New text for one's own message.
     case edit(String)
+    /// Adds one's reaction with this emoji.
     case react(String)
+    /// Takes one's reaction with this emoji back.
     case unreact(String)
 }
 
@@ -118,20 +121,25 @@ public struct LiveTransport: ChatTransport {
         current = Current(ParleyAPI(baseURL: serverURL, token: token, trust: trust))
     }
 
+    /// Sets the token on the shared REST client: every copy of this transport uses it from now on.
     public func updateToken(_ token: String) {
         current.api.withLock { $0.token = token }
     }
 
+    /// The `exp` claim of the current token, when there is a token and it has one.
     public var tokenExpiresAt: Date? { api.token.flatMap(TokenClaims.expiry) }
 
+    /// Gets a fresh token from `POST /auth/refresh`, uses it from now on and returns it.
     public func renewToken() async throws -> String {
         let fresh = try await api.refresh().token
         updateToken(fresh)
         return fresh
     }
 
+    /// Every page of the conversation list over REST.
     public func conversations() async throws -> [Conversation] { try await api.conversations() }
 
+    /// The changes since `token` over REST; the whole list, paged, without a token or when the server refuses it (409 or 400).
     public func conversationList(changedSince token: String?) async throws -> ConversationListSync {
         if let token {
             do {
@@ -146,31 +154,42 @@ public struct LiveTransport: ChatTransport {
         return .all(list.conversations, token: list.syncToken)
     }
 
+    /// One conversation over REST.
     public func conversation(_ id: EntityID) async throws -> Conversation { try await api.conversation(id) }
+    /// A history page over REST.
     public func messages(_ id: EntityID, before: Int64?, limit: Int) async throws -> MessagesPage {
         try await api.messages(id, before: before, limit: limit)
     }
+    /// A catch-up page over REST.
     public func changes(_ id: EntityID, since: Int64, limit: Int) async throws -> ChangesPage {
         try await api.changes(id, since: since, limit: limit)
     }
+    /// Sends over REST (see ``ChatTransport``).
     public func send(_ request: SendMessageRequest, to conversationId: EntityID) async throws -> Message {
         try await api.send(request, to: conversationId)
     }
+    /// A read receipt over REST.
     public func markRead(_ conversationId: EntityID, upToSeq: Int64) async throws -> ReadResponse {
         try await api.markRead(conversationId, upToSeq: upToSeq)
     }
+    /// A delivery receipt over REST; the watermarks in the answer are dropped.
     public func markDelivered(_ conversationId: EntityID, upToSeq: Int64) async throws {
         _ = try await api.markDelivered(conversationId, upToSeq: upToSeq)
     }
+    /// The organization's directory over REST.
     public func users() async throws -> [User] { try await api.users() }
+    /// Deletes one of the user's messages over REST; answers the tombstone.
     public func deleteMessage(_ messageId: EntityID, in conversationId: EntityID) async throws -> Message {
         try await api.deleteMessage(messageId, in: conversationId)
     }
+    /// Downloads a whole attachment over REST.
     public func download(_ url: String) async throws -> Data { try await api.download(url) }
+    /// Downloads `range` (all when nil) with a `Range` request, with the ETag as the checksum.
     public func download(_ url: String, range: ClosedRange<Int64>?) async throws -> DownloadedPart {
         try await api.download(url, range: range)
     }
 
+    /// Edits, reacts or takes a reaction back over REST; answers the message as changed.
     public func change(_ edit: MessageChange, of messageId: EntityID, in conversationId: EntityID) async throws -> Message {
         switch edit {
         case .edit(let text): try await api.editMessage(messageId, in: conversationId, text: text)
@@ -179,13 +198,17 @@ public struct LiveTransport: ChatTransport {
         }
     }
 
+    /// Full-text search over REST.
     public func search(_ query: String, in conversationId: EntityID?, limit: Int?, offset: Int?) async throws -> SearchResponse {
         try await api.search(query, in: conversationId, limit: limit, offset: offset)
     }
+    /// Registers the APNs token over REST.
     public func registerDevice(token: String, environment: PushEnvironment) async throws {
         try await api.registerDevice(token: token, environment: environment)
     }
+    /// Logs out over REST (`POST /auth/logout`).
     public func logout(deviceToken: String?) async throws { try await api.logout(deviceToken: deviceToken) }
+    /// Opens a ``RealtimeConnection`` with the current token and waits for its `hello`.
     public func openRealtime() async throws -> any RealtimeChannel {
         let api = self.api
         let connection = RealtimeConnection(serverURL: api.baseURL, token: api.token ?? "", trust: api.trust)

@@ -17,13 +17,16 @@ public struct FileSessionStore: SessionStore {
     /// The file.
     public let path: String
 
+    /// A store in the file at `path`.
     public init(path: String) { self.path = path }
 
+    /// The session in the file; nil when there is no file.
     public func load() throws -> AuthResponse? {
         guard let data = FileManager.default.contents(atPath: path) else { return nil }
         return try WireCoding.makeDecoder().decode(AuthResponse.self, from: data)
     }
 
+    /// Writes the session to the file with mode 0600, creating its folder; nil deletes the file.
     public func save(_ session: AuthResponse?) throws {
         guard let session else {
             if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
@@ -43,6 +46,7 @@ public struct FileSessionStore: SessionStore {
 public final class NameBook: Sendable {
     private let names = Mutex<[EntityID: String]>([:])
 
+    /// A book with no names yet.
     public init() {}
 
     /// The user's display name, if known.
@@ -74,6 +78,7 @@ public final class ChatSession {
 
     /// The server.
     public let server: URL
+    /// Where the session is now; ``State/signedOut`` at first.
     public private(set) var state: State = .signedOut
     /// The signed-in user.
     public private(set) var user: User?

@@ -4,11 +4,15 @@ import ParleyProtocol
 
 /// One row of the conversation list.
 public struct ConversationRow: Sendable, Equatable, Identifiable {
+    /// The conversation the row shows.
     public var conversation: Conversation
     /// The group's name, or the other people's names.
     public var title: String
+    /// The conversation's id.
     public var id: EntityID { conversation.id }
+    /// The conversation's unread count.
     public var unreadCount: Int { conversation.unreadCount }
+    /// The text of the conversation's last message; nil when it has none.
     public var lastMessageText: String? { conversation.lastMessage?.text }
 
     /// A row for a conversation and its title (previews and tests build rows this way).

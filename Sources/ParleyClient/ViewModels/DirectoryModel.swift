@@ -10,6 +10,7 @@ public final class DirectoryModel {
     private let client: ChatClient
     @ObservationIgnored private var observation: Task<Void, Never>?
 
+    /// A model over the client's directory; empty until ``start()``.
     public init(client: ChatClient) { self.client = client }
 
     /// Shows the cached directory, refreshes it from the server, then follows presence.

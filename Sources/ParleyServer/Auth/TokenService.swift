@@ -5,7 +5,9 @@ import ParleyProtocol
 
 /// Who a request or connection acts as, read from a verified token.
 public struct Identity: Sendable, Equatable {
+    /// The user the token was issued to.
     public var userId: EntityID
+    /// The organization of that user.
     public var organizationId: EntityID
 }
 

@@ -4,9 +4,12 @@ import Synchronization
 
 /// A token bucket's shape: `burst` tokens at most, refilled at `perSecond`.
 public struct RateLimit: Sendable, Equatable {
+    /// The most tokens the bucket holds (a new bucket starts full).
     public var burst: Double
+    /// The tokens added back each second.
     public var perSecond: Double
 
+    /// A bucket of `burst` tokens refilled at `perSecond`.
     public init(burst: Double, perSecond: Double) {
         self.burst = burst
         self.perSecond = perSecond
@@ -17,7 +20,8 @@ public struct RateLimit: Sendable, Equatable {
         RateLimit(burst: count, perSecond: count / seconds)
     }
 
-    /// Parses "BURST/SECONDS" ("10/60": ten a minute) or "off".
+    /// Parses "BURST/SECONDS" ("10/60": ten a minute); anything else, "off" included, is nil
+    /// (the caller reads "off" as no limit).
     public init?(parsing text: String) {
         let parts = text.split(separator: "/")
         guard parts.count == 2, let count = Double(parts[0]), let seconds = Double(parts[1]), count > 0, seconds > 0 else { return nil }
@@ -41,14 +45,22 @@ public struct RateLimit: Sendable, Equatable {
 public struct RateLimitSettings: Sendable, Equatable {
     /// `false` turns every limit off (benchmarks).
     public var enabled = true
+    /// Failed logins per account (nil: no limit).
     public var loginFailuresPerAccount: RateLimit? = .count(10, per: 60)
+    /// Failed logins per client address (nil: no limit).
     public var loginFailuresPerAddress: RateLimit? = .count(30, per: 60)
+    /// Registrations per client address (nil: no limit).
     public var registrationsPerAddress: RateLimit? = .count(10, per: 3600)
+    /// Message sends per user (nil: no limit).
     public var sendsPerUser: RateLimit? = RateLimit(burst: 100, perSecond: 20)
+    /// Typing commands per user (nil: no limit).
     public var typingPerUser: RateLimit? = RateLimit(burst: 10, perSecond: 5)
+    /// Read and delivery receipts per user (nil: no limit).
     public var receiptsPerUser: RateLimit? = RateLimit(burst: 40, perSecond: 20)
+    /// Uploaded bytes per user (nil: no limit).
     public var uploadBytesPerUser: RateLimit? = .count(200 * 1024 * 1024, per: 60)
 
+    /// Every limit on, at its default.
     public init() {}
 
     /// Every limit off.

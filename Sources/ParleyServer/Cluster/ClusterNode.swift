@@ -7,30 +7,6 @@ import PostgresNIO
 import ServiceLifecycle
 import Synchronization
 
-/// How a node joins the others on one PostgreSQL.
-public struct ClusterConfiguration: Sendable {
-    /// The database every node shares.
-    public var postgres: PostgresClient.Configuration
-    /// This node's name (unique among live nodes); random by default.
-    public var nodeId: String = "node-" + UUID().uuidString.prefix(8).lowercased()
-    /// How often this node says it is alive (and looks for dead nodes).
-    public var heartbeatInterval: Duration = .seconds(2)
-    /// A node silent this long is dead: its connections are expired and its users announced
-    /// offline (unless online elsewhere).
-    public var deadAfter: Duration = .seconds(10)
-    /// The LISTEN/NOTIFY channel.
-    public var channel: String = "parley_cluster"
-
-    public init(postgres: PostgresClient.Configuration) {
-        self.postgres = postgres
-    }
-
-    /// The cluster on the database a `postgres://` URL names.
-    public init(url: String) throws {
-        self.init(postgres: try PostgresStore.configuration(url: url))
-    }
-}
-
 /// This node's link to the other `parley serve` processes on the same PostgreSQL.
 ///
 /// Events cross nodes through `LISTEN/NOTIFY`: each delivery whose recipients are online on
@@ -47,28 +23,27 @@ public struct ClusterConfiguration: Sendable {
 public final class ClusterNode: FanOutRelay, Service, Sendable {
     /// This node's name.
     public let nodeId: String
-    private let configuration: ClusterConfiguration
-    private let client: PostgresClient
-    private let fanOut: FanOut
-    private let logger: Logger
+    let configuration: ClusterConfiguration
+    let client: PostgresClient
+    let fanOut: FanOut
+    let logger: Logger
     /// Users online on other nodes, and on which.
-    private let remote = Mutex<[EntityID: Set<String>]>([:])
+    let remote = Mutex<[EntityID: Set<String>]>([:])
     /// What this node has written to `parley_node_users`.
-    private let recorded = Mutex<Set<EntityID>>([])
-    private let presenceGate = ConcurrencyGate(limit: 1)
+    let recorded = Mutex<Set<EntityID>>([])
+    let presenceGate = ConcurrencyGate(limit: 1)
     /// Records waiting for the publisher, which takes them all at once (one batch per wake).
-    private let queued = Mutex<[String]>([])
-    private let wake: AsyncStream<Void>
-    private let wakeSink: AsyncStream<Void>.Continuation
-    private let ready = Mutex<Bool>(false)
+    let queued = Mutex<[String]>([])
+    let wake: AsyncStream<Void>
+    let wakeSink: AsyncStream<Void>.Continuation
+    let ready = Mutex<Bool>(false)
     /// Called with users whose node died and who are online nowhere else.
-    private let onUsersLost = Mutex<(@Sendable ([Identity]) async -> Void)?>(nil)
-    private let onDeactivated = Mutex<(@Sendable (EntityID, EntityID) -> Void)?>(nil)
+    let onUsersLost = Mutex<(@Sendable ([Identity]) async -> Void)?>(nil)
+    let onDeactivated = Mutex<(@Sendable (EntityID, EntityID) -> Void)?>(nil)
     /// Counters: records sent, received, spilled; listener restarts.
     public let stats = Metrics()
     /// Runs the connection pool from creation until the node leaves.
     private let poolRunner: Task<Void, Never>
-
     static let maxPayload = 7_800
 
     /// A node over the shared database; `run()` (as a service) connects it.
@@ -95,90 +70,10 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
         onDeactivated.withLock { $0 = handler }
     }
 
+    /// Tells every other node (an `X` record) to refuse the user's token and close their
+    /// connections.
     public func userDeactivated(_ userId: EntityID, organizationId: EntityID) {
         send("X \(nodeId) \(userId) \(organizationId)")
-    }
-
-    // MARK: FanOutRelay
-
-    public func isOnlineElsewhere(_ userId: EntityID) -> Bool {
-        remote.withLock { !($0[userId]?.isEmpty ?? true) }
-    }
-
-    public func forward(_ frame: ByteBuffer, to userIds: [EntityID]) {
-        let elsewhere = remote.withLock { remote in userIds.filter { remote[$0] != nil } }
-        guard !elsewhere.isEmpty else { return }
-        send("U \(nodeId) \(elsewhere.map(\.description).joined(separator: ",")) \(String(buffer: frame))")
-    }
-
-    /// Every event of a conversation's sequence goes to the other nodes, whoever this node
-    /// believes is online there: a user who has just connected to another node may not be
-    /// known here yet (their presence is on its way), and skipping them would leave their
-    /// socket without the message until their next catch-up. It also gives every node's
-    /// orderer every seq, so none waits on a gap that was only a skipped forward. Packed into
-    /// shared notifications, it costs little; the receiving node keeps its own connections.
-    public func forward(_ frame: ByteBuffer, to userIds: [EntityID], conversation conversationId: EntityID, seq: Int64) {
-        guard !userIds.isEmpty else { return }
-        send("Q \(nodeId) \(conversationId) \(seq) \(userIds.map(\.description).joined(separator: ",")) \(String(buffer: frame))")
-    }
-
-    public func forward(_ frame: ByteBuffer, toOrganization organizationId: EntityID, excluding excluded: Set<EntityID>) {
-        let excludedList = excluded.isEmpty ? "-" : excluded.map(\.description).joined(separator: ",")
-        send("O \(nodeId) \(organizationId) \(excludedList) \(String(buffer: frame))")
-    }
-
-    public func userCameOnline(_ identity: Identity) async -> Bool {
-        await reconcile(identity)
-        return isOnlineElsewhere(identity.userId)
-    }
-
-    public func userWentOffline(_ identity: Identity) async -> Bool {
-        await reconcile(identity)
-        return isOnlineElsewhere(identity.userId)
-    }
-
-    /// Makes this node's presence rows match its connections for one user (serialized, so a
-    /// quick connect-disconnect-connect never leaves the table wrong).
-    private func reconcile(_ identity: Identity) async {
-        await presenceGate.acquire()
-        await writePresence(identity)
-        await presenceGate.release()
-    }
-
-    private func writePresence(_ identity: Identity) async {
-        let here = fanOut.isOnlineHere(identity.userId)
-        guard here != recorded.withLock({ $0.contains(identity.userId) }) else { return }
-        do {
-            let user = identity.userId.description, organization = identity.organizationId.description
-            if here {
-                try await client.query("""
-                    INSERT INTO parley_node_users (node_id, user_id, organization_id) VALUES (\(nodeId), \(user), \(organization))
-                    ON CONFLICT DO NOTHING
-                    """, logger: logger)
-                recorded.withLock { _ = $0.insert(identity.userId) }
-            } else {
-                try await client.query(
-                    "DELETE FROM parley_node_users WHERE node_id = \(nodeId) AND user_id = \(user)", logger: logger)
-                recorded.withLock { _ = $0.remove(identity.userId) }
-            }
-            // Sent before the connection's `hello`: other nodes learn of it as soon as possible.
-            await notify("P \(nodeId) \(user) \(organization) \(here ? 1 : 0)")
-        } catch {
-            logger.warning("Could not record presence in the cluster", metadata: ["error": "\(error)"])
-        }
-    }
-
-    /// Most records waiting at once; beyond it new ones are dropped and counted (clients repair
-    /// a missed event from the store when they see the seq gap).
-    static let queueLimit = 100_000
-
-    private func send(_ record: String) {
-        let accepted = queued.withLock { queue in
-            guard queue.count < Self.queueLimit else { return false }
-            queue.append(record)
-            return true
-        }
-        if accepted { wakeSink.yield() } else { stats.increment("parley_cluster_records_dropped_total") }
     }
 
     // MARK: Running
@@ -320,7 +215,7 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
         if !payload.isEmpty { await notify(payload) }
     }
 
-    private func notify(_ payload: String) async {
+    func notify(_ payload: String) async {
         do {
             try await client.query("SELECT pg_notify(\(configuration.channel), \(payload))", logger: logger)
             stats.increment("parley_cluster_notifications_sent_total")
@@ -340,76 +235,6 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
             stats.increment("parley_cluster_spilled_total")
         } catch {
             logger.warning("Could not spill a cluster record", metadata: ["error": "\(error)"])
-        }
-    }
-
-    /// Applies a notification's records.
-    private func receive(_ payload: String) async {
-        for line in payload.split(separator: "\n", omittingEmptySubsequences: true) {
-            await apply(line)
-        }
-    }
-
-    private func apply(_ line: Substring) async {
-        let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, parts[1] != nodeId else { return }
-        let origin = String(parts[1])
-        let rest = parts.count > 2 ? parts[2] : ""
-        stats.increment("parley_cluster_records_received_total")
-        switch parts[0] {
-        case "U":
-            let fields = rest.split(separator: " ", maxSplits: 1)
-            guard fields.count == 2 else { return }
-            let users = fields[0].split(separator: ",").compactMap { EntityID(String($0)) }
-            fanOut.deliverHere(ByteBuffer(string: String(fields[1])), to: users)
-        case "Q":
-            // An event of a conversation's sequence: this node's orderer puts it in seq order
-            // with the ones committed here and on every other node.
-            let fields = rest.split(separator: " ", maxSplits: 3)
-            guard fields.count == 4, let conversation = EntityID(String(fields[0])), let seq = Int64(fields[1]) else { return }
-            let users = fields[2].split(separator: ",").compactMap { EntityID(String($0)) }
-            fanOut.order.publish(conversation, .init(seq: seq, frame: ByteBuffer(string: String(fields[3])), recipients: users), fromAnotherNode: true)
-        case "X":
-            // Another node deactivated a user: refuse their token here too, close their sockets.
-            let fields = rest.split(separator: " ")
-            guard fields.count == 2, let user = EntityID(String(fields[0])), let organization = EntityID(String(fields[1])) else { return }
-            onDeactivated.withLock { $0 }?(user, organization)
-        case "O":
-            let fields = rest.split(separator: " ", maxSplits: 2)
-            guard fields.count == 3, let organization = EntityID(String(fields[0])) else { return }
-            let excluded = fields[1] == "-" ? [] : Set(fields[1].split(separator: ",").compactMap { EntityID(String($0)) })
-            fanOut.deliverHere(ByteBuffer(string: String(fields[2])), toOrganization: organization, excluding: excluded)
-        case "P":
-            let fields = rest.split(separator: " ")
-            guard fields.count == 3, let user = EntityID(String(fields[0])) else { return }
-            remote.withLock { remote in
-                if fields[2] == "1" {
-                    remote[user, default: []].insert(origin)
-                } else {
-                    remote[user]?.remove(origin)
-                    if remote[user]?.isEmpty == true { remote[user] = nil }
-                }
-            }
-        case "D":
-            let dead = String(rest)
-            remote.withLock { remote in
-                for user in Array(remote.keys) {
-                    remote[user]?.remove(dead)
-                    if remote[user]?.isEmpty == true { remote[user] = nil }
-                }
-            }
-        case "S":
-            guard let id = Int64(rest) else { return }
-            do {
-                let rows = try await client.query("SELECT payload FROM parley_cluster_spill WHERE id = \(id)", logger: logger)
-                for try await payload in rows.decode(String.self) {
-                    await receive(payload)
-                }
-            } catch {
-                logger.warning("Could not read a spilled cluster record", metadata: ["error": "\(error)"])
-            }
-        default:
-            return
         }
     }
 

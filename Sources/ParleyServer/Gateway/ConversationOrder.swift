@@ -27,6 +27,7 @@ public final class ConversationOrder: Sendable {
         /// Who gets it (on this node).
         public var recipients: [EntityID]
 
+        /// An event with its number, encoded frame and recipients.
         public init(seq: Int64, frame: ByteBuffer, recipients: [EntityID]) {
             self.seq = seq
             self.frame = frame

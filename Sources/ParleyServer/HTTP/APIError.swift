@@ -28,6 +28,7 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
         .unavailable, "The server cannot store anything right now (storage trouble); nothing was stored, try again later",
         retryAfter: StoreHealth.retryAfterSeconds)
 
+    /// The code and the message, as `code: message`.
     public var description: String { "\(code.rawValue): \(message)" }
 
     /// Too many requests of one kind: 429 with `Retry-After`, nothing done.
@@ -43,8 +44,10 @@ public struct APIError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 extension APIError: HTTPResponseError {
+    /// The HTTP status of the code.
     public var status: HTTPResponse.Status { .init(code: code.httpStatus) }
 
+    /// The response: the JSON error body with this status, plus `Retry-After` when set.
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         var response = try JSONResponse.make(ErrorBody(error: info), status: status)
         if let retryAfter { response.headers[.retryAfter] = "\(retryAfter)" }

@@ -8,6 +8,7 @@ public struct AddressRange: Sendable, Equatable {
     let bytes: [UInt8]
     let prefixLength: Int
 
+    /// Parses `address` or `address/prefix`; nil for a bad address or a prefix out of range.
     public init?(_ text: String) {
         let parts = text.split(separator: "/", maxSplits: 1).map(String.init)
         guard let first = parts.first, let address = Self.parse(first) else { return nil }

@@ -5,7 +5,9 @@ import ParleyProtocol
 /// The request context of every route: Hummingbird's core storage, the WebSocket handler
 /// reference for upgrades, and who the caller is once authenticated.
 public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
+    /// Hummingbird's per-request storage.
     public var coreContext: CoreRequestContextStorage
+    /// The handler reference a WebSocket upgrade sets.
     public let webSocket: WebSocketHandlerReference<Self>
     /// Set by ``AuthMiddleware`` on authenticated routes.
     public var identity: Identity?
@@ -13,6 +15,7 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
     /// proxy forwarded (``ClientAddressMiddleware``).
     public internal(set) var clientAddress: String?
 
+    /// A context for a new request: no identity yet, the peer's address as the client's.
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         webSocket = .init()

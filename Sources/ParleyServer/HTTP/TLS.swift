@@ -16,6 +16,7 @@ public struct TLSFiles: Sendable, Equatable {
     /// PEM: the certificate's private key.
     public var keyPath: String
 
+    /// The certificate and key files at these paths.
     public init(certificatePath: String, keyPath: String) {
         self.certificatePath = certificatePath
         self.keyPath = keyPath

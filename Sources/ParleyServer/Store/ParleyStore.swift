@@ -3,18 +3,28 @@ import ParleyProtocol
 
 /// A validated message ready to be stored (the chat layer has checked text, type and limits).
 public struct MessageDraft: Sendable, Equatable {
+    /// The conversation to send into.
     public var conversationId: EntityID
+    /// The user sending it.
     public var senderId: EntityID
+    /// The sender's own id for the message; a repeated `(senderId, clientMessageId)` returns the original.
     public var clientMessageId: String
+    /// The message type.
     public var type: MessageType
+    /// The trimmed text (empty for a forward, which copies the source's).
     public var text: String
+    /// The message this one replies to, if any.
     public var replyToId: EntityID?
+    /// The uploaded attachment it carries, if any.
     public var attachmentId: EntityID?
+    /// Extra key-value pairs (a location's coordinates, a system message's `action`), if any.
     public var metadata: [String: String]?
     /// Forward: the message to copy (the store checks the sender can read it).
     public var forwardedFromId: EntityID?
+    /// When it was sent: the message's `createdAt` and the conversation's new activity time.
     public var now: Date
 
+    /// A draft with every field; the optional ones default to nil.
     public init(
         conversationId: EntityID, senderId: EntityID, clientMessageId: String, type: MessageType,
         text: String, replyToId: EntityID? = nil, attachmentId: EntityID? = nil,
@@ -35,6 +45,7 @@ public struct MessageDraft: Sendable, Equatable {
 
 /// What a send did: the stored message, whether this call created it, and who to tell.
 public struct SendResult: Sendable, Equatable {
+    /// The stored message (the original when the pair existed).
     public var message: Message
     /// False when the `(senderId, clientMessageId)` pair existed: nothing was written.
     public var created: Bool
@@ -88,16 +99,25 @@ public enum MessageEdit: Sendable, Equatable {
 
 /// An uploaded file's record; the bytes live in the data directory under `sha256`.
 public struct StoredAttachment: Sendable, Equatable {
+    /// The attachment's id.
     public var id: EntityID
+    /// The user who uploaded it.
     public var uploaderId: EntityID
+    /// The uploader's organization.
     public var organizationId: EntityID
+    /// The file name given with the upload.
     public var name: String
+    /// The checked content type.
     public var contentType: String
+    /// The size in bytes.
     public var size: Int64
     /// Hex SHA-256 of the content: the file's name on disk.
     public var sha256: String
+    /// The width in pixels, when known.
     public var width: Int?
+    /// The height in pixels, when known.
     public var height: Int?
+    /// When the attachment was recorded.
     public var createdAt: Date
 
     /// An attachment record as a store keeps it.
@@ -127,14 +147,20 @@ public struct StoredAttachment: Sendable, Equatable {
 
 /// A new conversation to create.
 public struct NewConversation: Sendable, Equatable {
+    /// The organization it belongs to (the creator's).
     public var organizationId: EntityID
+    /// The user creating it.
     public var creatorId: EntityID
+    /// Direct or group.
     public var type: ConversationType
+    /// A group's name; nil for a direct conversation or an unnamed group.
     public var name: String?
     /// The other participants (the creator is always added).
     public var participantIds: [EntityID]
+    /// When it is created.
     public var now: Date
 
+    /// A new conversation with every field; `name` defaults to nil.
     public init(
         organizationId: EntityID, creatorId: EntityID, type: ConversationType, name: String? = nil,
         participantIds: [EntityID], now: Date
@@ -152,6 +178,7 @@ public struct NewConversation: Sendable, Equatable {
 public struct PendingSend: Sendable {
     private let wait: @Sendable () async throws -> SendResult
 
+    /// A pending send whose `wait` returns the result once the send has committed.
     public init(_ wait: @escaping @Sendable () async throws -> SendResult) {
         self.wait = wait
     }
@@ -215,13 +242,13 @@ public protocol ParleyStore: Sendable {
 
     /// Stores a message with the next seq, or returns the original for a repeated clientMessageId.
     func send(_ draft: MessageDraft) async throws -> SendResult
+    /// Tells `observer` each send transaction's size and duration (metrics); stores without
+    /// batches say nothing.
+    func observeSendBatches(_ observer: @escaping @Sendable (Int, Duration) -> Void)
     /// Queues a send now without waiting for it: sends queued one after another into one
     /// conversation take their seqs in that order (a connection pipelines its sends this way).
     /// `onCommit` runs right after the commit, before the result is answered, in commit order
     /// among the sends of a conversation (fan-out goes there, so events leave in seq order).
-    /// Tells `observer` each send transaction's size and duration (metrics); stores without
-    /// batches say nothing.
-    func observeSendBatches(_ observer: @escaping @Sendable (Int, Duration) -> Void)
     func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void) -> PendingSend
     /// A page of messages ascending by seq (see the contract for `before`/`after`).
     func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage
@@ -290,8 +317,11 @@ public protocol ParleyStore: Sendable {
 
 /// What authentication needs to know of a user, cached by the server.
 public struct UserState: Sendable, Equatable {
+    /// The organization the user belongs to.
     public var organizationId: EntityID
+    /// False once the user has been deactivated.
     public var isActive: Bool
+    /// A user's state from its parts.
     public init(organizationId: EntityID, isActive: Bool) {
         self.organizationId = organizationId
         self.isActive = isActive
@@ -329,9 +359,12 @@ extension ParleyStore {
 /// Where a page of the conversation list ends: the last conversation's activity time and id
 /// (the list is ordered by activity, newest first, then by id). On the wire: `"<ms>.<id>"`.
 public struct ListCursor: Sendable, Equatable {
+    /// The last conversation's activity time, in milliseconds since 1970.
     public var lastActivityMs: Int64
+    /// The last conversation's id.
     public var id: EntityID
 
+    /// A cursor after the conversation with this activity time and id.
     public init(lastActivityMs: Int64, id: EntityID) {
         self.lastActivityMs = lastActivityMs
         self.id = id
@@ -344,5 +377,6 @@ public struct ListCursor: Sendable, Equatable {
         self.init(lastActivityMs: ms, id: id)
     }
 
+    /// The wire form, `"<ms>.<id>"`.
     public var wire: String { "\(lastActivityMs).\(id)" }
 }

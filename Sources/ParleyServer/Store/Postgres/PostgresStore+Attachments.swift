@@ -4,6 +4,7 @@ import ParleyProtocol
 import PostgresNIO
 
 extension PostgresStore {
+    /// Inserts the attachment's row in one statement.
     public func createAttachment(_ attachment: StoredAttachment) async throws {
         let logger = self.logger
         try await single { c in
@@ -17,6 +18,8 @@ extension PostgresStore {
         }
     }
 
+    /// One snapshot: the record, then (for anyone but the uploader) a check that a message not
+    /// deleted carries it in a conversation the viewer is in.
     public func attachment(id: EntityID, viewer: EntityID) async throws -> StoredAttachment? {
         let logger = self.logger
         return try await read { c in

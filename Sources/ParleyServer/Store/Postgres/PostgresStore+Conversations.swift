@@ -4,6 +4,8 @@ import ParleyProtocol
 import PostgresNIO
 
 extension PostgresStore {
+    /// One transaction; a direct pair's insert conflicts on `direct_key` (waiting for a racing
+    /// creator's commit) and then returns the existing conversation.
     public func createConversation(_ new: NewConversation) async throws -> ConversationChange {
         let logger = self.logger
         return try await write { c in
@@ -42,6 +44,7 @@ extension PostgresStore {
         }
     }
 
+    /// One snapshot: the viewer's conversation ids by activity, then their views together.
     public func conversations(viewer: EntityID) async throws -> [Conversation] {
         let logger = self.logger
         return try await read { c in
@@ -55,6 +58,7 @@ extension PostgresStore {
         }
     }
 
+    /// One snapshot: the participant check, then the full view.
     public func conversation(id: EntityID, viewer: EntityID) async throws -> Conversation? {
         let logger = self.logger
         return try await read { c in
@@ -63,6 +67,8 @@ extension PostgresStore {
         }
     }
 
+    /// Reads the full views in one snapshot, then leaves out the member lists above `limit`
+    /// (they are read all the same).
     public func conversationViews(id: EntityID, viewers: [EntityID], listingMembersUpTo limit: Int) async throws -> [EntityID: Conversation] {
         // The lists are read and left out here (a cheaper member-less read is still to do).
         try await fullViews(id: id, viewers: viewers).mapValues { $0.listingMembers(upTo: limit) }
@@ -100,11 +106,14 @@ extension PostgresStore {
         }
     }
 
+    /// The participant ids, in one statement.
     public func participantIds(conversationId: EntityID) async throws -> [EntityID] {
         let logger = self.logger
         return try await single { c in try await PostgresRows.participantIds(c, conversationId.uuid, logger) }
     }
 
+    /// One transaction under the conversation's row lock (see ``requireChangeableGroup``); an
+    /// unchanged name writes nothing.
     public func rename(conversationId: EntityID, by userId: EntityID, to name: String, now: Date) async throws -> ConversationChange {
         let logger = self.logger
         return try await write { c in
@@ -121,6 +130,8 @@ extension PostgresStore {
         }
     }
 
+    /// One transaction under the conversation's row lock: the newcomers inserted in one
+    /// statement, their departures cleared and counters rebased, then the system message.
     public func addParticipants(conversationId: EntityID, by userId: EntityID, userIds: [EntityID], now: Date) async throws -> ConversationChange {
         let logger = self.logger
         return try await write { c in
@@ -154,6 +165,8 @@ extension PostgresStore {
         }
     }
 
+    /// One transaction under the conversation's row lock: the system message first, then the
+    /// participant's row deleted and the departure upserted.
     public func removeParticipant(conversationId: EntityID, by userId: EntityID, userId removed: EntityID, now: Date) async throws -> ConversationChange {
         let logger = self.logger
         return try await write { c in

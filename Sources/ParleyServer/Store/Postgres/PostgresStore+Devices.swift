@@ -4,6 +4,7 @@ import ParleyProtocol
 import PostgresNIO
 
 extension PostgresStore {
+    /// Upserts on the token in one statement: an existing token's row takes this user.
     public func registerDevice(token: String, userId: EntityID, platform: String, environment: PushEnvironment, now: Date) async throws {
         let logger = self.logger
         try await single { c in
@@ -17,6 +18,7 @@ extension PostgresStore {
         }
     }
 
+    /// Deletes the row matching both token and user; true when one went.
     public func unregisterDevice(token: String, userId: EntityID) async throws -> Bool {
         let logger = self.logger
         return try await single { c in
@@ -24,6 +26,7 @@ extension PostgresStore {
         }
     }
 
+    /// The user's devices, oldest registration first.
     public func devices(userId: EntityID) async throws -> [RegisterDeviceRequest] {
         let logger = self.logger
         return try await single { c in

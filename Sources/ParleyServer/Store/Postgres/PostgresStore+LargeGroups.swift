@@ -5,6 +5,7 @@ import PostgresNIO
 
 /// v1.2's large groups: members paged, readers of a message paged, receipt counts.
 extension PostgresStore {
+    /// One snapshot: the participant check, then members by user id after `after`.
     public func participants(conversationId: EntityID, viewer: EntityID, after: EntityID?, limit: Int) async throws -> ParticipantsPage {
         let logger = self.logger
         return try await read { c in
@@ -24,6 +25,8 @@ extension PostgresStore {
         }
     }
 
+    /// One snapshot: the participant check, the message's seq, then the members whose
+    /// `read_seq` reaches it, by user id after `after`.
     public func readers(
         conversationId: EntityID, messageId: EntityID, viewer: EntityID, after: EntityID?, limit: Int
     ) async throws -> ReadersPage {
@@ -45,6 +48,8 @@ extension PostgresStore {
         }
     }
 
+    /// One statement: the highest message seq (0 when none) and how many members' read and
+    /// delivered watermarks reach it.
     public func receiptSummary(conversationId: EntityID) async throws -> ReceiptSummaryEvent {
         let logger = self.logger
         return try await read { c in
@@ -66,6 +71,8 @@ extension PostgresStore {
 
 /// v1.2's conversation list: paged, and changes since a token.
 extension PostgresStore {
+    /// One snapshot: ids after the cursor (one more tells whether a next page exists), then
+    /// their views together.
     public func conversations(viewer: EntityID, limit: Int, before: ListCursor?) async throws -> (page: [Conversation], next: ListCursor?) {
         let logger = self.logger
         return try await read { c in
@@ -85,6 +92,8 @@ extension PostgresStore {
         }
     }
 
+    /// One snapshot: conversations whose row (`changed_at`) or the viewer's row
+    /// (`view_changed_at`) changed after `since`, and the viewer's departures after it.
     public func conversationChanges(viewer: EntityID, since: Int64) async throws -> (changed: [Conversation], removedIds: [EntityID]) {
         let logger = self.logger
         return try await read { c in
@@ -103,6 +112,8 @@ extension PostgresStore {
         }
     }
 
+    /// The database's clock (`clock_timestamp()`) in milliseconds since 1970, as the change
+    /// stamps use.
     public func clockMilliseconds() async throws -> Int64 {
         let logger = self.logger
         return try await single { c in

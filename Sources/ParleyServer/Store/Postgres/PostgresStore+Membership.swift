@@ -4,6 +4,8 @@ import ParleyProtocol
 import PostgresNIO
 
 extension PostgresStore {
+    /// One transaction: inserts the organization or, on a name conflict, reads it and locks the
+    /// invite; `admit` decides, and a taken email throws `conflict` (rolled back).
     public func register(_ registration: Registration, admit: @Sendable (Organization?, Invite?) throws -> Admission) async throws -> User {
         let logger = self.logger
         return try await write { c in
@@ -53,6 +55,7 @@ extension PostgresStore {
         }
     }
 
+    /// The organization's row, in one statement.
     public func organization(id: EntityID) async throws -> Organization? {
         let logger = self.logger
         return try await single { c in
@@ -61,6 +64,8 @@ extension PostgresStore {
         }
     }
 
+    /// One `UPDATE ... RETURNING` storing the domains as a JSON array; nil when no such
+    /// organization.
     public func setAllowedEmailDomains(_ domains: [String], organizationId: EntityID) async throws -> Organization? {
         let logger = self.logger
         let json = String(decoding: try JSONEncoder().encode(domains), as: UTF8.self)
@@ -74,6 +79,7 @@ extension PostgresStore {
         }
     }
 
+    /// Inserts the invite, with the current time as its creation time.
     public func createInvite(_ invite: Invite) async throws {
         let logger = self.logger
         try await single { c in
@@ -86,6 +92,7 @@ extension PostgresStore {
         }
     }
 
+    /// The organization's invites, newest first (then by code).
     public func invites(organizationId: EntityID) async throws -> [Invite] {
         let logger = self.logger
         return try await single { c in
@@ -98,6 +105,7 @@ extension PostgresStore {
         }
     }
 
+    /// One `DELETE ... RETURNING` by code within the organization; true when a row went.
     public func deleteInvite(code: String, organizationId: EntityID) async throws -> Bool {
         let logger = self.logger
         return try await single { c in
@@ -106,6 +114,8 @@ extension PostgresStore {
         }
     }
 
+    /// One transaction under the organization's row lock: the update, then `check` on the active
+    /// admins left (a refusal rolls it back).
     public func setRole(_ role: UserRole, userId: EntityID, organizationId: EntityID, check: @Sendable (Int) throws -> Void) async throws -> User? {
         let logger = self.logger
         return try await write { c in
@@ -124,6 +134,8 @@ extension PostgresStore {
         }
     }
 
+    /// One transaction under the organization's row lock: the update, `check` on the active
+    /// admins left, then the user's devices deleted.
     public func deactivate(userId: EntityID, organizationId: EntityID, now: Date, check: @Sendable (Int) throws -> Void) async throws -> Bool {
         let logger = self.logger
         return try await write { c in
@@ -141,6 +153,7 @@ extension PostgresStore {
         }
     }
 
+    /// Reads the user's organization and whether `deactivated_at` is unset, in one statement.
     public func userState(id: EntityID) async throws -> UserState? {
         let logger = self.logger
         return try await single { c in

@@ -4,6 +4,8 @@ import ParleyProtocol
 import PostgresNIO
 
 extension PostgresStore {
+    /// One transaction under the conversation's row lock: checks participation and the message,
+    /// then updates it with the next seq; nothing is written when nothing changes.
     public func change(_ edit: MessageEdit, messageId: EntityID, in conversationId: EntityID, by userId: EntityID, now: Date) async throws -> MessageChange {
         let logger = self.logger
         return try await write { c in
@@ -61,6 +63,8 @@ extension PostgresStore {
         }
     }
 
+    /// A `tsquery` (see ``tsQuery(_:)``) on the messages' search vector, joined to the viewer's
+    /// participant rows; deleted and system messages are left out.
     public func search(_ query: String, viewer: EntityID, conversationId: EntityID?, limit: Int, offset: Int) async throws -> SearchResponse {
         guard let match = Self.tsQuery(query) else { return SearchResponse(results: []) }
         let logger = self.logger

@@ -4,6 +4,8 @@ import ParleyProtocol
 import PostgresNIO
 
 extension PostgresStore {
+    /// One transaction under the member's row lock: the target is `upToSeq` (clamped) or the
+    /// highest seq among `messageIds`; the watermarks only rise.
     public func markRead(conversationId: EntityID, userId: EntityID, upToSeq: Int64?, messageIds: [EntityID]?) async throws -> WatermarkChange {
         let logger = self.logger
         return try await write { c in
@@ -25,6 +27,7 @@ extension PostgresStore {
         }
     }
 
+    /// One transaction under the member's row lock; the target is clamped to the last seq.
     public func markDelivered(conversationId: EntityID, userId: EntityID, upToSeq: Int64) async throws -> WatermarkChange {
         let logger = self.logger
         return try await write { c in

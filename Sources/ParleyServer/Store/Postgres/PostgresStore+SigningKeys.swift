@@ -4,11 +4,14 @@ import ParleyProtocol
 import PostgresNIO
 
 extension PostgresStore {
+    /// Every key in one statement, oldest first.
     public func signingKeys() async throws -> [SigningKey] {
         let logger = self.logger
         return try await single { c in try await Self.signingKeys(c, logger) }
     }
 
+    /// One transaction under the migrations' advisory lock: reads the keys and inserts
+    /// `candidate` when none is live.
     public func ensureSigningKey(_ candidate: SigningKey) async throws -> [SigningKey] {
         let logger = self.logger
         return try await write { c in
@@ -21,11 +24,13 @@ extension PostgresStore {
         }
     }
 
+    /// Inserts the key in one statement.
     public func addSigningKey(_ key: SigningKey) async throws {
         let logger = self.logger
         try await single { c in try await Self.insert(key, c, logger) }
     }
 
+    /// One `UPDATE ... RETURNING` on the live key with this kid; false when none.
     public func retireSigningKey(kid: String, at date: Date) async throws -> Bool {
         let logger = self.logger
         return try await single { c in

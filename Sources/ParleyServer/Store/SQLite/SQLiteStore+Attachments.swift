@@ -3,6 +3,7 @@ import GRDB
 import ParleyProtocol
 
 extension SQLiteStore {
+    /// Inserts the attachment's row.
     public func createAttachment(_ attachment: StoredAttachment) async throws {
         try await writer.write { db in
             try db.execute(
@@ -18,6 +19,8 @@ extension SQLiteStore {
         }
     }
 
+    /// One read: the record, then (for anyone but the uploader) a check that a message not
+    /// deleted carries it in a conversation the viewer is in.
     public func attachment(id: EntityID, viewer: EntityID) async throws -> StoredAttachment? {
         try await writer.read { db in
             guard let attachment = try SQLiteRows.attachments(db, ids: [id.description]).values.first else { return nil }

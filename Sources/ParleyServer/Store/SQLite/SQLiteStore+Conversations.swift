@@ -3,6 +3,8 @@ import GRDB
 import ParleyProtocol
 
 extension SQLiteStore {
+    /// One write transaction: checks the others' organization; a direct pair's existing
+    /// conversation is found by its `direct_key`, otherwise the rows are inserted.
     public func createConversation(_ new: NewConversation) async throws -> ConversationChange {
         try await writer.write { db in
             let others = Set(new.participantIds).subtracting([new.creatorId])
@@ -38,6 +40,7 @@ extension SQLiteStore {
         }
     }
 
+    /// One read: the viewer's conversation ids by activity, then each one's full view.
     public func conversations(viewer: EntityID) async throws -> [Conversation] {
         try await writer.read { db in
             let ids = try String.fetchAll(
@@ -51,6 +54,7 @@ extension SQLiteStore {
         }
     }
 
+    /// One read: the participant check, then the full view.
     public func conversation(id: EntityID, viewer: EntityID) async throws -> Conversation? {
         try await writer.read { db in
             guard try SQLiteRows.isParticipant(db, id.description, viewer) else { return nil }
@@ -58,6 +62,8 @@ extension SQLiteStore {
         }
     }
 
+    /// One read: above `limit` members, views without member lists (see ``largeGroupViews``);
+    /// otherwise one full view, with the other viewers' unread counts in one statement.
     public func conversationViews(id: EntityID, viewers: [EntityID], listingMembersUpTo limit: Int) async throws -> [EntityID: Conversation] {
         guard let first = viewers.first else { return [:] }
         return try await writer.read { db in
@@ -91,10 +97,13 @@ extension SQLiteStore {
         }
     }
 
+    /// The participant ids, in one read.
     public func participantIds(conversationId: EntityID) async throws -> [EntityID] {
         try await writer.read { db in try SQLiteRows.participantIds(db, conversationId.description) }
     }
 
+    /// One write transaction: checks the group, updates the name and writes the system message;
+    /// an unchanged name writes nothing.
     public func rename(conversationId: EntityID, by userId: EntityID, to name: String, now: Date) async throws -> ConversationChange {
         try await writer.write { db in
             let id = try Self.requireChangeableGroup(db, conversationId, by: userId)
@@ -110,6 +119,8 @@ extension SQLiteStore {
         }
     }
 
+    /// One write transaction: checks the group, the users' organization and the size limit,
+    /// inserts the newcomers (clearing their departures), then writes the system message.
     public func addParticipants(conversationId: EntityID, by userId: EntityID, userIds: [EntityID], now: Date) async throws -> ConversationChange {
         try await writer.write { db in
             let id = try Self.requireChangeableGroup(db, conversationId, by: userId)
@@ -141,6 +152,8 @@ extension SQLiteStore {
         }
     }
 
+    /// One write transaction: writes the system message first, then deletes the participant's
+    /// row and records the departure (for the list sync).
     public func removeParticipant(conversationId: EntityID, by userId: EntityID, userId removed: EntityID, now: Date) async throws -> ConversationChange {
         try await writer.write { db in
             let id = try Self.requireChangeableGroup(db, conversationId, by: userId)

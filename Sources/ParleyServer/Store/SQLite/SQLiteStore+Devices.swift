@@ -3,6 +3,7 @@ import GRDB
 import ParleyProtocol
 
 extension SQLiteStore {
+    /// Upserts on the token: an existing token's row takes this user, platform and environment.
     public func registerDevice(token: String, userId: EntityID, platform: String, environment: PushEnvironment, now: Date) async throws {
         try await writer.write { db in
             try db.execute(
@@ -15,6 +16,7 @@ extension SQLiteStore {
         }
     }
 
+    /// Deletes the row matching both token and user; true when one went.
     public func unregisterDevice(token: String, userId: EntityID) async throws -> Bool {
         try await writer.write { db in
             try db.execute(sql: "DELETE FROM devices WHERE token = ? AND user_id = ?", arguments: [token, userId.description])
@@ -22,6 +24,7 @@ extension SQLiteStore {
         }
     }
 
+    /// The user's devices, oldest registration first.
     public func devices(userId: EntityID) async throws -> [RegisterDeviceRequest] {
         try await writer.read { db in
             try Row.fetchAll(

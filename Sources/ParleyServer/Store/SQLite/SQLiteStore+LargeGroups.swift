@@ -4,6 +4,8 @@ import ParleyProtocol
 
 /// v1.2's large groups: members paged, readers of a message paged, receipt counts.
 extension SQLiteStore {
+    /// One read: the participant check, then members by user id after `after` (one more is
+    /// fetched to tell `hasMore`).
     public func participants(conversationId: EntityID, viewer: EntityID, after: EntityID?, limit: Int) async throws -> ParticipantsPage {
         try await writer.read { db in
             let id = conversationId.description
@@ -21,6 +23,8 @@ extension SQLiteStore {
         }
     }
 
+    /// One read: the participant check, the message's seq, then the members whose `read_seq`
+    /// reaches it, by user id after `after`.
     public func readers(
         conversationId: EntityID, messageId: EntityID, viewer: EntityID, after: EntityID?, limit: Int
     ) async throws -> ReadersPage {
@@ -41,6 +45,8 @@ extension SQLiteStore {
         }
     }
 
+    /// One read: the highest message seq (0 when none), then how many members' read and
+    /// delivered watermarks reach it.
     public func receiptSummary(conversationId: EntityID) async throws -> ReceiptSummaryEvent {
         try await writer.read { db in
             let id = conversationId.description
@@ -60,6 +66,8 @@ extension SQLiteStore {
 
 /// v1.2's conversation list: paged, and changes since a token.
 extension SQLiteStore {
+    /// One read: ids after the cursor (one more tells whether a next page exists), then each
+    /// one's full view.
     public func conversations(viewer: EntityID, limit: Int, before: ListCursor?) async throws -> (page: [Conversation], next: ListCursor?) {
         try await writer.read { db in
             let rows = try Row.fetchAll(
@@ -75,6 +83,8 @@ extension SQLiteStore {
         }
     }
 
+    /// One read: conversations whose row (`changed_at`) or the viewer's row (`view_changed_at`)
+    /// changed after `since`, and the viewer's departures after it.
     public func conversationChanges(viewer: EntityID, since: Int64) async throws -> (changed: [Conversation], removedIds: [EntityID]) {
         try await writer.read { db in
             let ids = try String.fetchAll(
@@ -91,6 +101,7 @@ extension SQLiteStore {
         }
     }
 
+    /// SQLite's clock (`julianday('now')`) in milliseconds since 1970, as the change stamps use.
     public func clockMilliseconds() async throws -> Int64 {
         try await writer.read { db in try Int64.fetchOne(db, sql: "SELECT \(SQLiteRows.nowMilliseconds)") ?? 0 }
     }

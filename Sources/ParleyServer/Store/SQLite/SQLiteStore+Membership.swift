@@ -3,6 +3,8 @@ import GRDB
 import ParleyProtocol
 
 extension SQLiteStore {
+    /// One write transaction: reads the organization (by lowercased name) and invite, lets
+    /// `admit` decide before anything is written, then inserts; a taken email throws `conflict`.
     public func register(_ registration: Registration, admit: @Sendable (Organization?, Invite?) throws -> Admission) async throws -> User {
         try await writer.write { db in
             let orgKey = registration.organization.lowercased()
@@ -44,12 +46,14 @@ extension SQLiteStore {
         }
     }
 
+    /// The organization's row, by id.
     public func organization(id: EntityID) async throws -> Organization? {
         try await writer.read { db in
             try Row.fetchOne(db, sql: "SELECT * FROM organizations WHERE id = ?", arguments: [id.description]).map(Self.organization)
         }
     }
 
+    /// Stores the domains as a JSON array and reads the row back; nil when no such organization.
     public func setAllowedEmailDomains(_ domains: [String], organizationId: EntityID) async throws -> Organization? {
         let json = String(decoding: try JSONEncoder().encode(domains), as: UTF8.self)
         return try await writer.write { db in
@@ -60,6 +64,7 @@ extension SQLiteStore {
         }
     }
 
+    /// Inserts the invite, with the current time as its creation time.
     public func createInvite(_ invite: Invite) async throws {
         try await writer.write { db in
             try db.execute(
@@ -74,6 +79,7 @@ extension SQLiteStore {
         }
     }
 
+    /// The organization's invites, newest first (then by code).
     public func invites(organizationId: EntityID) async throws -> [Invite] {
         try await writer.read { db in
             try Row.fetchAll(
@@ -83,6 +89,7 @@ extension SQLiteStore {
         }
     }
 
+    /// Deletes by code within the organization; true when a row went.
     public func deleteInvite(code: String, organizationId: EntityID) async throws -> Bool {
         try await writer.write { db in
             try db.execute(
@@ -91,6 +98,8 @@ extension SQLiteStore {
         }
     }
 
+    /// One write transaction: updates the role, then `check` gets the active admins left (a
+    /// refusal rolls the update back).
     public func setRole(_ role: UserRole, userId: EntityID, organizationId: EntityID, check: @Sendable (Int) throws -> Void) async throws -> User? {
         try await writer.write { db in
             let arguments: StatementArguments = [role.rawValue, userId.description, organizationId.description]
@@ -102,6 +111,8 @@ extension SQLiteStore {
         }
     }
 
+    /// One write transaction: sets `deactivated_at`, runs `check` on the active admins left (a
+    /// refusal rolls it back), then deletes the user's devices.
     public func deactivate(userId: EntityID, organizationId: EntityID, now: Date, check: @Sendable (Int) throws -> Void) async throws -> Bool {
         try await writer.write { db in
             try db.execute(
@@ -114,6 +125,7 @@ extension SQLiteStore {
         }
     }
 
+    /// Reads the user's organization and whether `deactivated_at` is unset.
     public func userState(id: EntityID) async throws -> UserState? {
         try await writer.read { db in
             try Row.fetchOne(db, sql: "SELECT organization_id, deactivated_at FROM users WHERE id = ?", arguments: [id.description]).map {

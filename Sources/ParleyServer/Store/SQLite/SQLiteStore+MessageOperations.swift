@@ -3,6 +3,8 @@ import GRDB
 import ParleyProtocol
 
 extension SQLiteStore {
+    /// One write transaction: checks participation and the message, then updates it with the
+    /// conversation's next seq; nothing is written when nothing changes.
     public func change(_ edit: MessageEdit, messageId: EntityID, in conversationId: EntityID, by userId: EntityID, now: Date) async throws -> MessageChange {
         try await writer.write { db in
             let id = conversationId.description
@@ -55,6 +57,8 @@ extension SQLiteStore {
         }
     }
 
+    /// An FTS5 match (see ``ftsQuery(_:)``) joined to the viewer's participant rows, leaving out
+    /// deleted and system messages; a query without words finds nothing.
     public func search(_ query: String, viewer: EntityID, conversationId: EntityID?, limit: Int, offset: Int) async throws -> SearchResponse {
         guard let match = Self.ftsQuery(query) else { return SearchResponse(results: []) }
         return try await writer.read { db in

@@ -10,10 +10,13 @@ enum WatermarkJob: Sendable {
 }
 
 extension SQLiteStore {
+    /// Submits the move to the watermark group commit, where receipts share a transaction
+    /// (see ``apply(_:in:)``).
     public func markRead(conversationId: EntityID, userId: EntityID, upToSeq: Int64?, messageIds: [EntityID]?) async throws -> WatermarkChange {
         try await watermarks.submit(.read(conversationId: conversationId, userId: userId, upToSeq: upToSeq, messageIds: messageIds))
     }
 
+    /// Submits the move to the watermark group commit, as a read is.
     public func markDelivered(conversationId: EntityID, userId: EntityID, upToSeq: Int64) async throws -> WatermarkChange {
         try await watermarks.submit(.delivered(conversationId: conversationId, userId: userId, upToSeq: upToSeq))
     }

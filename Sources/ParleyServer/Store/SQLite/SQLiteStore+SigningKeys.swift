@@ -3,10 +3,13 @@ import GRDB
 import ParleyProtocol
 
 extension SQLiteStore {
+    /// Every key in one read, oldest first.
     public func signingKeys() async throws -> [SigningKey] {
         try await writer.read { db in try Self.signingKeys(db) }
     }
 
+    /// Reads the keys and inserts `candidate` when none is live, in one write transaction
+    /// (SQLite's single writer makes it atomic).
     public func ensureSigningKey(_ candidate: SigningKey) async throws -> [SigningKey] {
         // One writer at a time: of two stores starting on one file, the second sees the first's key.
         try await writer.write { db in
@@ -17,10 +20,12 @@ extension SQLiteStore {
         }
     }
 
+    /// Inserts the key in its own write transaction.
     public func addSigningKey(_ key: SigningKey) async throws {
         try await writer.write { db in try Self.insert(key, db) }
     }
 
+    /// Sets `retired_at` on the live key with this kid; false when no row changed.
     public func retireSigningKey(kid: String, at date: Date) async throws -> Bool {
         try await writer.write { db in
             try db.execute(

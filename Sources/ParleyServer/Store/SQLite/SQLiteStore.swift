@@ -126,6 +126,8 @@ public struct SQLiteStore: ParleyStore {
         return (stats.batches, stats.jobs)
     }
 
+    /// Closes the checkpointer, folds the WAL back into the database file (truncating it),
+    /// then closes the pool (file stores).
     public func close() async throws {
         try checkpointer?.close()
         // Folds the WAL back into the database file, so a stopped server leaves one tidy file.
@@ -135,6 +137,7 @@ public struct SQLiteStore: ParleyStore {
 
     // MARK: Users
 
+    /// An active user found by organization name (case-insensitive) and exact email.
     public func credentials(organization: String, email: String) async throws -> (user: User, passwordHash: String)? {
         try await writer.read { db in
             let row = try Row.fetchOne(
@@ -148,6 +151,7 @@ public struct SQLiteStore: ParleyStore {
         }
     }
 
+    /// The user by id; nil for a deactivated user too.
     public func user(id: EntityID) async throws -> User? {
         try await writer.read { db in
             try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM users WHERE id = ? AND deactivated_at IS NULL"), arguments: [id.description])
@@ -155,6 +159,8 @@ public struct SQLiteStore: ParleyStore {
         }
     }
 
+    /// A `LIKE` on display name or email (wildcards in `query` escaped) over active users, by
+    /// display name (ASCII case folded), then email.
     public func users(organizationId: EntityID, matching query: String?, limit: Int) async throws -> [User] {
         try await writer.read { db in
             var sql = "SELECT * FROM users WHERE organization_id = ? AND deactivated_at IS NULL"
@@ -171,6 +177,7 @@ public struct SQLiteStore: ParleyStore {
         }
     }
 
+    /// Sets the user's `last_seen_at` in its own write transaction.
     public func setLastSeen(userId: EntityID, at date: Date) async throws {
         try await writer.write { db in
             try db.execute(
@@ -181,12 +188,16 @@ public struct SQLiteStore: ParleyStore {
 
     // MARK: Messages
 
+    /// Enqueues the draft for group commit and waits for its result.
     public func send(_ draft: MessageDraft) async throws -> SendResult {
         try await enqueueSend(draft).result()
     }
 
+    /// Tells `observer` each send batch's size and transaction time (see ``sendBatchStats``).
     public func observeSendBatches(_ observer: @escaping @Sendable (Int, Duration) -> Void) { sends.observe(observer) }
 
+    /// Queues the draft on the send group commit (one lane: SQLite has one writer), so queued
+    /// sends commit in order; `onCommit` runs once their transaction has committed.
     public func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void) -> PendingSend {
         let ticket = sends.enqueue(draft, onCommit: onCommit)
         return PendingSend { try await ticket.value }
@@ -257,6 +268,8 @@ public struct SQLiteStore: ParleyStore {
         }
     }
 
+    /// One read: the participant check, then up to `limit` messages by seq (one more is fetched
+    /// to tell `hasMore`).
     public func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage {
         try await writer.read { db in
             let id = conversationId.description
@@ -278,6 +291,8 @@ public struct SQLiteStore: ParleyStore {
         }
     }
 
+    /// One read: the participant check, the conversation's `last_seq`, then the messages whose
+    /// `updated_seq` is after `since`.
     public func changes(conversationId: EntityID, viewer: EntityID, since: Int64, limit: Int) async throws -> ChangesPage {
         try await writer.read { db in
             let id = conversationId.description

@@ -1,0 +1,179 @@
+import Foundation
+import Logging
+import ParleyProtocol
+
+/// Sync and reading: the conversation list, catch-up from each conversation's synced seq,
+/// token renewal and cache trimming, and the pages a screen reads (cache first).
+extension ChatClient {
+    // MARK: Sync
+
+    /// Brings everything up to date: the conversation list, then every kept conversation from
+    /// its synced seq, then the outbox.
+    ///
+    /// When the server answers, every queued message is sent at once, in order, whatever
+    /// backoff its last failed attempt left: backoff applies only while the server stays
+    /// unreachable. Returns whether the server was reached and what the outbox holds after.
+    @discardableResult
+    public func synchronize() async -> SyncReport {
+        var reached = false
+        do {
+            // v1.2: only what changed since the last sync (a reconnect with nothing new moves
+            // almost nothing), the whole list the first time.
+            let token = try await database.setting(Self.listSyncTokenKey)
+            let sync = try await transport.conversationList(changedSince: token)
+            reached = true
+            signInRequired = false
+            await renewTokenIfDue()
+            // The server is back: what waited for it goes now, not when its backoff ends.
+            try? await database.outboxRetryNow()
+            let list: [Conversation]
+            switch sync {
+            case .all(let all, let next):
+                list = all
+                try await database.store(conversations: all, replacingAll: true)
+                try await database.setSetting(Self.listSyncTokenKey, to: next)
+            case .changes(let changed, let removed, let next):
+                list = changed
+                try await database.store(conversations: changed, replacingAll: false)
+                try await database.forget(conversations: removed)
+                try await database.setSetting(Self.listSyncTokenKey, to: next)
+            }
+            notify(.conversations)
+            let latest = Dictionary(list.map { ($0.id, $0.lastSeq) }, uniquingKeysWith: max)
+            for (id, synced) in try await database.syncedConversations() where (latest[id] ?? 0) > synced {
+                await catchUp(id)
+            }
+        } catch let error as ClientError where error.code == .unauthorized {
+            reached = true
+            requireSignIn()
+        } catch {
+            logger.debug("Sync failed; will retry", metadata: ["error": "\(error)"])
+        }
+        await flushOutbox()
+        await flushReceipts()
+        await registerPushTokenIfNeeded()
+        await trimCacheIfDue()
+        resumeFirstSyncWaiters()
+        let counts = (try? await database.outboxCounts()) ?? (queued: 0, failed: 0)
+        return SyncReport(reachedServer: reached, queued: counts.queued, failed: counts.failed, signInRequired: signInRequired)
+    }
+
+    /// Where the conversation list's sync token is kept.
+    static let listSyncTokenKey = "conversations_sync_token"
+
+    /// A token is renewed when it has less than this left (tokens live 30 days).
+    public static let tokenRenewalWindow: TimeInterval = 7 * 86400
+
+    /// Renews the token when it expires within ``tokenRenewalWindow``; a refusal means the
+    /// user must sign in again (``ChatChange/signInRequired``).
+    func renewTokenIfDue() async {
+        guard let expiry = transport.tokenExpiresAt, expiry.timeIntervalSince(environment.now()) < Self.tokenRenewalWindow else { return }
+        do {
+            let token = try await transport.renewToken()
+            notify(.tokenRenewed(token))
+            // The connection keeps its authenticated session; the next one uses the new token.
+        } catch let error as ClientError where error.code == .unauthorized {
+            requireSignIn()
+        } catch {
+            logger.debug("Token renewal failed; will retry", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// How often the cache is trimmed to ``LocalDatabase/Retention`` (at the first sync, then
+    /// at most this often).
+    public static let trimInterval: TimeInterval = 6 * 3600
+
+    /// Trims the cache to its retention limits when due, sparing the conversation on screen.
+    func trimCacheIfDue() async {
+        let now = environment.now()
+        if let lastTrim, now.timeIntervalSince(lastTrim) < Self.trimInterval { return }
+        lastTrim = now
+        do {
+            try await database.trim(now: now, sparing: Set([focusedConversation].compactMap { $0 }))
+            notify(.conversations)
+        } catch {
+            logger.debug("Cache trim failed; will retry", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Fetches `/changes` from the synced seq until current, one transaction per page.
+    public func catchUp(_ conversationId: EntityID) async {
+        guard !catchingUp.contains(conversationId) else {
+            catchUpAgain.insert(conversationId)
+            return
+        }
+        catchingUp.insert(conversationId)
+        readCounts.catchUps += 1
+        defer { catchingUp.remove(conversationId) }
+        repeat {
+            catchUpAgain.remove(conversationId)
+            do {
+                guard var since = try await database.syncedSeq(conversationId) else { return }
+                while true {
+                    let page = try await transport.changes(conversationId, since: since, limit: Limits.changesPageMax)
+                    readCounts.networkReads += 1
+                    since = try await database.apply(changes: page, in: conversationId, since: since)
+                    notify(.messages(conversationId))
+                    if !page.hasMore { break }
+                }
+                await markDeliveredUpToSynced(conversationId)
+                catchUpFailures[conversationId] = nil
+            } catch {
+                // Nothing else may come to trigger it (the missed message was the last one), so
+                // try again with backoff while connected; a reconnect's sync covers the rest.
+                let failures = (catchUpFailures[conversationId] ?? 0) + 1
+                catchUpFailures[conversationId] = failures
+                logger.debug("Catch-up failed; will retry", metadata: ["error": "\(error)", "failures": "\(failures)"])
+                if failures <= 8, machine.state == .connected {
+                    let delay = Duration.milliseconds(250 << min(failures - 1, 7))
+                    Task { [environment] in
+                        guard (try? await environment.sleep(delay)) != nil else { return }
+                        await self.catchUp(conversationId)
+                    }
+                }
+                return
+            }
+        } while catchUpAgain.contains(conversationId)
+    }
+
+    // MARK: Reading
+
+    /// The conversation's latest messages: from the cache at once when it has them, otherwise
+    /// (first open) from the server; then it catches up in the background.
+    public func openConversation(_ id: EntityID, limit: Int = 50) async throws -> [LocalMessage] {
+        if let synced = try await database.syncedSeq(id) {
+            readCounts.cacheHits += 1
+            // Connected and current: live events keep it so. Otherwise catch up behind the screen.
+            let known = try await database.conversation(id)?.lastSeq ?? .max
+            if machine.state != .connected || known > synced {
+                Task { await self.catchUp(id) }
+            }
+            return try await database.messages(in: id, viewer: userId, limit: limit)
+        }
+        readCounts.cacheMisses += 1
+        let conversation = try await transport.conversation(id)
+        // Two screens' worth, so the first scroll back is already cached.
+        let page = try await transport.messages(id, before: nil, limit: min(limit * 2, Limits.messagesPageMax))
+        readCounts.networkReads += 2
+        try await database.applyInitialPage(page, conversation: conversation)
+        await catchUp(id)
+        notify(.conversations)
+        return try await database.messages(in: id, viewer: userId, limit: limit)
+    }
+
+    /// Older messages before `seq`: from the cache when it has a full page, else from the server.
+    public func loadOlder(_ id: EntityID, before seq: Int64, limit: Int = 50) async throws -> [LocalMessage] {
+        let cached = try await database.messages(in: id, viewer: userId, before: seq, limit: limit)
+        let serverHasOlder = try await database.hasOlder(id)
+        if cached.count >= limit || !serverHasOlder {
+            readCounts.cacheHits += 1
+            return cached
+        }
+        readCounts.cacheMisses += 1
+        let edge = cached.first?.seq ?? seq
+        let page = try await transport.messages(id, before: edge, limit: limit - cached.count)
+        readCounts.networkReads += 1
+        try await database.applyOlderPage(page, in: id)
+        return try await database.messages(in: id, viewer: userId, before: seq, limit: limit)
+    }
+}
