@@ -48,9 +48,7 @@ struct PostgresBlobs: AttachmentBlobs {
     }
 
     func length(of name: String) async throws -> Int64? {
-        let logger = self.logger
-        let row = try await client.withConnection { c in try await c.first("SELECT length FROM blobs WHERE name = \(name)", logger) }
-        if let row { return try row.decode(Int64.self) }
+        if let length = try await stored(name) { return length }
         return name.hasPrefix("sha256/") ? try await fallback.length(of: name) : nil
     }
 
