@@ -194,7 +194,8 @@ public struct ParleyApp: Sendable {
             _ = try await authenticator.identity(for: request)
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
-            await gateway.serve(inbound: inbound, outbound: outbound, request: context.request, logger: logger)
+            await gateway.serve(
+                inbound: inbound, outbound: outbound, request: context.request, channel: context.requestContext.channel, logger: logger)
         }
         UserController(store: store, fanOut: fanOut).addRoutes(to: authenticated)
         OrganizationController(
@@ -242,7 +243,6 @@ public struct ParleyApp: Sendable {
         shutdownSignals: [UnixSignal] = [], onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws -> ServiceGroup {
         let router = try await buildRouter()
-        let heartbeat = configuration.heartbeatSeconds
         let logger = self.logger
         let limits = configuration.connectionLimits
         let cap = limits.maxConnections ?? ConnectionLimits.defaultMaxConnections()
@@ -255,7 +255,9 @@ public struct ParleyApp: Sendable {
                     metrics.increment("parley_connections_timed_out_total", labels: ["stage": "body"])
                 })],
                 idleTimeout: TimeAmount(limits.idleTimeout)),
-            ws: .init(maxFrameSize: Gateway.transportLimit, autoPing: .enabled(timePeriod: .seconds(Int64(heartbeat)))))
+            // The heartbeat is the gateway's own (see ``Heartbeat``): the library's counts only
+            // pongs, which a paused reader cannot reach.
+            ws: .init(maxFrameSize: Gateway.transportLimit, autoPing: .disabled))
         let webSocketResponder = router.buildResponder()
         let tls = tlsContext
         logger.info("Connection limits", metadata: [

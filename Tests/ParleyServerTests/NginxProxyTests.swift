@@ -50,15 +50,23 @@ import FoundationNetworking
         return (process, URL(string: "http://127.0.0.1:\(port)")!, prefix)
     }
 
+    /// Waits until nginx answers on `url` and passes a health check on: the answer must come
+    /// through nginx (its `Server` header), not from something else that took the port.
+    static func waitForNginx(_ url: URL) async throws {
+        try await waitFor("nginx to pass requests on") {
+            guard let (_, response) = try? await URLSession.shared.data(from: url.appendingPathComponent("health")),
+                let http = response as? HTTPURLResponse
+            else { return false }
+            return http.statusCode == 200 && (http.value(forHTTPHeaderField: "Server") ?? "").hasPrefix("nginx")
+        }
+    }
+
     @Test(.heavy) func theShippedConfigurationCarriesRESTTheWebSocketAndUploads() async throws {
         let server = try await TestServer.start { $0.trustedProxies = ["127.0.0.1"] }
         defer { Task { await server.stop() } }
         let (nginx, url, prefix) = try Self.startNginx(upstreamPort: server.port)
         defer { nginx.terminate(); nginx.waitUntilExit() }
-        try await waitFor("nginx to pass requests on") {
-            (try? await URLSession.shared.data(from: url.appendingPathComponent("health")))
-                .map { ($0.1 as? HTTPURLResponse)?.statusCode == 200 } ?? false
-        }
+        try await Self.waitForNginx(url)
         let alice = try? await ParleyAPI(baseURL: url).register(
             .init(organization: "acme", email: "alice@x.io", password: TestUser.password, displayName: "Alice"))
         let aliceAuth = try #require(alice, "nginx error log: \((try? String(contentsOfFile: "\(prefix)/error.log", encoding: .utf8)) ?? "")")
@@ -112,14 +120,14 @@ import FoundationNetworking
             $0.trustedProxies = ["127.0.0.1"]
         }
         defer { Task { await trusting.stop() } }
-        let (nginx, url, _) = try Self.startNginx(upstreamPort: trusting.port)
+        let (nginx, url, prefix) = try Self.startNginx(upstreamPort: trusting.port)
         defer { nginx.terminate(); nginx.waitUntilExit() }
-        try await waitFor("nginx to pass requests on") {
-            (try? await URLSession.shared.data(from: url.appendingPathComponent("health")))
-                .map { ($0.1 as? HTTPURLResponse)?.statusCode == 200 } ?? false
-        }
-        #expect(try await failedLogins(url, from: "203.0.113.9", times: 4) == [401, 401, 401, 429])
-        #expect(try await failedLogins(url, from: "203.0.113.10", times: 1) == [401], "another client has its own bucket")
+        try await Self.waitForNginx(url)
+        let errorLog = { (try? String(contentsOfFile: "\(prefix)/error.log", encoding: .utf8)) ?? "" }
+        let first = try await failedLogins(url, from: "203.0.113.9", times: 4)
+        #expect(first == [401, 401, 401, 429], "\(first); nginx: \(errorLog())")
+        let other = try await failedLogins(url, from: "203.0.113.10", times: 1)
+        #expect(other == [401], "another client has its own bucket: \(other); nginx: \(errorLog())")
 
         // Not trusted: the header is ignored (loopback peers are exempt from address limits).
         let untrusting = try await TestServer.start(configure: limited)

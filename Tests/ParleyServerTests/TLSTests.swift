@@ -18,6 +18,10 @@ import FoundationNetworking
         return (directory, TLSFiles(certificatePath: certificate, keyPath: key))
     }
 
+    /// What is measured is who gets in, not how fast: a CI machine running the whole suite on
+    /// two cores once took more than the default 10 s for a handshake and its `hello`.
+    static let connectTimeout: Duration = .seconds(40)
+
     /// By name: a certificate names its host, and TLS sends no IP address as the server name.
     static func https(_ server: TestServer) -> URL { URL(string: "https://localhost:\(server.port)")! }
 
@@ -38,9 +42,9 @@ import FoundationNetworking
 
         // WSS: Bob's socket receives what Alice sends over hers.
         let bobSocket = RealtimeConnection(serverURL: url, token: bob.token, trust: trust)
-        _ = try await bobSocket.connect()
+        _ = try await bobSocket.connect(timeout: Self.connectTimeout)
         let aliceSocket = RealtimeConnection(serverURL: url, token: alice.token, trust: trust)
-        _ = try await aliceSocket.connect()
+        _ = try await aliceSocket.connect(timeout: Self.connectTimeout)
         let sent = try await aliceSocket.sendMessage(.init(conversationId: direct.id, clientMessageId: "tls-1", text: "over TLS"))
         var received: Message?
         for await event in bobSocket.events {
@@ -83,7 +87,7 @@ import FoundationNetworking
         let direct = try await ParleyAPI(baseURL: url, token: alice.token, trust: oldTrust)
             .createConversation(.init(type: .direct, participantIds: [bob.user.id]))
         let bobSocket = RealtimeConnection(serverURL: url, token: bob.token, trust: oldTrust)
-        _ = try await bobSocket.connect()
+        _ = try await bobSocket.connect(timeout: Self.connectTimeout)
 
         // The operator renews the certificate (from another CA, so the tests can tell) and reloads.
         try second.writeServerFiles(into: directory)
@@ -92,7 +96,7 @@ import FoundationNetworking
             _ = try await RealtimeConnection(serverURL: url, token: alice.token, trust: oldTrust).connect(timeout: .seconds(5))
         }
         let aliceSocket = RealtimeConnection(serverURL: url, token: alice.token, trust: newTrust)
-        _ = try await aliceSocket.connect()
+        _ = try await aliceSocket.connect(timeout: Self.connectTimeout)
         _ = try await aliceSocket.sendMessage(.init(conversationId: direct.id, clientMessageId: "after-reload", text: "still here?"))
         // Bob's connection, opened before the reload, was not dropped.
         var received: Message?
@@ -105,7 +109,7 @@ import FoundationNetworking
         try "not a certificate".write(toFile: files.certificatePath, atomically: true, encoding: .utf8)
         #expect(throws: (any Error).self) { try server.app.reloadTLS() }
         let again = RealtimeConnection(serverURL: url, token: alice.token, trust: newTrust)
-        _ = try await again.connect()
+        _ = try await again.connect(timeout: Self.connectTimeout)
         await again.close()
         await aliceSocket.close()
         await bobSocket.close()

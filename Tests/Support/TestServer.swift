@@ -152,10 +152,12 @@ public struct TestUser: Sendable {
         self.auth = auth
     }
 
-    /// A new, connected WebSocket (after `hello`).
+    /// A new, connected WebSocket (after `hello`). The wait is long on purpose: the whole
+    /// suite at once on two cores has taken more than the SDK's default 10 s for a `hello`,
+    /// and the tests check what arrives, not how fast.
     public func connect() async throws -> RealtimeConnection {
         let connection = RealtimeConnection(serverURL: server.baseURL, token: token)
-        _ = try await connection.connect()
+        _ = try await connection.connect(timeout: .seconds(40))
         return connection
     }
 }

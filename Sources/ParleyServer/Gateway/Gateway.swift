@@ -26,7 +26,9 @@ struct Gateway: Sendable {
     /// Sends of one connection waiting for their commit at once; the reader waits beyond it.
     static let maxPipelinedSends = 64
 
-    func serve(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, request: Request, logger: Logger) async {
+    func serve(
+        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, request: Request, channel: any Channel, logger: Logger
+    ) async {
         let identity: Identity
         let user: User
         do {
@@ -53,6 +55,14 @@ struct Gateway: Sendable {
         logger[metadataKey: "connection"] = "\(connection.id)"
         logger.debug("WebSocket connected")
 
+        let heartbeat: Task<Void, Never>?
+        if heartbeatSeconds > 0, let liveness = await LivenessHandler.liveness(of: channel) {
+            let beat = Heartbeat(period: .seconds(heartbeatSeconds), liveness: liveness, channel: channel)
+            heartbeat = Task { await beat.run(outbound: outbound, logger: logger) }
+        } else {
+            heartbeat = nil
+        }
+        defer { heartbeat?.cancel() }
         let window = ConcurrencyGate(limit: Self.maxPipelinedSends)
         let decoder = WireCoding.makeDecoder()
         do {

@@ -88,6 +88,7 @@ struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
                 HeadDeadlineHandler(timeout: deadline, onTimeout: { metrics.increment("parley_connections_timed_out_total", labels: ["stage": "head"]) }),
                 position: .first)
             try channel.pipeline.syncOperations.addHandler(FlushCoalescer(), position: .first)
+            try channel.pipeline.syncOperations.addHandler(LivenessHandler(), position: .first)
         } catch {
             return channel.eventLoop.makeFailedFuture(error)
         }

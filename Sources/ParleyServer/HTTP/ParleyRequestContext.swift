@@ -1,4 +1,5 @@
 import Hummingbird
+import NIOCore
 import HummingbirdWebSocket
 import ParleyProtocol
 
@@ -14,12 +15,15 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
     /// The client's IP address (per-address rate limits): the peer's, or the one a trusted
     /// proxy forwarded (``ClientAddressMiddleware``).
     public internal(set) var clientAddress: String?
+    /// The connection's channel (a WebSocket's heartbeat reads its liveness from it).
+    let channel: any Channel
 
     /// A context for a new request: no identity yet, the peer's address as the client's.
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         webSocket = .init()
         clientAddress = source.channel.remoteAddress?.ipAddress
+        channel = source.channel
     }
 
     /// The caller, or `unauthorized`.
