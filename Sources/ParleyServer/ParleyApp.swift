@@ -162,6 +162,7 @@ public struct ParleyApp: Sendable {
         }
         let order = fanOut.order, fanOut = self.fanOut
         let orderSeen = Mutex((held: 0, fetched: 0, late: 0))
+        let heartbeatsSeen = Mutex((pings: 0, closed: 0))
         router.get("metrics") { _, _ in
             // Values kept elsewhere are brought in at scrape time.
             let stats = order.stats
@@ -172,10 +173,18 @@ public struct ParleyApp: Sendable {
             metrics.increment("parley_order_held_total", by: stats.held - seen.held)
             metrics.increment("parley_order_fetched_total", by: stats.fetched - seen.fetched)
             metrics.increment("parley_order_late_total", by: stats.late - seen.late)
+            let beats = fanOut.heartbeats
+            let beatsSeen = heartbeatsSeen.withLock { seen in
+                defer { seen = beats }
+                return seen
+            }
+            metrics.increment("parley_websocket_pings_total", by: beats.pings - beatsSeen.pings)
+            metrics.increment("parley_websocket_silent_closed_total", by: beats.closed - beatsSeen.closed)
             let depths = fanOut.queueDepths
             metrics.set("parley_websocket_connections", to: depths.count)
             metrics.set("parley_websocket_queued_frames", to: depths.reduce(0, +))
             metrics.set("parley_websocket_queue_depth_max", to: depths.max() ?? 0)
+            metrics.set("parley_websocket_sends_awaiting_commit", to: fanOut.sendsAwaitingCommit)
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                 body: .init(byteBuffer: ByteBuffer(string: metrics.prometheusText())))
@@ -188,7 +197,7 @@ public struct ParleyApp: Sendable {
         ).addRoutes(to: api, authenticated: authenticated)
         let gateway = Gateway(
             authenticator: authenticator, store: store, chat: chat, fanOut: fanOut, signals: signals,
-            heartbeatSeconds: configuration.heartbeatSeconds, health: health)
+            heartbeatSeconds: configuration.heartbeatSeconds, clock: configuration.clock, health: health)
         let logger = self.logger
         api.ws("ws") { request, _ in
             _ = try await authenticator.identity(for: request)

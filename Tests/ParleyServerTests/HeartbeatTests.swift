@@ -11,12 +11,26 @@ import Testing
 /// and a client the server itself paused (its sends waiting on a slow store) is never taken
 /// for dead because its answer to a ping sits behind its own sends.
 @Suite struct HeartbeatTests {
-    /// Short, so a test sees several; not so short that a loaded machine's pause in the
-    /// client's reading looks like death.
-    static let period = 2
+    /// A server whose heartbeat beats when the test moves its clock.
+    static func server(_ clock: ManualClock) async throws -> TestServer {
+        try await TestServer.start { $0.clock = clock.serverClock }
+    }
 
-    static func server() async throws -> TestServer {
-        try await TestServer.start { $0.heartbeatSeconds = Self.period }
+    /// One beat: the clock moves a period and each of the server's `connections` heartbeats
+    /// pings (or closes a silent connection). Then each SDK socket is known to have answered:
+    /// two commands after the ping, the second sent after the first's reply, so the server has
+    /// read everything the client wrote before it, the pong included.
+    static func beat(_ clock: ManualClock, _ server: TestServer, connections: Int, answering sockets: [RealtimeConnection] = []) async throws {
+        let before = server.app.fanOut.heartbeats
+        clock.advance(by: 30)
+        try await waitFor("every heartbeat beat") {
+            let now = server.app.fanOut.heartbeats
+            return (now.pings - before.pings) + (now.closed - before.closed) >= connections
+        }
+        for socket in sockets {
+            try await socket.ping()
+            try await socket.ping()
+        }
     }
 
     /// A WebSocket opened by hand that never answers a ping.
@@ -29,7 +43,8 @@ import Testing
     }
 
     @Test func aClientThatAnswersNoPingIsClosedAndGoesOffline() async throws {
-        let server = try await Self.server()
+        let clock = ManualClock()
+        let server = try await Self.server(clock)
         defer { Task { await server.stop() } }
         let (alice, bob, _) = try await server.directPair()
         let aliceSocket = try await alice.connect()
@@ -40,45 +55,60 @@ import Testing
             received.withLock { $0.append(silent.drain().data) }
             return received.withLock { String(decoding: $0, as: UTF8.self).contains("101 Switching Protocols") }
         }
-        try await aliceEvents.wait(timeout: .seconds(10), "Bob online") { events in
+        try await aliceEvents.wait(timeout: .seconds(30), "Bob online") { events in
             events.contains { if case .presence(let p) = $0 { p.userId == bob.id && p.isOnline } else { false } }
         }
-        // It reads (the pings arrive) but never answers: closed within two heartbeats or so.
-        try await waitFor("the silent socket closed", timeout: .seconds(8 * Self.period)) {
+        try await waitFor("both heartbeats asleep") { clock.sleepers >= 2 }
+        // The first beat pings; the socket reads it (drains) but never answers.
+        try await Self.beat(clock, server, connections: 2, answering: [aliceSocket])
+        received.withLock { $0.append(silent.drain().data) }
+        #expect(!silent.isClosed, "one beat is not enough to judge")
+        // The second finds nothing from it since the ping: closed. Alice answered: kept.
+        try await Self.beat(clock, server, connections: 2)
+        try await waitFor("the silent socket closed", timeout: .seconds(30)) {
             let (data, closed) = silent.drain()
             received.withLock { $0.append(data) }
             return closed
         }
         let bytes = received.withLock { [UInt8]($0) }
         #expect(bytes.contains(0x89), "a ping went out first")
-        try await aliceEvents.wait(timeout: .seconds(10), "Bob offline") { events in
+        #expect(server.app.fanOut.heartbeats.closed == 1)
+        try await aliceEvents.wait(timeout: .seconds(30), "Bob offline") { events in
             events.contains { if case .presence(let p) = $0 { p.userId == bob.id && !p.isOnline } else { false } }
         }
+        try await aliceSocket.ping()
+        #expect(await aliceSocket.closedReason == nil)
         await aliceSocket.close()
     }
 
     @Test func aClientThatAnswersItsPingsStaysConnected() async throws {
-        let server = try await Self.server()
+        let clock = ManualClock()
+        let server = try await Self.server(clock)
         defer { Task { await server.stop() } }
         let (alice, _, direct) = try await server.directPair()
         let socket = try await alice.connect()
-        // Several heartbeats with nothing to say but pongs.
-        try await Task.sleep(for: .seconds(3 * Self.period))
+        try await waitFor("the heartbeat asleep") { clock.sleepers >= 1 }
+        // Several beats with nothing to say but pongs.
+        for _ in 0..<4 { try await Self.beat(clock, server, connections: 1, answering: [socket]) }
+        #expect(server.app.fanOut.heartbeats == (pings: 4, closed: 0))
         let sent = try await socket.sendMessage(.init(conversationId: direct.id, clientMessageId: "after-idle", text: "still here"))
         #expect(sent.seq == 1)
         #expect(await socket.closedReason == nil)
         await socket.close()
     }
 
-    /// The store stops committing for several heartbeats (another writer holds SQLite's lock)
+    /// The store stops committing for several beats (another writer holds SQLite's lock)
     /// while a client has pipelined more sends than the server takes at once: the server
     /// stops reading that socket, so the client's pongs wait behind its sends. Every send is
-    /// answered once the store moves again, and the connection is never dropped.
+    /// answered once the store moves again, and the connection is never dropped (a heartbeat
+    /// counting only pongs closed it: CI saw that on a busy PostgreSQL).
     @Test func aPipeliningClientPausedByASlowStoreIsNotTakenForDead() async throws {
-        let server = try await Self.server()
+        let clock = ManualClock()
+        let server = try await Self.server(clock)
         defer { Task { await server.stop() } }
         let (alice, _, direct) = try await server.directPair()
         let socket = try await alice.connect()
+        try await waitFor("the heartbeat asleep") { clock.sleepers >= 1 }
         // Another writer holds SQLite's write lock, on a thread of its own (not the tests' pool).
         let blocker = try DatabaseQueue(path: server.dataDirectory + "/parley.sqlite")
         let locked = DispatchSemaphore(value: 0)
@@ -93,7 +123,9 @@ import Testing
             }
             released.signal()
         }
-        locked.wait()
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { locked.wait(); continuation.resume() }
+        }
         let count = Gateway.maxPipelinedSends * 3
         let sends = Task {
             try await withThrowingTaskGroup(of: Int64.self) { tasks in
@@ -110,15 +142,22 @@ import Testing
                 return seqs
             }
         }
-        // Well past two heartbeats with the store stuck (SQLite's busy wait is 10 s).
-        try await Task.sleep(for: .seconds(3 * Self.period))
+        // The server has stopped reading: a full window of sends waits for the store.
+        try await waitFor("the window full", timeout: .seconds(30)) {
+            server.app.fanOut.sendsAwaitingCommit == Gateway.maxPipelinedSends
+        }
+        // Beats with the store stuck (SQLite's busy wait is 10 s; these take no real time).
+        for _ in 0..<3 { try await Self.beat(clock, server, connections: 1) }
         release.signal()
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async { released.wait(); continuation.resume() }
         }
         let seqs = try await sends.value
         #expect(Set(seqs) == Set(1...Int64(count)), "every send answered once, none lost to a closed connection")
-        #expect(await socket.closedReason == nil)
+        try await Self.beat(clock, server, connections: 1, answering: [socket])
+        #expect(server.app.fanOut.heartbeats.closed == 0)
+        let reason = await socket.closedReason
+        #expect(reason == nil, "\(String(describing: reason))")
         await socket.close()
     }
 }

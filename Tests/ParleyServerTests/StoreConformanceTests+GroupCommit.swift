@@ -77,9 +77,9 @@ extension StoreConformanceTests {
         #expect(page.messages.map(\.seq) == Array((base + 1)...(base + Int64(stored.count))), "gapless")
         #expect(Set(page.messages.map(\.id)) == Set(stored.keys), "every answer is stored, nothing else is")
         #expect(Set(page.messages.map { "\($0.senderId)/\($0.clientMessageId)" }).count == page.messages.count, "exactly once")
-        let stats = try #require(store as? any GroupCommitting).sendBatchStats
-        #expect(stats.sends == 400)
-        #expect(stats.batches < stats.sends, "concurrent sends were coalesced")
+        let stats = try #require(store as? any GroupCommitting).writeBatchStats
+        #expect(stats.writes == 400)
+        #expect(stats.batches < stats.writes, "concurrent sends were coalesced")
         print("[\(kind)] group commit: 400 concurrent sends in \(stats.batches) transactions")
       }
     }
@@ -132,7 +132,7 @@ extension StoreConformanceTests {
             let page = try await store.messages(conversationId: id, viewer: alice.id, before: nil, after: base, limit: 200)
             #expect(page.messages.map(\.seq) == Array((base + 1)...(base + Int64(expected.count))), "gapless")
             #expect(page.messages.map(\.text) == expected.map { "m\($0)" }, "in queued order, the failed ones left out")
-            let stats = try #require(store as? any GroupCommitting).sendBatchStats
+            let stats = try #require(store as? any GroupCommitting).writeBatchStats
             #expect(stats.batches < 120, "the sends shared transactions, so failures met their batches")
             let view = try #require(try await store.conversation(id: id, viewer: bob.id))
             #expect(view.unreadCount == expected.count, "the counters saw only what was stored")
@@ -165,6 +165,7 @@ extension StoreConformanceTests {
                 conversationId: group.id, senderId: members[0].id, clientMessageId: "s\(n)", type: .text, text: "\(n)", now: now))
         }
         let last = group.lastSeq + 10
+        let before = store.writeBatchStats
         let results = await withTaskGroup(of: (Int, Result<WatermarkChange, any Error>).self) { tasks in
             for (index, user) in (members.dropFirst() + outsiders).enumerated() {
                 tasks.addTask {
@@ -187,8 +188,9 @@ extension StoreConformanceTests {
             let view = try #require(try await store.conversation(id: group.id, viewer: user.id))
             #expect(view.readSeq == last - Int64(index % 5) && view.unreadCount == index % 5)
         }
-        let stats = store.watermarkBatchStats
-        #expect(stats.moves == 61 && stats.batches < stats.moves, "reads shared transactions: \(stats)")
+        let after = store.writeBatchStats
+        let (batches, moves) = (after.batches - before.batches, after.writes - before.writes)
+        #expect(moves == 61 && batches < moves, "reads shared transactions: \(batches) for \(moves)")
         try await store.close()
     }
 }

@@ -219,6 +219,18 @@ public final class FanOut: Sendable {
     }
 
     /// Each live connection's queued frames (for the metrics' gauges).
+    /// WebSocket sends taken from their connections and waiting for their commit, on this node
+    /// (at most ``Gateway/maxPipelinedSends`` a connection; a reader waits beyond).
+    public var sendsAwaitingCommit: Int { awaitingCommit.load(ordering: .relaxed) }
+    let awaitingCommit = Atomic<Int>(0)
+
+    /// Heartbeat pings sent, and connections the heartbeat closed as silent, on this node.
+    public var heartbeats: (pings: Int, closed: Int) {
+        (heartbeatPings.load(ordering: .relaxed), heartbeatCloses.load(ordering: .relaxed))
+    }
+    let heartbeatPings = Atomic<Int>(0)
+    let heartbeatCloses = Atomic<Int>(0)
+
     public var queueDepths: [Int] {
         table.state.withLock { $0.byUser.values.flatMap { $0.values } }.map(\.queueDepth)
     }

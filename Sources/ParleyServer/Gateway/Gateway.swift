@@ -19,6 +19,8 @@ struct Gateway: Sendable {
     let fanOut: FanOut
     let signals: LiveSignals
     let heartbeatSeconds: Int
+    /// What the heartbeat beats on.
+    let clock: ServerClock
     /// Told of storage trouble, which answers `unavailable` with `retryAfter`.
     let health: StoreHealth?
     /// Largest WebSocket message read at all; bigger ones close the connection (1009).
@@ -57,7 +59,7 @@ struct Gateway: Sendable {
 
         let heartbeat: Task<Void, Never>?
         if heartbeatSeconds > 0, let liveness = await LivenessHandler.liveness(of: channel) {
-            let beat = Heartbeat(period: .seconds(heartbeatSeconds), liveness: liveness, channel: channel)
+            let beat = Heartbeat(period: .seconds(heartbeatSeconds), liveness: liveness, channel: channel, clock: clock, fanOut: fanOut)
             heartbeat = Task { await beat.run(outbound: outbound, logger: logger) }
         } else {
             heartbeat = nil
@@ -116,6 +118,7 @@ struct Gateway: Sendable {
                 return fail(id, error, frame: frame, on: connection, logger: logger)
             }
             await window.acquire()
+            fanOut.awaitingCommit.add(1, ordering: .relaxed)
             Task {
                 do {
                     let result = try await finish()
@@ -123,6 +126,7 @@ struct Gateway: Sendable {
                 } catch {
                     fail(id, error, frame: frame, on: connection, logger: logger)
                 }
+                fanOut.awaitingCommit.subtract(1, ordering: .relaxed)
                 await window.release()
             }
             return

@@ -84,18 +84,27 @@ final class LivenessHandler: ChannelDuplexHandler, RemovableChannelHandler {
 /// A WebSocket's heartbeat: a ping every period, and the connection closed ("going away",
 /// so the client reconnects and catches up) when a whole period after a ping passed with
 /// nothing from the client while the server was reading.
+///
+/// The beats come from the server's clock (a test moves it by hand); what the client did in
+/// between is judged on the socket's own real timestamps.
 struct Heartbeat: Sendable {
     let period: Duration
     let liveness: ConnectionLiveness
     let channel: any Channel
+    let clock: ServerClock
+    /// Counts pings and closes (metrics).
+    let fanOut: FanOut
 
     /// Runs until cancelled or until it closes the connection.
     func run(outbound: WebSocketOutboundWriter, logger: Logger) async {
         var lastPing: NIODeadline?
+        let seconds = Double(period.components.seconds) + Double(period.components.attoseconds) / 1e18
         while true {
-            do { try await Task.sleep(for: period) } catch { return }
+            await clock.sleepUntil(clock.now().addingTimeInterval(seconds))
+            if Task.isCancelled { return }
             if let lastPing, liveness.isSilent(since: lastPing) {
                 logger.debug("WebSocket silent for a heartbeat after a ping; closing")
+                fanOut.heartbeatCloses.add(1, ordering: .relaxed)
                 try? await outbound.close(.goingAway, reason: "no answer to ping")
                 try? await channel.close()
                 return
@@ -103,6 +112,7 @@ struct Heartbeat: Sendable {
             lastPing = .now()
             do {
                 try await outbound.write(.custom(WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer())))
+                fanOut.heartbeatPings.add(1, ordering: .relaxed)
             } catch {
                 return
             }

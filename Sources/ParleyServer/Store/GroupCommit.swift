@@ -132,10 +132,10 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
 /// An executor answered fewer results than jobs (a bug, reported rather than hung).
 struct GroupCommitError: Error {}
 
-/// A store whose sends go through group commit.
+/// A store whose queued writes (sends, receipts) go through group commit.
 public protocol GroupCommitting {
-    /// Sends committed and the transactions that carried them.
-    var sendBatchStats: (batches: Int, sends: Int) { get }
+    /// Writes committed and the transactions that carried them.
+    var writeBatchStats: (batches: Int, writes: Int) { get }
 }
 
 extension SQLiteStore: GroupCommitting {}

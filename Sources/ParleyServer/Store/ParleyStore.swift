@@ -174,24 +174,14 @@ public struct NewConversation: Sendable, Equatable {
     }
 }
 
-/// A send queued in arrival order; its answer comes once it has committed.
-public struct PendingSend: Sendable {
-    private let wait: @Sendable () async throws -> SendResult
-
-    /// A pending send whose `wait` returns the result once the send has committed.
-    public init(_ wait: @escaping @Sendable () async throws -> SendResult) {
-        self.wait = wait
-    }
-
-    /// The stored message (or the original of a retry), after commit.
-    public func result() async throws -> SendResult { try await wait() }
-}
-
 /// Where Parley keeps everything; the truth every connection and client catches up from.
 ///
-/// Implementations must keep the invariants themselves, inside their transactions: the gapless
-/// per-conversation seq, unique `(senderId, clientMessageId)`, and participant checks (a
-/// conversation the viewer is not in is "not found").
+/// The chat operations that decide something (sends, receipts, edits, attachment visibility)
+/// are rules in `Chat/Rules/`, run through ``writing(_:)``, ``reading(_:)`` and
+/// ``enqueueWrite(in:onCommit:_:)`` over the primitives of ``StoreTransaction``; the requirements
+/// below that still take whole operations keep their invariants inside their transactions: the
+/// gapless per-conversation seq, unique `(senderId, clientMessageId)`, and participant checks
+/// (a conversation the viewer is not in is "not found").
 public protocol ParleyStore: Sendable {
     /// Creates the user, and the organization when its name is new; `conflict` if the email is taken there.
     func register(_ registration: Registration, admit: @Sendable (Organization?, Invite?) throws -> Admission) async throws -> User
@@ -240,37 +230,31 @@ public protocol ParleyStore: Sendable {
     /// Removes a participant from a group (or the caller leaves); writes a system message.
     func removeParticipant(conversationId: EntityID, by userId: EntityID, userId removed: EntityID, now: Date) async throws -> ConversationChange
 
-    /// Stores a message with the next seq, or returns the original for a repeated clientMessageId.
-    func send(_ draft: MessageDraft) async throws -> SendResult
-    /// Tells `observer` each send transaction's size and duration (metrics); stores without
+    /// Runs `body` in one write transaction: committed when it returns, rolled back when it throws.
+    func writing<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) async throws -> T) async throws -> T
+    /// Runs `body` on one consistent snapshot (it must not write).
+    func reading<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) async throws -> T) async throws -> T
+    /// Queues a write in a conversation for group commit, without waiting for it: writes
+    /// queued one after another into one conversation commit in that order, several to a
+    /// transaction. `onCommit` runs right after the commit, before the result is answered, in
+    /// commit order among the writes of a conversation. A write that throws is rolled back alone.
+    func enqueueWrite<T: Sendable>(
+        in conversationId: EntityID, onCommit: @escaping @Sendable (T) -> Void,
+        _ body: @escaping @Sendable (any StoreTransaction) async throws -> T
+    ) -> PendingWrite<T>
+    /// Tells `observer` each group commit's size and duration (metrics); stores without
     /// batches say nothing.
     func observeSendBatches(_ observer: @escaping @Sendable (Int, Duration) -> Void)
-    /// Queues a send now without waiting for it: sends queued one after another into one
-    /// conversation take their seqs in that order (a connection pipelines its sends this way).
-    /// `onCommit` runs right after the commit, before the result is answered, in commit order
-    /// among the sends of a conversation (fan-out goes there, so events leave in seq order).
-    func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void) -> PendingSend
     /// A page of messages ascending by seq (see the contract for `before`/`after`).
     func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage
     /// The catch-up feed: messages changed after `since`, ascending by updatedSeq.
     func changes(conversationId: EntityID, viewer: EntityID, since: Int64, limit: Int) async throws -> ChangesPage
 
-    /// Raises the user's read watermark to `upToSeq` (clamped to the counter) or to the highest
-    /// seq among `messageIds`; never lowers it; raises delivered to at least the new read.
-    func markRead(conversationId: EntityID, userId: EntityID, upToSeq: Int64?, messageIds: [EntityID]?) async throws -> WatermarkChange
-    /// Raises the user's delivered watermark to `upToSeq` (clamped); never lowers it.
-    func markDelivered(conversationId: EntityID, userId: EntityID, upToSeq: Int64) async throws -> WatermarkChange
-
-    /// Applies an edit, delete or reaction; the change takes the next seq as `updatedSeq`.
-    func change(_ edit: MessageEdit, messageId: EntityID, in conversationId: EntityID, by userId: EntityID, now: Date) async throws -> MessageChange
     /// Full-text search over the viewer's conversations (or one of them), newest first.
     func search(_ query: String, viewer: EntityID, conversationId: EntityID?, limit: Int, offset: Int) async throws -> SearchResponse
 
     /// Records an uploaded attachment.
     func createAttachment(_ attachment: StoredAttachment) async throws
-    /// An attachment the viewer may download: they uploaded it, or it is in a message of a
-    /// conversation they are in. Nil otherwise (as if it did not exist).
-    func attachment(id: EntityID, viewer: EntityID) async throws -> StoredAttachment?
 
     /// Registers a push token for a user; a token registered by another user moves to this one.
     func registerDevice(token: String, userId: EntityID, platform: String, environment: PushEnvironment, now: Date) async throws
@@ -336,24 +320,8 @@ extension ParleyStore {
         ) { organization, _ in Admission(role: organization == nil ? .admin : .member) }
     }
 
-    /// A store without a send queue: the send starts in a task (order between pipelined sends
-    /// is then not guaranteed).
-    public func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void) -> PendingSend {
-        let task = Task {
-            let result = try await send(draft)
-            onCommit(result)
-            return result
-        }
-        return PendingSend { try await task.value }
-    }
-
     /// A store without batches has nothing to tell.
     public func observeSendBatches(_ observer: @escaping @Sendable (Int, Duration) -> Void) {}
-
-    /// Queues a send with nothing to run at commit.
-    public func enqueueSend(_ draft: MessageDraft) -> PendingSend {
-        enqueueSend(draft) { _ in }
-    }
 }
 
 /// Where a page of the conversation list ends: the last conversation's activity time and id

@@ -80,19 +80,4 @@ extension PostgresRows {
         }
         return result
     }
-
-    /// Checks an attachment may go into a message of this type from this sender.
-    static func requireAttachment(_ c: PostgresConnection, _ id: EntityID, sender: EntityID, type: MessageType, _ logger: Logger) async throws {
-        guard let attachment = try await attachments(c, ids: [id.uuid], logger)[id], attachment.uploaderId == sender else {
-            throw APIError.invalid("attachmentId does not name an attachment you uploaded")
-        }
-        let family = attachment.contentType.split(separator: "/").first.map(String.init) ?? ""
-        let fits = switch type {
-        case .image: family == "image"
-        case .video: family == "video"
-        case .audio: family == "audio"
-        default: true
-        }
-        guard fits else { throw APIError.invalid("a \(type.rawValue) message needs a \(type.rawValue) attachment, not \(attachment.contentType)") }
-    }
 }

@@ -17,20 +17,4 @@ extension PostgresStore {
                 """, logger)
         }
     }
-
-    /// One snapshot: the record, then (for anyone but the uploader) a check that a message not
-    /// deleted carries it in a conversation the viewer is in.
-    public func attachment(id: EntityID, viewer: EntityID) async throws -> StoredAttachment? {
-        let logger = self.logger
-        return try await read { c in
-            guard let attachment = try await PostgresRows.attachments(c, ids: [id.uuid], logger)[id] else { return nil }
-            if attachment.uploaderId == viewer { return attachment }
-            let visible = try await c.first(
-                """
-                SELECT 1 FROM messages m JOIN participants p ON p.conversation_id = m.conversation_id AND p.user_id = \(viewer.uuid)
-                WHERE m.attachment_id = \(id.uuid) AND m.deleted_at IS NULL LIMIT 1
-                """, logger) != nil
-            return visible ? attachment : nil
-        }
-    }
 }

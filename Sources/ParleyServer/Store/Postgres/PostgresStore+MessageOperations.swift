@@ -4,65 +4,6 @@ import ParleyProtocol
 import PostgresNIO
 
 extension PostgresStore {
-    /// One transaction under the conversation's row lock: checks participation and the message,
-    /// then updates it with the next seq; nothing is written when nothing changes.
-    public func change(_ edit: MessageEdit, messageId: EntityID, in conversationId: EntityID, by userId: EntityID, now: Date) async throws -> MessageChange {
-        let logger = self.logger
-        return try await write { c in
-            let id = conversationId.uuid
-            // The conversation's row lock first: changes and sends of one conversation take
-            // their seqs one after the other, and this change sees the message as it is.
-            guard try await PostgresRows.lockConversation(c, id, logger) else { throw APIError.notFound("Message") }
-            let participants = try await PostgresRows.participantIds(c, id, logger)
-            guard participants.contains(userId),
-                let message = try await c.first(
-                    "\(unescaped: PostgresRows.messageSelect) WHERE m.id = \(messageId.uuid) AND m.conversation_id = \(id)", logger
-                ).map(PostgresRows.message)
-            else { throw APIError.notFound("Message") }
-            func unchanged() -> MessageChange { MessageChange(message: message, changed: false, participantIds: participants) }
-            guard message.type != .system else { throw APIError.invalid("System messages cannot be changed") }
-            let ms = now.millisecondsSince1970
-            switch edit {
-            case .text(let text):
-                guard message.senderId == userId else { throw APIError(.forbidden, "Only the sender can edit a message") }
-                guard message.deletedAt == nil else { throw APIError.invalid("A deleted message cannot be edited") }
-                guard text != message.text else { return unchanged() }
-                let seq = try await PostgresRows.nextSeq(c, id, logger)
-                try await c.run(
-                    "UPDATE messages SET text = \(text), edited_at = \(ms), updated_seq = \(seq) WHERE id = \(messageId.uuid)", logger)
-            case .delete:
-                guard message.senderId == userId else { throw APIError(.forbidden, "Only the sender can delete a message") }
-                guard message.deletedAt == nil else { return unchanged() }
-                let seq = try await PostgresRows.nextSeq(c, id, logger)
-                try await c.run(
-                    """
-                    UPDATE messages SET text = '', metadata_json = NULL, attachment_id = NULL, deleted_at = \(ms), updated_seq = \(seq)
-                    WHERE id = \(messageId.uuid)
-                    """, logger)
-                try await c.run("DELETE FROM reactions WHERE message_id = \(messageId.uuid)", logger)
-                try await PostgresRows.uncount(c, message, logger)
-            case .reaction(let emoji, let add):
-                guard message.deletedAt == nil else { throw APIError.invalid("A deleted message cannot be reacted to") }
-                let touched = add
-                    ? try await c.first(
-                        """
-                        INSERT INTO reactions (message_id, emoji, user_id, created_at) VALUES (\(messageId.uuid), \(emoji), \(userId.uuid), \(ms))
-                        ON CONFLICT DO NOTHING RETURNING 1
-                        """, logger)
-                    : try await c.first(
-                        """
-                        DELETE FROM reactions WHERE message_id = \(messageId.uuid) AND emoji = \(emoji) AND user_id = \(userId.uuid)
-                        RETURNING 1
-                        """, logger)
-                guard touched != nil else { return unchanged() }
-                let seq = try await PostgresRows.nextSeq(c, id, logger)
-                try await c.run("UPDATE messages SET updated_seq = \(seq) WHERE id = \(messageId.uuid)", logger)
-            }
-            let updated = try await PostgresRows.message(c, id: messageId.uuid, logger)!
-            return MessageChange(message: updated, changed: true, participantIds: participants)
-        }
-    }
-
     /// A `tsquery` (see ``tsQuery(_:)``) on the messages' search vector, joined to the viewer's
     /// participant rows; deleted and system messages are left out.
     public func search(_ query: String, viewer: EntityID, conversationId: EntityID?, limit: Int, offset: Int) async throws -> SearchResponse {

@@ -21,8 +21,8 @@ public final class PostgresStore: ParleyStore {
     let client: PostgresClient
     let logger: Logger
     private let runner: Task<Void, Never>
-    /// Concurrent sends share one transaction (one commit) instead of one each.
-    let sends: GroupCommit<MessageDraft, SendResult>
+    /// Concurrent sends and receipts share one transaction (one commit) instead of one each.
+    let writes: GroupCommit<QueuedWrite, any Sendable>
 
     /// A store on a pool with this configuration; it connects lazily and does not migrate
     /// (use ``connect(url:logger:startTimeout:)``, or call ``migrate()`` before use).
@@ -31,8 +31,8 @@ public final class PostgresStore: ParleyStore {
         self.client = client
         self.logger = logger
         runner = Task { await client.run() }
-        sends = GroupCommit(maxBatch: 64, lanes: Self.concurrentSendTransactions) { drafts in
-            await Self.sendBatch(drafts, client: client, logger: logger)
+        writes = GroupCommit(maxBatch: 64, lanes: Self.concurrentSendTransactions) { jobs in
+            await Self.writeBatch(jobs, client: client, logger: logger)
         }
     }
 
@@ -40,9 +40,9 @@ public final class PostgresStore: ParleyStore {
     /// by id; each carries whatever its lane queued meanwhile).
     static let concurrentSendTransactions = 8
 
-    /// Sends committed and the transactions that carried them (group commit's effect).
-    public var sendBatchStats: (batches: Int, sends: Int) {
-        let stats = sends.batchStats
+    /// Writes committed and the transactions that carried them (group commit's effect).
+    public var writeBatchStats: (batches: Int, writes: Int) {
+        let stats = writes.batchStats
         return (stats.batches, stats.jobs)
     }
 

@@ -18,23 +18,6 @@ extension SQLiteStore {
                 ])
         }
     }
-
-    /// One read: the record, then (for anyone but the uploader) a check that a message not
-    /// deleted carries it in a conversation the viewer is in.
-    public func attachment(id: EntityID, viewer: EntityID) async throws -> StoredAttachment? {
-        try await writer.read { db in
-            guard let attachment = try SQLiteRows.attachments(db, ids: [id.description]).values.first else { return nil }
-            if attachment.uploaderId == viewer { return attachment }
-            let visible = try Bool.fetchOne(
-                db,
-                sql: """
-                    SELECT 1 FROM messages m JOIN participants p ON p.conversation_id = m.conversation_id AND p.user_id = ?
-                    WHERE m.attachment_id = ? AND m.deleted_at IS NULL LIMIT 1
-                    """,
-                arguments: [viewer.description, id.description]) ?? false
-            return visible ? attachment : nil
-        }
-    }
 }
 
 extension SQLiteRows {
@@ -52,20 +35,5 @@ extension SQLiteRows {
             result[attachment.id.description] = attachment
         }
         return result
-    }
-
-    /// Checks an attachment may go into a message of this type from this sender.
-    static func requireAttachment(_ db: Database, _ id: EntityID, sender: EntityID, type: MessageType) throws {
-        guard let attachment = try attachments(db, ids: [id.description]).values.first, attachment.uploaderId == sender else {
-            throw APIError.invalid("attachmentId does not name an attachment you uploaded")
-        }
-        let family = attachment.contentType.split(separator: "/").first.map(String.init) ?? ""
-        let fits = switch type {
-        case .image: family == "image"
-        case .video: family == "video"
-        case .audio: family == "audio"
-        default: true
-        }
-        guard fits else { throw APIError.invalid("a \(type.rawValue) message needs a \(type.rawValue) attachment, not \(attachment.contentType)") }
     }
 }

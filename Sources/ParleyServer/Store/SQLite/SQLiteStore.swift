@@ -9,12 +9,10 @@ import ParleyProtocol
 /// construction, and unique indexes back every invariant.
 public struct SQLiteStore: ParleyStore {
     let writer: any DatabaseWriter
-    /// Concurrent sends share one transaction (one fsync) instead of one each.
-    private let sends: GroupCommit<MessageDraft, SendResult>
+    /// Concurrent sends and receipts share one transaction (one fsync) instead of one each.
+    private let writes: GroupCommit<QueuedWrite, any Sendable>
     /// Checkpoints the log off the commit path (files only).
     let checkpointer: WALCheckpointer?
-    /// Concurrent read and delivery receipts share one transaction, as sends do.
-    let watermarks: GroupCommit<WatermarkJob, WatermarkChange>
 
     /// Opens (creating if needed) the database file at `path` and migrates it.
     public init(path: String) throws {
@@ -63,44 +61,47 @@ public struct SQLiteStore: ParleyStore {
     private init(writer: any DatabaseWriter, checkpointer: WALCheckpointer?) {
         self.writer = writer
         self.checkpointer = checkpointer
-        watermarks = GroupCommit { jobs in
+        writes = GroupCommit { jobs in
             defer { checkpointer?.noteWrite() }
-            return await Self.commitBatch(jobs, writer: writer, Self.apply)
-        }
-        sends = GroupCommit { drafts in
-            defer { checkpointer?.noteWrite() }
-            return await Self.commitBatch(drafts, writer: writer) { draft, db in try Self.write(try Self.check(draft, in: db), in: db) }
+            return await Self.commitBatch(jobs, writer: writer)
         }
     }
 
-    /// Runs a group commit's batch in one transaction.
+    /// Runs a group commit's batch in one transaction, its rules on the writer's thread (see
+    /// ``InlineAsync``).
     ///
-    /// `run` throws an `APIError` only before it writes anything (a refusal: not a participant,
-    /// a bad reply or watermark), so a refused job needs no savepoint: its error is its answer
-    /// and the batch goes on. Anything else (a write that fails, which the checks make
-    /// exceptional) aborts the transaction, and the batch runs again with a savepoint per job,
-    /// so one failure cannot undo the others.
-    static func commitBatch<Job: Sendable, Output: Sendable>(
-        _ jobs: [Job], writer: any DatabaseWriter, _ run: @escaping @Sendable (Job, Database) throws -> Output
-    ) async -> [Result<Output, any Error>] {
+    /// A rule throws an `APIError` only before it writes anything (a refusal: not a
+    /// participant, a bad reply or watermark), so a refused job needs no savepoint: its error is
+    /// its answer and the batch goes on. Anything else (a write that fails, which the checks
+    /// make exceptional) aborts the transaction, and the batch runs again with a savepoint per
+    /// job, so one failure cannot undo the others.
+    static func commitBatch(_ jobs: [QueuedWrite], writer: any DatabaseWriter) async -> [Result<any Sendable, any Error>] {
         do {
             return try await writer.write { db in
-                try jobs.map { job in
-                    do {
-                        return .success(try run(job, db))
-                    } catch let refused as APIError {
-                        return .failure(refused)
+                let tx = SQLiteTransaction(db: db)
+                return try InlineAsync.run {
+                    var results: [Result<any Sendable, any Error>] = []
+                    results.reserveCapacity(jobs.count)
+                    for job in jobs {
+                        do {
+                            results.append(.success(try await job.run(tx)))
+                        } catch let refused as APIError {
+                            results.append(.failure(refused))
+                        }
                     }
+                    return results
                 }
             }
         } catch {
             do {
                 return try await writer.write { db in
-                    jobs.map { job in
+                    let tx = SQLiteTransaction(db: db)
+                    return jobs.map { job in
                         Result {
-                            var output: Output?
+                            var output: (any Sendable)?
                             try db.inSavepoint {
-                                output = try run(job, db)
+                                let value: any Sendable = try InlineAsync.run { try await job.run(tx) }
+                                output = value
                                 return .commit
                             }
                             return output!
@@ -114,16 +115,42 @@ public struct SQLiteStore: ParleyStore {
         }
     }
 
-    /// Watermark moves committed and the transactions that carried them.
-    public var watermarkBatchStats: (batches: Int, moves: Int) {
-        let stats = watermarks.batchStats
+    /// Writes committed and the transactions that carried them (group commit's effect).
+    public var writeBatchStats: (batches: Int, writes: Int) {
+        let stats = writes.batchStats
         return (stats.batches, stats.jobs)
     }
 
-    /// Sends committed and the transactions that carried them (group commit's effect).
-    public var sendBatchStats: (batches: Int, sends: Int) {
-        let stats = sends.batchStats
-        return (stats.batches, stats.jobs)
+    /// Runs `body` in one write transaction on the writer's thread (see ``InlineAsync``).
+    public func writing<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) async throws -> T) async throws -> T {
+        defer { checkpointer?.noteWrite() }
+        return try await writer.write { db in
+            let tx = SQLiteTransaction(db: db)
+            return try InlineAsync.run { try await body(tx) }
+        }
+    }
+
+    /// Runs `body` in one read transaction (a WAL snapshot) on a reader's thread.
+    public func reading<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) async throws -> T) async throws -> T {
+        try await writer.read { db in
+            let tx = SQLiteTransaction(db: db)
+            return try InlineAsync.run { try await body(tx) }
+        }
+    }
+
+    /// Queues the write on the group commit (one lane: SQLite has one writer), so queued
+    /// writes commit in order; `onCommit` runs once their transaction has committed.
+    public func enqueueWrite<T: Sendable>(
+        in conversationId: EntityID, onCommit: @escaping @Sendable (T) -> Void,
+        _ body: @escaping @Sendable (any StoreTransaction) async throws -> T
+    ) -> PendingWrite<T> {
+        let ticket = writes.enqueue(QueuedWrite(conversationId: conversationId) { tx in try await body(tx) }) { output in
+            if let output = output as? T { onCommit(output) }
+        }
+        return PendingWrite {
+            guard let output = try await ticket.value as? T else { throw APIError(.internal, "A queued write answered the wrong type") }
+            return output
+        }
     }
 
     /// Closes the checkpointer, folds the WAL back into the database file (truncating it),
@@ -131,7 +158,18 @@ public struct SQLiteStore: ParleyStore {
     public func close() async throws {
         try checkpointer?.close()
         // Folds the WAL back into the database file, so a stopped server leaves one tidy file.
-        try await writer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+        // Another process's store on the same file may be checkpointing right now, and SQLite
+        // answers that at once with SQLITE_BUSY (no busy wait): a few tries, then the file is
+        // left as it is (tidiness only; every commit is already durable in the WAL).
+        for attempt in 1...20 {
+            do {
+                try await writer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+                break
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
+                if attempt == 20 { break }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
         if let pool = writer as? DatabasePool { try pool.close() }
     }
 
@@ -188,85 +226,8 @@ public struct SQLiteStore: ParleyStore {
 
     // MARK: Messages
 
-    /// Enqueues the draft for group commit and waits for its result.
-    public func send(_ draft: MessageDraft) async throws -> SendResult {
-        try await enqueueSend(draft).result()
-    }
-
-    /// Tells `observer` each send batch's size and transaction time (see ``sendBatchStats``).
-    public func observeSendBatches(_ observer: @escaping @Sendable (Int, Duration) -> Void) { sends.observe(observer) }
-
-    /// Queues the draft on the send group commit (one lane: SQLite has one writer), so queued
-    /// sends commit in order; `onCommit` runs once their transaction has committed.
-    public func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void) -> PendingSend {
-        let ticket = sends.enqueue(draft, onCommit: onCommit)
-        return PendingSend { try await ticket.value }
-    }
-
-    /// What a send's checks decided: an earlier send with the same client id (a retry), or a
-    /// new message to insert.
-    private enum Accepted {
-        case retry(SendResult)
-        case insert(MessageDraft)
-    }
-
-    /// A send's checks inside the write transaction, writing nothing: participation,
-    /// idempotency, reply and forward checks.
-    private static func check(_ draft: MessageDraft, in db: Database) throws -> Accepted {
-        let conversationId = draft.conversationId.description
-        guard try SQLiteRows.isParticipant(db, conversationId, draft.senderId) else {
-            throw APIError.notFound("Conversation")
-        }
-        // Almost always new: a bare index probe first, the whole message only for a retry.
-        let retried = try String.fetchOne(
-            db.cachedStatement(sql: "SELECT id FROM messages WHERE sender_id = ? AND client_message_id = ?"),
-            arguments: [draft.senderId.description, draft.clientMessageId])
-        if let retried, let existing = try SQLiteRows.messages(db, where: "id = ?", arguments: [retried]).first {
-            guard existing.conversationId == draft.conversationId else {
-                throw APIError(.conflict, "clientMessageId was already used in another conversation")
-            }
-            return .retry(SendResult(
-                message: existing, created: false,
-                participantIds: try SQLiteRows.participantIds(db, conversationId)))
-        }
-        if let replyToId = draft.replyToId {
-            let replyConversation = try String.fetchOne(
-                db.cachedStatement(sql: "SELECT conversation_id FROM messages WHERE id = ?"), arguments: [replyToId.description])
-            guard replyConversation == conversationId else {
-                throw APIError.invalid("replyToId is not a message of this conversation")
-            }
-        }
-        var draft = draft
-        if let sourceId = draft.forwardedFromId {
-            guard let source = try SQLiteRows.messages(db, where: "id = ?", arguments: [sourceId.description]).first,
-                try SQLiteRows.isParticipant(db, source.conversationId.description, draft.senderId)
-            else { throw APIError.notFound("Message") }
-            guard source.deletedAt == nil, source.type != .system else {
-                throw APIError.invalid("Deleted and system messages cannot be forwarded")
-            }
-            draft.type = source.type
-            draft.text = source.text
-            draft.metadata = source.metadata
-            draft.attachmentId = try String.fetchOne(
-                db, sql: "SELECT attachment_id FROM messages WHERE id = ?", arguments: [sourceId.description]
-            ).flatMap(EntityID.init)
-        } else if let attachmentId = draft.attachmentId {
-            try SQLiteRows.requireAttachment(db, attachmentId, sender: draft.senderId, type: draft.type)
-        }
-        return .insert(draft)
-    }
-
-    /// A checked send's writes: the insert with the next seq (nothing for a retry).
-    private static func write(_ accepted: Accepted, in db: Database) throws -> SendResult {
-        switch accepted {
-        case .retry(let result):
-            return result
-        case .insert(let draft):
-            let message = try SQLiteRows.insertMessage(db, draft)
-            return SendResult(
-                message: message, created: true, participantIds: try SQLiteRows.participantIds(db, draft.conversationId.description))
-        }
-    }
+    /// Tells `observer` each batch's size and transaction time (see ``writeBatchStats``).
+    public func observeSendBatches(_ observer: @escaping @Sendable (Int, Duration) -> Void) { writes.observe(observer) }
 
     /// One read: the participant check, then up to `limit` messages by seq (one more is fetched
     /// to tell `hasMore`).

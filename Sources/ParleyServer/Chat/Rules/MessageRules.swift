@@ -1,0 +1,47 @@
+import Foundation
+import ParleyProtocol
+
+/// Who may edit, delete or react to a message, and what each does: run inside the store's
+/// transaction (see ``StoreTransaction``).
+///
+/// - Only participants see a message; to anyone else it does not exist.
+/// - System messages cannot be changed.
+/// - Only the sender edits or deletes; a deleted message cannot be edited or reacted to.
+/// - Deleting empties the message but keeps its seq (a tombstone); deleting again changes nothing.
+/// - Any participant adds or removes their own reactions.
+/// - A change that changes something takes the conversation's next seq as the message's
+///   `updatedSeq`; one that changes nothing (same text, a reaction already there) takes none
+///   and tells nobody.
+public enum MessageRules {
+    /// Applies `edit` by `userId` to a message of the conversation.
+    public static func change(
+        _ edit: MessageEdit, messageId: EntityID, in conversationId: EntityID, by userId: EntityID, now: Date,
+        in tx: any StoreTransaction
+    ) async throws -> MessageChange {
+        // The conversation first: changes and sends of one conversation take their seqs one
+        // after the other, and this change sees the message as it is.
+        guard try await tx.lockConversation(conversationId) else { throw APIError.notFound("Message") }
+        let participants = try await tx.participantIds(of: conversationId)
+        guard participants.contains(userId), let message = try await tx.message(messageId), message.conversationId == conversationId
+        else { throw APIError.notFound("Message") }
+        let unchanged = MessageChange(message: message, changed: false, participantIds: participants)
+        guard message.type != .system else { throw APIError.invalid("System messages cannot be changed") }
+        switch edit {
+        case .text(let text):
+            guard message.senderId == userId else { throw APIError(.forbidden, "Only the sender can edit a message") }
+            guard message.deletedAt == nil else { throw APIError.invalid("A deleted message cannot be edited") }
+            guard text != message.text else { return unchanged }
+            try await tx.setText(text, of: messageId, editedAt: now, updatedSeq: try await tx.takeNextSeq(in: conversationId))
+        case .delete:
+            guard message.senderId == userId else { throw APIError(.forbidden, "Only the sender can delete a message") }
+            guard message.deletedAt == nil else { return unchanged }
+            try await tx.tombstone(message, deletedAt: now, updatedSeq: try await tx.takeNextSeq(in: conversationId))
+        case .reaction(let emoji, let add):
+            guard message.deletedAt == nil else { throw APIError.invalid("A deleted message cannot be reacted to") }
+            guard try await tx.setReaction(emoji, by: userId, on: messageId, present: add, at: now) else { return unchanged }
+            try await tx.setUpdatedSeq(try await tx.takeNextSeq(in: conversationId), of: messageId)
+        }
+        guard let updated = try await tx.message(messageId) else { throw APIError.notFound("Message") }
+        return MessageChange(message: updated, changed: true, participantIds: participants)
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import ParleyProtocol
+
+/// The chat operations a store carries out, each one rule of `Chat/Rules/` run in one
+/// transaction of the store (sends and receipts through its group commit).
+extension ParleyStore {
+    /// Stores a message with the next seq, or returns the original for a repeated clientMessageId.
+    public func send(_ draft: MessageDraft) async throws -> SendResult {
+        try await enqueueSend(draft).result()
+    }
+
+    /// Queues a send now without waiting for it: sends queued one after another into one
+    /// conversation take their seqs in that order (a connection pipelines its sends this way).
+    /// `onCommit` runs right after the commit, before the result is answered, in commit order
+    /// among the sends of a conversation (fan-out goes there, so events leave in seq order).
+    public func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void = { _ in }) -> PendingSend {
+        let pending = enqueueWrite(in: draft.conversationId, onCommit: onCommit) { tx in
+            try await SendRules.send(draft, in: tx)
+        }
+        return PendingSend {
+            do {
+                return try await pending.result()
+            } catch is SendRaceLost {
+                return try await reading { tx in try await SendRules.original(of: draft, in: tx) }
+            }
+        }
+    }
+
+    /// Raises the user's read watermark to `upToSeq` (clamped to the counter) or to the highest
+    /// seq among `messageIds`; never lowers it; raises delivered to at least the new read.
+    public func markRead(conversationId: EntityID, userId: EntityID, upToSeq: Int64?, messageIds: [EntityID]?) async throws -> WatermarkChange {
+        try await enqueueWrite(in: conversationId) { tx in
+            try await ReceiptRules.markRead(conversationId: conversationId, userId: userId, upToSeq: upToSeq, messageIds: messageIds, in: tx)
+        }.result()
+    }
+
+    /// Raises the user's delivered watermark to `upToSeq` (clamped); never lowers it.
+    public func markDelivered(conversationId: EntityID, userId: EntityID, upToSeq: Int64) async throws -> WatermarkChange {
+        try await enqueueWrite(in: conversationId) { tx in
+            try await ReceiptRules.markDelivered(conversationId: conversationId, userId: userId, upToSeq: upToSeq, in: tx)
+        }.result()
+    }
+
+    /// Applies an edit, delete or reaction; the change takes the next seq as `updatedSeq`.
+    public func change(_ edit: MessageEdit, messageId: EntityID, in conversationId: EntityID, by userId: EntityID, now: Date) async throws -> MessageChange {
+        try await writing { tx in
+            try await MessageRules.change(edit, messageId: messageId, in: conversationId, by: userId, now: now, in: tx)
+        }
+    }
+
+    /// An attachment the viewer may download (see ``AttachmentRules``); nil otherwise, as if
+    /// it did not exist.
+    public func attachment(id: EntityID, viewer: EntityID) async throws -> StoredAttachment? {
+        try await reading { tx in try await AttachmentRules.visible(id, to: viewer, in: tx) }
+    }
+
+    /// Queues a write in a conversation with nothing to run at commit.
+    func enqueueWrite<T: Sendable>(
+        in conversationId: EntityID, _ body: @escaping @Sendable (any StoreTransaction) async throws -> T
+    ) -> PendingWrite<T> {
+        enqueueWrite(in: conversationId, onCommit: { _ in }, body)
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import ParleyProtocol
+
+/// Who may send what into a conversation, and what a retry returns: the rules of a send,
+/// run inside the store's transaction (see ``StoreTransaction``).
+///
+/// - Only a participant sends; to anyone else the conversation does not exist.
+/// - `(senderId, clientMessageId)` is unique: a repeated pair returns the original and writes
+///   nothing; the same pair in another conversation is a `conflict`.
+/// - A reply names a message of the same conversation.
+/// - A forward copies a message the sender can read (not deleted, not a system message): its
+///   type, text, metadata and attachment.
+/// - An attachment is one the sender uploaded, of the message's kind (an image for `.image`...).
+/// - A new message takes the conversation's next seq.
+///
+/// The store runs a send with its conversation taken (``StoreTransaction/lockConversation(_:)``),
+/// so an earlier send's retry is visible here. Every refusal is thrown before anything is written.
+public enum SendRules {
+    /// Stores the draft, or returns the original of a retry.
+    public static func send(_ draft: MessageDraft, in tx: any StoreTransaction) async throws -> SendResult {
+        let needsChecks = draft.replyToId != nil || draft.forwardedFromId != nil || draft.attachmentId != nil
+        // A plain message: checked and stored in one step. Otherwise checked first.
+        let probe = try await tx.insertMessageUnlessSent(draft, checkOnly: needsChecks)
+        guard probe.participantIds.contains(draft.senderId) else { throw APIError.notFound("Conversation") }
+        if let existingId = probe.existingId {
+            guard let existing = try await tx.message(existingId) else {
+                throw APIError(.internal, "A clientMessageId without its message")
+            }
+            return try retried(draft, existing: existing, participantIds: probe.participantIds)
+        }
+        if let message = probe.message {
+            return SendResult(message: message, created: true, participantIds: probe.participantIds)
+        }
+        let message = try await tx.insertMessage(try await checked(draft, in: tx))
+        return SendResult(message: message, created: true, participantIds: probe.participantIds)
+    }
+
+    /// The answer to a send whose pair a store found committed by a racing send (see
+    /// ``SendRaceLost``), read after the race.
+    public static func original(of draft: MessageDraft, in tx: any StoreTransaction) async throws -> SendResult {
+        guard let existingId = try await tx.messageId(sentBy: draft.senderId, clientMessageId: draft.clientMessageId),
+            let existing = try await tx.message(existingId)
+        else { throw APIError(.internal, "A clientMessageId conflict without its message") }
+        return try retried(draft, existing: existing, participantIds: try await tx.participantIds(of: existing.conversationId))
+    }
+
+    /// A retry gets the original, unless the pair was used in another conversation.
+    private static func retried(_ draft: MessageDraft, existing: Message, participantIds: [EntityID]) throws -> SendResult {
+        guard existing.conversationId == draft.conversationId else {
+            throw APIError(.conflict, "clientMessageId was already used in another conversation")
+        }
+        return SendResult(message: existing, created: false, participantIds: participantIds)
+    }
+
+    /// Checks a reply's target, and fills a forward from its source or checks an attachment.
+    static func checked(_ draft: MessageDraft, in tx: any StoreTransaction) async throws -> MessageDraft {
+        var draft = draft
+        if let replyToId = draft.replyToId {
+            guard try await tx.conversationId(ofMessage: replyToId) == draft.conversationId else {
+                throw APIError.invalid("replyToId is not a message of this conversation")
+            }
+        }
+        if let sourceId = draft.forwardedFromId {
+            guard let source = try await tx.message(sourceId),
+                try await tx.isParticipant(draft.senderId, of: source.conversationId)
+            else { throw APIError.notFound("Message") }
+            guard source.deletedAt == nil, source.type != .system else {
+                throw APIError.invalid("Deleted and system messages cannot be forwarded")
+            }
+            draft.type = source.type
+            draft.text = source.text
+            draft.metadata = source.metadata
+            draft.attachmentId = source.attachment?.id
+        } else if let attachmentId = draft.attachmentId {
+            try await requireAttachment(attachmentId, from: draft.senderId, for: draft.type, in: tx)
+        }
+        return draft
+    }
+
+    /// An attachment goes into a message only from its uploader, and of the message's kind.
+    static func requireAttachment(_ id: EntityID, from sender: EntityID, for type: MessageType, in tx: any StoreTransaction) async throws {
+        guard let attachment = try await tx.attachment(id), attachment.uploaderId == sender else {
+            throw APIError.invalid("attachmentId does not name an attachment you uploaded")
+        }
+        let family = attachment.contentType.split(separator: "/").first.map(String.init) ?? ""
+        let fits = switch type {
+        case .image: family == "image"
+        case .video: family == "video"
+        case .audio: family == "audio"
+        default: true
+        }
+        guard fits else {
+            throw APIError.invalid("a \(type.rawValue) message needs a \(type.rawValue) attachment, not \(attachment.contentType)")
+        }
+    }
+}

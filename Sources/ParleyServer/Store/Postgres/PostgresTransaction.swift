@@ -1,0 +1,188 @@
+import Foundation
+import Logging
+import ParleyProtocol
+import PostgresNIO
+
+/// ``StoreTransaction``'s primitives over one PostgreSQL connection inside a transaction, a
+/// round trip each (the send's check and insert share one statement).
+struct PostgresTransaction: StoreTransaction {
+    let connection: PostgresConnection
+    let logger: Logger
+    /// Conversations whose rows this transaction locked already (a send batch locks all of
+    /// its conversations first, in id order).
+    let locked: Set<UUID>
+
+    init(_ connection: PostgresConnection, logger: Logger, locked: Set<UUID> = []) {
+        self.connection = connection
+        self.logger = logger
+        self.locked = locked
+    }
+
+    // MARK: Conversations
+
+    /// Locks the conversation's row until the transaction ends (at once if the batch did).
+    func lockConversation(_ conversationId: EntityID) async throws -> Bool {
+        if locked.contains(conversationId.uuid) { return true }
+        return try await PostgresRows.lockConversation(connection, conversationId.uuid, logger)
+    }
+
+    func lastSeq(of conversationId: EntityID) async throws -> Int64? {
+        try await connection.first("SELECT last_seq FROM conversations WHERE id = \(conversationId.uuid)", logger)?.decode(Int64.self)
+    }
+
+    func takeNextSeq(in conversationId: EntityID) async throws -> Int64 {
+        try await PostgresRows.nextSeq(connection, conversationId.uuid, logger)
+    }
+
+    // MARK: Participants
+
+    func participantIds(of conversationId: EntityID) async throws -> [EntityID] {
+        try await PostgresRows.participantIds(connection, conversationId.uuid, logger)
+    }
+
+    func isParticipant(_ userId: EntityID, of conversationId: EntityID) async throws -> Bool {
+        try await PostgresRows.isParticipant(connection, conversationId.uuid, userId.uuid, logger)
+    }
+
+    /// The conversation first (shared, unless the batch holds it), in the order sends lock
+    /// (conversation, then the sender's member row), so no send commits between a read's
+    /// count and its counters; then the member's row for update.
+    func lockWatermarks(of userId: EntityID, in conversationId: EntityID) async throws -> (member: Member, lastSeq: Int64)? {
+        let id = conversationId.uuid
+        if !locked.contains(id) {
+            try await connection.run("SELECT 1 FROM conversations WHERE id = \(id) FOR SHARE", logger)
+        }
+        guard let row = try await connection.first(
+            """
+            SELECT p.read_seq, p.delivered_seq, c.last_seq
+            FROM participants p JOIN conversations c ON c.id = p.conversation_id
+            WHERE p.conversation_id = \(id) AND p.user_id = \(userId.uuid)
+            FOR UPDATE OF p
+            """, logger)
+        else { return nil }
+        let (read, delivered, lastSeq) = try row.decode((Int64, Int64, Int64).self)
+        return (Member(userId: userId, readSeq: read, deliveredSeq: delivered), lastSeq)
+    }
+
+    func setWatermarks(_ member: Member, in conversationId: EntityID) async throws {
+        try await connection.run(
+            """
+            UPDATE participants SET read_seq = \(member.readSeq), delivered_seq = \(member.deliveredSeq)
+            WHERE conversation_id = \(conversationId.uuid) AND user_id = \(member.userId.uuid)
+            """, logger)
+    }
+
+    func readMoved(for userId: EntityID, in conversationId: EntityID) async throws {
+        try await PostgresRows.rebase(connection, conversationId.uuid, [userId.uuid], logger)
+        try await connection.run(
+            """
+            UPDATE participants SET view_changed_at = \(unescaped: PostgresRows.nowMilliseconds)
+            WHERE conversation_id = \(conversationId.uuid) AND user_id = \(userId.uuid)
+            """, logger)
+    }
+
+    /// One round trip for both.
+    func unreadCountAndParticipants(of userId: EntityID, in conversationId: EntityID) async throws -> (unread: Int, participantIds: [EntityID]) {
+        let id = conversationId.uuid
+        guard let row = try await connection.first(
+            """
+            SELECT (SELECT \(unescaped: PostgresRows.unreadExpression) FROM participants p JOIN conversations c ON c.id = p.conversation_id
+                    WHERE p.conversation_id = \(id) AND p.user_id = \(userId.uuid)),
+                   (SELECT array_agg(user_id ORDER BY joined_at, user_id) FROM participants WHERE conversation_id = \(id))
+            """, logger)
+        else { return (0, []) }
+        let (unread, participants) = try row.decode((Int?, [UUID]?).self)
+        return (unread ?? 0, (participants ?? []).map(EntityID.init))
+    }
+
+    // MARK: Messages
+
+    func message(_ messageId: EntityID) async throws -> Message? {
+        try await PostgresRows.message(connection, id: messageId.uuid, logger)
+    }
+
+    func conversationId(ofMessage messageId: EntityID) async throws -> EntityID? {
+        try await connection.first("SELECT conversation_id FROM messages WHERE id = \(messageId.uuid)", logger)
+            .map { EntityID(try $0.decode(UUID.self)) }
+    }
+
+    func highestSeq(of messageIds: [EntityID], in conversationId: EntityID) async throws -> Int64? {
+        guard !messageIds.isEmpty else { return nil }
+        return try await connection.first(
+            "SELECT max(seq) FROM messages WHERE conversation_id = \(conversationId.uuid) AND id = ANY(\(messageIds.map(\.uuid)))", logger
+        )?.decode(Int64?.self)
+    }
+
+    func messageId(sentBy senderId: EntityID, clientMessageId: String) async throws -> EntityID? {
+        try await connection.first(
+            "SELECT id FROM messages WHERE sender_id = \(senderId.uuid) AND client_message_id = \(clientMessageId)", logger
+        ).map { EntityID(try $0.decode(UUID.self)) }
+    }
+
+    /// One statement (see ``PostgresRows/insertMessage(_:_:guarded:checkOnly:_:)``). A retry
+    /// that committed between its check and its insert (another node) throws ``SendRaceLost``:
+    /// the transaction must roll back, so the seq it took is not burnt.
+    func insertMessageUnlessSent(_ draft: MessageDraft, checkOnly: Bool) async throws -> SendProbe {
+        let insertion = try await PostgresRows.insertMessage(connection, draft, guarded: true, checkOnly: checkOnly, logger)
+        if insertion.lostRace { throw SendRaceLost() }
+        return SendProbe(participantIds: insertion.participantIds, existingId: insertion.existingId.map(EntityID.init), message: insertion.message)
+    }
+
+    func insertMessage(_ draft: MessageDraft) async throws -> Message {
+        let insertion = try await PostgresRows.insertMessage(connection, draft, guarded: false, logger)
+        guard let message = insertion.message, !insertion.lostRace else { throw SendRaceLost() }
+        return message
+    }
+
+    func setText(_ text: String, of messageId: EntityID, editedAt: Date, updatedSeq: Int64) async throws {
+        try await connection.run(
+            """
+            UPDATE messages SET text = \(text), edited_at = \(editedAt.millisecondsSince1970), updated_seq = \(updatedSeq)
+            WHERE id = \(messageId.uuid)
+            """, logger)
+    }
+
+    func tombstone(_ message: Message, deletedAt: Date, updatedSeq: Int64) async throws {
+        let id = message.id.uuid
+        try await connection.run(
+            """
+            UPDATE messages SET text = '', metadata_json = NULL, attachment_id = NULL,
+                deleted_at = \(deletedAt.millisecondsSince1970), updated_seq = \(updatedSeq)
+            WHERE id = \(id)
+            """, logger)
+        try await connection.run("DELETE FROM reactions WHERE message_id = \(id)", logger)
+        try await PostgresRows.uncount(connection, message, logger)
+    }
+
+    func setReaction(_ emoji: String, by userId: EntityID, on messageId: EntityID, present: Bool, at date: Date) async throws -> Bool {
+        let touched = present
+            ? try await connection.first(
+                """
+                INSERT INTO reactions (message_id, emoji, user_id, created_at)
+                VALUES (\(messageId.uuid), \(emoji), \(userId.uuid), \(date.millisecondsSince1970))
+                ON CONFLICT DO NOTHING RETURNING 1
+                """, logger)
+            : try await connection.first(
+                "DELETE FROM reactions WHERE message_id = \(messageId.uuid) AND emoji = \(emoji) AND user_id = \(userId.uuid) RETURNING 1",
+                logger)
+        return touched != nil
+    }
+
+    func setUpdatedSeq(_ updatedSeq: Int64, of messageId: EntityID) async throws {
+        try await connection.run("UPDATE messages SET updated_seq = \(updatedSeq) WHERE id = \(messageId.uuid)", logger)
+    }
+
+    // MARK: Attachments
+
+    func attachment(_ attachmentId: EntityID) async throws -> StoredAttachment? {
+        try await PostgresRows.attachments(connection, ids: [attachmentId.uuid], logger)[attachmentId]
+    }
+
+    func isAttachmentShared(_ attachmentId: EntityID, with userId: EntityID) async throws -> Bool {
+        try await connection.first(
+            """
+            SELECT 1 FROM messages m JOIN participants p ON p.conversation_id = m.conversation_id AND p.user_id = \(userId.uuid)
+            WHERE m.attachment_id = \(attachmentId.uuid) AND m.deleted_at IS NULL LIMIT 1
+            """, logger) != nil
+    }
+}

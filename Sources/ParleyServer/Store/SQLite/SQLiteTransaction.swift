@@ -1,0 +1,163 @@
+import Foundation
+import GRDB
+import ParleyProtocol
+
+/// ``StoreTransaction``'s primitives over one GRDB `Database`, inside one of its transactions.
+///
+/// Every method is synchronous (SQLite is a library): the rules' `await`s never suspend here,
+/// and the store runs them on its writer thread (see ``InlineAsync``).
+struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
+    // @unchecked: a `Database` may only be used on its writer's thread inside the closure GRDB
+    // gave it to. The store creates this value there and runs the rule with ``InlineAsync``,
+    // whose every job runs on that same thread before the closure returns; nothing keeps it after.
+    let db: Database
+
+    // MARK: Conversations
+
+    /// SQLite has one writer, which holds every conversation already: only whether it exists.
+    func lockConversation(_ conversationId: EntityID) async throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT 1 FROM conversations WHERE id = ?"), arguments: [conversationId.description]) ?? false
+    }
+
+    func lastSeq(of conversationId: EntityID) async throws -> Int64? {
+        try Int64.fetchOne(
+            db.cachedStatement(sql: "SELECT last_seq FROM conversations WHERE id = ?"), arguments: [conversationId.description])
+    }
+
+    func takeNextSeq(in conversationId: EntityID) async throws -> Int64 {
+        try SQLiteRows.nextSeq(db, conversationId.description)
+    }
+
+    // MARK: Participants
+
+    func participantIds(of conversationId: EntityID) async throws -> [EntityID] {
+        try SQLiteRows.participantIds(db, conversationId.description)
+    }
+
+    func isParticipant(_ userId: EntityID, of conversationId: EntityID) async throws -> Bool {
+        try SQLiteRows.isParticipant(db, conversationId.description, userId)
+    }
+
+    func lockWatermarks(of userId: EntityID, in conversationId: EntityID) async throws -> (member: Member, lastSeq: Int64)? {
+        guard let row = try Row.fetchOne(
+            db.cachedStatement(sql: """
+                SELECT p.read_seq, p.delivered_seq, c.last_seq FROM participants p JOIN conversations c ON c.id = p.conversation_id
+                WHERE p.conversation_id = ? AND p.user_id = ?
+                """),
+            arguments: [conversationId.description, userId.description])
+        else { return nil }
+        return (Member(userId: userId, readSeq: row[0], deliveredSeq: row[1]), row[2])
+    }
+
+    func setWatermarks(_ member: Member, in conversationId: EntityID) async throws {
+        try db.cachedStatement(
+            sql: "UPDATE participants SET read_seq = ?, delivered_seq = ? WHERE conversation_id = ? AND user_id = ?"
+        ).execute(arguments: [member.readSeq, member.deliveredSeq, conversationId.description, member.userId.description])
+    }
+
+    func readMoved(for userId: EntityID, in conversationId: EntityID) async throws {
+        let id = conversationId.description
+        try SQLiteRows.rebase(db, id, userId)
+        try db.cachedStatement(
+            sql: "UPDATE participants SET view_changed_at = \(SQLiteRows.nowMilliseconds) WHERE conversation_id = ? AND user_id = ?"
+        ).execute(arguments: [id, userId.description])
+    }
+
+    func unreadCountAndParticipants(of userId: EntityID, in conversationId: EntityID) async throws -> (unread: Int, participantIds: [EntityID]) {
+        let id = conversationId.description
+        return (try SQLiteRows.unreadCount(db, id, userId), try SQLiteRows.participantIds(db, id))
+    }
+
+    // MARK: Messages
+
+    func message(_ messageId: EntityID) async throws -> Message? {
+        try SQLiteRows.messages(db, where: "id = ?", arguments: [messageId.description]).first
+    }
+
+    func conversationId(ofMessage messageId: EntityID) async throws -> EntityID? {
+        try String.fetchOne(
+            db.cachedStatement(sql: "SELECT conversation_id FROM messages WHERE id = ?"), arguments: [messageId.description]
+        ).flatMap(EntityID.init)
+    }
+
+    func highestSeq(of messageIds: [EntityID], in conversationId: EntityID) async throws -> Int64? {
+        guard !messageIds.isEmpty else { return nil }
+        let placeholders = Array(repeating: "?", count: messageIds.count).joined(separator: ",")
+        return try Int64.fetchOne(
+            db, sql: "SELECT MAX(seq) FROM messages WHERE conversation_id = ? AND id IN (\(placeholders))",
+            arguments: StatementArguments([conversationId.description] + messageIds.map(\.description)))
+    }
+
+    func messageId(sentBy senderId: EntityID, clientMessageId: String) async throws -> EntityID? {
+        // A bare index probe: almost every send is new.
+        try String.fetchOne(
+            db.cachedStatement(sql: "SELECT id FROM messages WHERE sender_id = ? AND client_message_id = ?"),
+            arguments: [senderId.description, clientMessageId]
+        ).flatMap(EntityID.init)
+    }
+
+    func insertMessageUnlessSent(_ draft: MessageDraft, checkOnly: Bool) async throws -> SendProbe {
+        let participants = try SQLiteRows.participantIds(db, draft.conversationId.description)
+        guard participants.contains(draft.senderId) else { return SendProbe(participantIds: participants, existingId: nil, message: nil) }
+        if let existing = try await messageId(sentBy: draft.senderId, clientMessageId: draft.clientMessageId) {
+            return SendProbe(participantIds: participants, existingId: existing, message: nil)
+        }
+        return SendProbe(participantIds: participants, existingId: nil, message: checkOnly ? nil : try SQLiteRows.insertMessage(db, draft))
+    }
+
+    func insertMessage(_ draft: MessageDraft) async throws -> Message {
+        try SQLiteRows.insertMessage(db, draft)
+    }
+
+    func setText(_ text: String, of messageId: EntityID, editedAt: Date, updatedSeq: Int64) async throws {
+        try db.execute(
+            sql: "UPDATE messages SET text = ?, edited_at = ?, updated_seq = ? WHERE id = ?",
+            arguments: [text, editedAt.millisecondsSince1970, updatedSeq, messageId.description])
+    }
+
+    func tombstone(_ message: Message, deletedAt: Date, updatedSeq: Int64) async throws {
+        let id = message.id.description
+        try db.execute(
+            sql: """
+                UPDATE messages SET text = '', metadata_json = NULL, attachment_id = NULL, deleted_at = ?, updated_seq = ?
+                WHERE id = ?
+                """,
+            arguments: [deletedAt.millisecondsSince1970, updatedSeq, id])
+        try db.execute(sql: "DELETE FROM reactions WHERE message_id = ?", arguments: [id])
+        try SQLiteRows.uncount(db, message)
+    }
+
+    func setReaction(_ emoji: String, by userId: EntityID, on messageId: EntityID, present: Bool, at date: Date) async throws -> Bool {
+        if present {
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO reactions (message_id, emoji, user_id, created_at) VALUES (?, ?, ?, ?)",
+                arguments: [messageId.description, emoji, userId.description, date.millisecondsSince1970])
+        } else {
+            try db.execute(
+                sql: "DELETE FROM reactions WHERE message_id = ? AND emoji = ? AND user_id = ?",
+                arguments: [messageId.description, emoji, userId.description])
+        }
+        return db.changesCount > 0
+    }
+
+    func setUpdatedSeq(_ updatedSeq: Int64, of messageId: EntityID) async throws {
+        try db.execute(sql: "UPDATE messages SET updated_seq = ? WHERE id = ?", arguments: [updatedSeq, messageId.description])
+    }
+
+    // MARK: Attachments
+
+    func attachment(_ attachmentId: EntityID) async throws -> StoredAttachment? {
+        try SQLiteRows.attachments(db, ids: [attachmentId.description]).values.first
+    }
+
+    func isAttachmentShared(_ attachmentId: EntityID, with userId: EntityID) async throws -> Bool {
+        try Bool.fetchOne(
+            db,
+            sql: """
+                SELECT 1 FROM messages m JOIN participants p ON p.conversation_id = m.conversation_id AND p.user_id = ?
+                WHERE m.attachment_id = ? AND m.deleted_at IS NULL LIMIT 1
+                """,
+            arguments: [userId.description, attachmentId.description]) ?? false
+    }
+}

@@ -1,0 +1,146 @@
+import Foundation
+import ParleyProtocol
+
+/// The storage primitives the chat rules run on, inside one transaction of a store.
+///
+/// Each is one small, rule-free operation (a row read, a counter taken, a row written): what
+/// may happen, in what order and with which answer is decided by the rules in `Chat/Rules/`,
+/// written once for every store. A store implements these over its own SQL, and
+/// `StoreTransactionConformanceTests` runs one suite of them against each store.
+///
+/// The rules throw an `APIError` (a refusal) only before their first write, so a store that
+/// batches several operations into one transaction (group commit) can answer a refused one
+/// with its error and commit the others without a savepoint each.
+public protocol StoreTransaction: Sendable {
+    // MARK: Conversations
+
+    /// Takes the conversation for the rest of the transaction: every writer of a conversation
+    /// does so first, so they run one after the other and each sees the others' commits
+    /// (PostgreSQL locks its row; SQLite's one writer holds everything already). False when
+    /// there is no such conversation.
+    func lockConversation(_ conversationId: EntityID) async throws -> Bool
+
+    /// The conversation's counter: the highest seq it has given (nil when no such conversation).
+    func lastSeq(of conversationId: EntityID) async throws -> Int64?
+
+    /// Takes the conversation's next seq for a change to an existing message (an edit, a
+    /// delete, a reaction): the counter moves, the conversation's activity does not.
+    func takeNextSeq(in conversationId: EntityID) async throws -> Int64
+
+    // MARK: Participants
+
+    /// The ids of the conversation's participants, oldest member first.
+    func participantIds(of conversationId: EntityID) async throws -> [EntityID]
+
+    /// Whether the user is a participant of the conversation.
+    func isParticipant(_ userId: EntityID, of conversationId: EntityID) async throws -> Bool
+
+    /// A participant's watermarks, held until the transaction ends (two receipts of one
+    /// member apply one after the other), with the conversation's counter; nil when the user
+    /// is not a participant.
+    func lockWatermarks(of userId: EntityID, in conversationId: EntityID) async throws -> (member: Member, lastSeq: Int64)?
+
+    /// Writes a participant's watermarks as given.
+    func setWatermarks(_ member: Member, in conversationId: EntityID) async throws
+
+    /// The participant's read watermark moved: their unread count is taken again from it and
+    /// their view of the conversation is marked changed (list sync).
+    func readMoved(for userId: EntityID, in conversationId: EntityID) async throws
+
+    /// The participant's unread count, with every participant's id (a receipt's answer and
+    /// audience).
+    func unreadCountAndParticipants(of userId: EntityID, in conversationId: EntityID) async throws -> (unread: Int, participantIds: [EntityID])
+
+    // MARK: Messages
+
+    /// One whole message by id, in whatever conversation.
+    func message(_ messageId: EntityID) async throws -> Message?
+
+    /// The conversation a message is in, without reading the message (nil: no such message).
+    func conversationId(ofMessage messageId: EntityID) async throws -> EntityID?
+
+    /// The highest seq among these messages of the conversation (nil: none of them is in it).
+    func highestSeq(of messageIds: [EntityID], in conversationId: EntityID) async throws -> Int64?
+
+    /// The message a sender sent with this `clientMessageId`, in whatever conversation.
+    func messageId(sentBy senderId: EntityID, clientMessageId: String) async throws -> EntityID?
+
+    /// Looks for the draft's `(senderId, clientMessageId)` and, unless it exists or the sender
+    /// is not a participant, stores the draft with the conversation's next seq (a plain send in
+    /// one step; PostgreSQL does it in one statement). With `checkOnly` it writes nothing.
+    func insertMessageUnlessSent(_ draft: MessageDraft, checkOnly: Bool) async throws -> SendProbe
+
+    /// Stores a message with the conversation's next seq (new activity for the conversation,
+    /// counted as unread for the others unless it is a system message).
+    func insertMessage(_ draft: MessageDraft) async throws -> Message
+
+    /// Replaces a message's text, marking it edited at `editedAt`, with `updatedSeq`.
+    func setText(_ text: String, of messageId: EntityID, editedAt: Date, updatedSeq: Int64) async throws
+
+    /// Empties a message (text, metadata, attachment, reactions), keeping its seq as a
+    /// tombstone deleted at `deletedAt`, with `updatedSeq`; it stops counting as unread.
+    func tombstone(_ message: Message, deletedAt: Date, updatedSeq: Int64) async throws
+
+    /// Adds (`present`) or removes a user's reaction with an emoji; false when it was already so.
+    func setReaction(_ emoji: String, by userId: EntityID, on messageId: EntityID, present: Bool, at date: Date) async throws -> Bool
+
+    /// Gives a message a new `updatedSeq` (its reactions changed).
+    func setUpdatedSeq(_ updatedSeq: Int64, of messageId: EntityID) async throws
+
+    // MARK: Attachments
+
+    /// An uploaded attachment's record, whoever asks.
+    func attachment(_ attachmentId: EntityID) async throws -> StoredAttachment?
+
+    /// Whether a message not deleted carries the attachment in a conversation the user is in.
+    func isAttachmentShared(_ attachmentId: EntityID, with userId: EntityID) async throws -> Bool
+}
+
+/// What ``StoreTransaction/insertMessageUnlessSent(_:checkOnly:)`` found and did.
+public struct SendProbe: Sendable, Equatable {
+    /// The conversation's participants (empty when there is no such conversation).
+    public var participantIds: [EntityID]
+    /// The message that already has the draft's `(senderId, clientMessageId)`, if any.
+    public var existingId: EntityID?
+    /// The message stored, if it was.
+    public var message: Message?
+
+    /// A probe's findings.
+    public init(participantIds: [EntityID], existingId: EntityID?, message: Message?) {
+        self.participantIds = participantIds
+        self.existingId = existingId
+        self.message = message
+    }
+}
+
+/// Thrown by a store when a send met its own retry committing at the same moment (another
+/// node, another conversation): the store rolled the send back, seq and all, and the chat
+/// layer answers with the original.
+public struct SendRaceLost: Error, Sendable {
+    /// The race's loser.
+    public init() {}
+}
+
+/// A write queued for group commit; its answer comes once it has committed.
+public struct PendingWrite<Output: Sendable>: Sendable {
+    private let wait: @Sendable () async throws -> Output
+
+    /// A pending write whose `wait` returns the result once the write has committed.
+    public init(_ wait: @escaping @Sendable () async throws -> Output) {
+        self.wait = wait
+    }
+
+    /// The write's result, after commit.
+    public func result() async throws -> Output { try await wait() }
+}
+
+/// A send queued in arrival order (see ``PendingWrite``).
+public typealias PendingSend = PendingWrite<SendResult>
+
+/// One write of a group commit: the conversation it writes in, and the rule that does it.
+struct QueuedWrite: Sendable {
+    /// The conversation to take first (PostgreSQL locks a batch's conversations in id order).
+    let conversationId: EntityID
+    /// The write, run inside the batch's transaction.
+    let run: @Sendable (any StoreTransaction) async throws -> any Sendable
+}
