@@ -194,8 +194,6 @@ public protocol ParleyStore: Sendable {
     /// Records when a user's last connection closed.
     func setLastSeen(userId: EntityID, at date: Date) async throws
 
-    /// Creates a conversation; a direct one between the same pair returns the existing one.
-    func createConversation(_ new: NewConversation) async throws -> ConversationChange
     /// The viewer's conversations, newest activity first.
     func conversations(viewer: EntityID) async throws -> [Conversation]
     /// A page of the viewer's conversations, newest activity first, after the cursor `before`
@@ -223,12 +221,6 @@ public protocol ParleyStore: Sendable {
     /// How many members have read and received the conversation's newest message (v1.2's
     /// `receipt.summary`; no check of who asks).
     func receiptSummary(conversationId: EntityID) async throws -> ReceiptSummaryEvent
-    /// Renames a group; writes a system message.
-    func rename(conversationId: EntityID, by userId: EntityID, to name: String, now: Date) async throws -> ConversationChange
-    /// Adds users of the same organization to a group; writes a system message if anyone was new.
-    func addParticipants(conversationId: EntityID, by userId: EntityID, userIds: [EntityID], now: Date) async throws -> ConversationChange
-    /// Removes a participant from a group (or the caller leaves); writes a system message.
-    func removeParticipant(conversationId: EntityID, by userId: EntityID, userId removed: EntityID, now: Date) async throws -> ConversationChange
 
     /// Runs `body` in one write transaction: committed when it returns, rolled back when it throws.
     func writing<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) async throws -> T) async throws -> T

@@ -23,6 +23,20 @@ public protocol StoreTransaction: Sendable {
     /// The conversation's counter: the highest seq it has given (nil when no such conversation).
     func lastSeq(of conversationId: EntityID) async throws -> Int64?
 
+    /// A conversation's kind, name and organization (nil: no such conversation).
+    func conversationHeader(_ conversationId: EntityID) async throws -> ConversationHeader?
+
+    /// Stores a new conversation with its first members (all joining at `new.now`). A direct
+    /// conversation whose pair has one already stores nothing and gives the existing id (a
+    /// racing creator's is waited for): one direct conversation per pair.
+    func insertConversation(_ new: NewConversation, members: [EntityID]) async throws -> (id: EntityID, created: Bool)
+
+    /// Renames a conversation.
+    func setName(_ name: String, of conversationId: EntityID) async throws
+
+    /// The conversation as `viewer` sees it (members, watermarks, unread count, last message).
+    func view(of conversationId: EntityID, for viewer: EntityID) async throws -> Conversation?
+
     /// Takes the conversation's next seq for a change to an existing message (an edit, a
     /// delete, a reaction): the counter moves, the conversation's activity does not.
     func takeNextSeq(in conversationId: EntityID) async throws -> Int64
@@ -34,6 +48,16 @@ public protocol StoreTransaction: Sendable {
 
     /// Whether the user is a participant of the conversation.
     func isParticipant(_ userId: EntityID, of conversationId: EntityID) async throws -> Bool
+
+    /// Makes users participants (joining at `joinedAt`): their history counts as unread to
+    /// them, and an earlier departure is forgotten (list sync).
+    func addParticipants(_ userIds: [EntityID], to conversationId: EntityID, joinedAt: Date) async throws
+
+    /// Removes a participant, recording the departure (list sync).
+    func removeParticipant(_ userId: EntityID, from conversationId: EntityID) async throws
+
+    /// The organization of each of these users who exists and is active (the others are left out).
+    func organizationsOfActiveUsers(_ userIds: Set<EntityID>) async throws -> [EntityID: EntityID]
 
     /// A participant's watermarks, held until the transaction ends (two receipts of one
     /// member apply one after the other), with the conversation's counter; nil when the user
@@ -94,6 +118,23 @@ public protocol StoreTransaction: Sendable {
 
     /// Whether a message not deleted carries the attachment in a conversation the user is in.
     func isAttachmentShared(_ attachmentId: EntityID, with userId: EntityID) async throws -> Bool
+}
+
+/// What the rules need of a conversation's row.
+public struct ConversationHeader: Sendable, Equatable {
+    /// Direct or group.
+    public var type: ConversationType
+    /// A group's name, if it has one.
+    public var name: String?
+    /// The organization it belongs to.
+    public var organizationId: EntityID
+
+    /// A header from its parts.
+    public init(type: ConversationType, name: String?, organizationId: EntityID) {
+        self.type = type
+        self.name = name
+        self.organizationId = organizationId
+    }
 }
 
 /// What ``StoreTransaction/insertMessageUnlessSent(_:checkOnly:)`` found and did.

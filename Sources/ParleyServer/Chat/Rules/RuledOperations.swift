@@ -48,6 +48,26 @@ extension ParleyStore {
         }
     }
 
+    /// Creates a conversation; a direct one between the same pair returns the existing one.
+    public func createConversation(_ new: NewConversation) async throws -> ConversationChange {
+        try await writing { tx in try await ConversationRules.create(new, in: tx) }
+    }
+
+    /// Renames a group; writes a system message.
+    public func rename(conversationId: EntityID, by userId: EntityID, to name: String, now: Date) async throws -> ConversationChange {
+        try await writing { tx in try await ConversationRules.rename(conversationId, by: userId, to: name, now: now, in: tx) }
+    }
+
+    /// Adds users of the same organization to a group; writes a system message if anyone was new.
+    public func addParticipants(conversationId: EntityID, by userId: EntityID, userIds: [EntityID], now: Date) async throws -> ConversationChange {
+        try await writing { tx in try await ConversationRules.add(userIds, to: conversationId, by: userId, now: now, in: tx) }
+    }
+
+    /// Removes a participant from a group (or the caller leaves); writes a system message.
+    public func removeParticipant(conversationId: EntityID, by userId: EntityID, userId removed: EntityID, now: Date) async throws -> ConversationChange {
+        try await writing { tx in try await ConversationRules.remove(removed, from: conversationId, by: userId, now: now, in: tx) }
+    }
+
     /// An attachment the viewer may download (see ``AttachmentRules``); nil otherwise, as if
     /// it did not exist.
     public func attachment(id: EntityID, viewer: EntityID) async throws -> StoredAttachment? {

@@ -344,12 +344,4 @@ enum PostgresRows {
             metadata: draft.metadata, createdAt: draft.now.wholeMilliseconds, forwardedFromId: draft.forwardedFromId)
         return insertion
     }
-
-    /// Stores a system message (the caller holds the conversation's lock); its clientMessageId is new.
-    static func insertSystemMessage(_ c: PostgresConnection, _ draft: MessageDraft, _ logger: Logger) async throws -> Message {
-        guard let message = try await insertMessage(c, draft, guarded: false, logger).message else {
-            throw APIError.notFound("Conversation")
-        }
-        return message
-    }
 }

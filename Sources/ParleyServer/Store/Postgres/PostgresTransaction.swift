@@ -30,6 +30,48 @@ struct PostgresTransaction: StoreTransaction {
         try await connection.first("SELECT last_seq FROM conversations WHERE id = \(conversationId.uuid)", logger)?.decode(Int64.self)
     }
 
+    func conversationHeader(_ conversationId: EntityID) async throws -> ConversationHeader? {
+        guard let row = try await connection.first(
+            "SELECT type, name, organization_id FROM conversations WHERE id = \(conversationId.uuid)", logger)
+        else { return nil }
+        let (type, name, organization) = try row.decode((String, String?, UUID).self)
+        return ConversationHeader(type: ConversationType(rawValue: type) ?? .group, name: name, organizationId: EntityID(organization))
+    }
+
+    /// A direct pair's insert conflicts on `direct_key` (waiting for a racing creator's
+    /// commit) and then gives the existing conversation.
+    func insertConversation(_ new: NewConversation, members: [EntityID]) async throws -> (id: EntityID, created: Bool) {
+        let directKey = new.type == .direct ? SQLiteRows.directKey(members) : nil
+        let id = UUID()
+        let now = new.now.millisecondsSince1970
+        let inserted = try await connection.first(
+            """
+            INSERT INTO conversations (id, organization_id, type, name, direct_key, created_at, last_activity_at)
+            VALUES (\(id), \(new.organizationId.uuid), \(new.type.rawValue), \(new.name), \(directKey), \(now), \(now))
+            ON CONFLICT (direct_key) DO NOTHING RETURNING id
+            """, logger)
+        guard inserted != nil else {
+            guard let existing = try await connection.first("SELECT id FROM conversations WHERE direct_key = \(directKey)", logger) else {
+                throw APIError(.internal, "A direct conversation conflict without its conversation")
+            }
+            return (EntityID(try existing.decode(UUID.self)), false)
+        }
+        try await connection.run(
+            """
+            INSERT INTO participants (conversation_id, user_id, joined_at, view_changed_at)
+            SELECT \(id), u, \(now), \(unescaped: PostgresRows.nowMilliseconds) FROM unnest(\(members.map(\.uuid))::uuid[]) AS u
+            """, logger)
+        return (EntityID(id), true)
+    }
+
+    func setName(_ name: String, of conversationId: EntityID) async throws {
+        try await connection.run("UPDATE conversations SET name = \(name) WHERE id = \(conversationId.uuid)", logger)
+    }
+
+    func view(of conversationId: EntityID, for viewer: EntityID) async throws -> Conversation? {
+        try await PostgresRows.view(connection, id: conversationId.uuid, viewer: viewer.uuid, logger)
+    }
+
     func takeNextSeq(in conversationId: EntityID) async throws -> Int64 {
         try await PostgresRows.nextSeq(connection, conversationId.uuid, logger)
     }
@@ -42,6 +84,42 @@ struct PostgresTransaction: StoreTransaction {
 
     func isParticipant(_ userId: EntityID, of conversationId: EntityID) async throws -> Bool {
         try await PostgresRows.isParticipant(connection, conversationId.uuid, userId.uuid, logger)
+    }
+
+    /// In one statement; their departures cleared and their counters based, then.
+    func addParticipants(_ userIds: [EntityID], to conversationId: EntityID, joinedAt: Date) async throws {
+        let id = conversationId.uuid, users = userIds.map(\.uuid)
+        try await connection.run(
+            """
+            INSERT INTO participants (conversation_id, user_id, joined_at, view_changed_at)
+            SELECT \(id), u, \(joinedAt.millisecondsSince1970), \(unescaped: PostgresRows.nowMilliseconds) FROM unnest(\(users)::uuid[]) AS u
+            """, logger)
+        try await connection.run("DELETE FROM departures WHERE conversation_id = \(id) AND user_id = ANY(\(users))", logger)
+        // Newcomers' history is unread to them: their counters start from it (once, here).
+        try await PostgresRows.rebase(connection, id, users, logger)
+    }
+
+    func removeParticipant(_ userId: EntityID, from conversationId: EntityID) async throws {
+        let id = conversationId.uuid
+        try await connection.run("DELETE FROM participants WHERE conversation_id = \(id) AND user_id = \(userId.uuid)", logger)
+        try await connection.run(
+            """
+            INSERT INTO departures (user_id, conversation_id, left_at)
+            VALUES (\(userId.uuid), \(id), \(unescaped: PostgresRows.nowMilliseconds))
+            ON CONFLICT (user_id, conversation_id) DO UPDATE SET left_at = excluded.left_at
+            """, logger)
+    }
+
+    func organizationsOfActiveUsers(_ userIds: Set<EntityID>) async throws -> [EntityID: EntityID] {
+        guard !userIds.isEmpty else { return [:] }
+        var organizations: [EntityID: EntityID] = [:]
+        for row in try await connection.all(
+            "SELECT id, organization_id FROM users WHERE id = ANY(\(userIds.map(\.uuid))) AND deactivated_at IS NULL", logger)
+        {
+            let (id, organization) = try row.decode((UUID, UUID).self)
+            organizations[EntityID(id)] = EntityID(organization)
+        }
+        return organizations
     }
 
     /// The conversation first (shared, unless the batch holds it), in the order sends lock

@@ -22,6 +22,11 @@ enum SQLiteRows {
         return id
     }
 
+    /// What makes a direct conversation one per pair: the pair's ids, sorted, joined by ":".
+    static func directKey(_ pair: [EntityID]) -> String {
+        pair.map(\.description).sorted().joined(separator: ":")
+    }
+
     static func isParticipant(_ db: Database, _ conversationId: String, _ userId: EntityID) throws -> Bool {
         try Bool.fetchOne(
             db.cachedStatement(sql: "SELECT 1 FROM participants WHERE conversation_id = ? AND user_id = ?"),

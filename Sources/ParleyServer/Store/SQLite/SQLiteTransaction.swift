@@ -25,6 +25,48 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
             db.cachedStatement(sql: "SELECT last_seq FROM conversations WHERE id = ?"), arguments: [conversationId.description])
     }
 
+    func conversationHeader(_ conversationId: EntityID) async throws -> ConversationHeader? {
+        guard let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT type, name, organization_id FROM conversations WHERE id = ?"),
+            arguments: [conversationId.description])
+        else { return nil }
+        return ConversationHeader(
+            type: ConversationType(rawValue: row[0]) ?? .group, name: row[1], organizationId: try SQLiteRows.id(row[2]))
+    }
+
+    /// A direct pair is found by its `direct_key` (the pair's ids, sorted): SQLite's one
+    /// writer means no other creator can race between the look and the insert.
+    func insertConversation(_ new: NewConversation, members: [EntityID]) async throws -> (id: EntityID, created: Bool) {
+        let directKey = new.type == .direct ? SQLiteRows.directKey(members) : nil
+        if let directKey, let existing = try String.fetchOne(
+            db, sql: "SELECT id FROM conversations WHERE direct_key = ?", arguments: [directKey])
+        {
+            return (try SQLiteRows.id(existing), false)
+        }
+        let id = EntityID()
+        let now = new.now.millisecondsSince1970
+        try db.execute(
+            sql: """
+                INSERT INTO conversations (id, organization_id, type, name, direct_key, created_at, last_activity_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [id.description, new.organizationId.description, new.type.rawValue, new.name, directKey, now, now])
+        for userId in members {
+            try db.execute(
+                sql: "INSERT INTO participants (conversation_id, user_id, joined_at, view_changed_at) VALUES (?, ?, ?, \(SQLiteRows.nowMilliseconds))",
+                arguments: [id.description, userId.description, now])
+        }
+        return (id, true)
+    }
+
+    func setName(_ name: String, of conversationId: EntityID) async throws {
+        try db.execute(sql: "UPDATE conversations SET name = ? WHERE id = ?", arguments: [name, conversationId.description])
+    }
+
+    func view(of conversationId: EntityID, for viewer: EntityID) async throws -> Conversation? {
+        try SQLiteStore.view(db, id: conversationId.description, viewer: viewer)
+    }
+
     func takeNextSeq(in conversationId: EntityID) async throws -> Int64 {
         try SQLiteRows.nextSeq(db, conversationId.description)
     }
@@ -37,6 +79,37 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
 
     func isParticipant(_ userId: EntityID, of conversationId: EntityID) async throws -> Bool {
         try SQLiteRows.isParticipant(db, conversationId.description, userId)
+    }
+
+    func addParticipants(_ userIds: [EntityID], to conversationId: EntityID, joinedAt: Date) async throws {
+        let id = conversationId.description
+        for user in userIds {
+            try db.execute(
+                sql: "INSERT INTO participants (conversation_id, user_id, joined_at, view_changed_at) VALUES (?, ?, ?, \(SQLiteRows.nowMilliseconds))",
+                arguments: [id, user.description, joinedAt.millisecondsSince1970])
+            try db.execute(sql: "DELETE FROM departures WHERE user_id = ? AND conversation_id = ?", arguments: [user.description, id])
+            // A newcomer's history is unread to them: their counters start from it (once, here).
+            try SQLiteRows.rebase(db, id, user)
+        }
+    }
+
+    func removeParticipant(_ userId: EntityID, from conversationId: EntityID) async throws {
+        let id = conversationId.description
+        try db.execute(sql: "DELETE FROM participants WHERE conversation_id = ? AND user_id = ?", arguments: [id, userId.description])
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO departures (user_id, conversation_id, left_at) VALUES (?, ?, \(SQLiteRows.nowMilliseconds))",
+            arguments: [userId.description, id])
+    }
+
+    func organizationsOfActiveUsers(_ userIds: Set<EntityID>) async throws -> [EntityID: EntityID] {
+        var organizations: [EntityID: EntityID] = [:]
+        for userId in userIds {
+            let organization = try String.fetchOne(
+                db.cachedStatement(sql: "SELECT organization_id FROM users WHERE id = ? AND deactivated_at IS NULL"),
+                arguments: [userId.description])
+            if let organization { organizations[userId] = try SQLiteRows.id(organization) }
+        }
+        return organizations
     }
 
     func lockWatermarks(of userId: EntityID, in conversationId: EntityID) async throws -> (member: Member, lastSeq: Int64)? {
