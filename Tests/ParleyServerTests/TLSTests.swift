@@ -115,6 +115,40 @@ import FoundationNetworking
         await bobSocket.close()
     }
 
+    /// TLS 1.2 and 1.3 only: a client offering at most TLS 1.0 or 1.1 is refused by the server
+    /// itself (its "protocol version" alert, number 70, proves the old version was offered and
+    /// turned down, not that the client gave up), while 1.2 and 1.3 handshake. OpenSSL's
+    /// command-line client, at security level 0 so that it does offer the old versions.
+    @Test(.heavy) func onlyTLS12AndNewerAreAccepted() async throws {
+        let openssl = try #require(
+            ["/usr/bin/openssl", "/usr/local/bin/openssl"].first { FileManager.default.isExecutableFile(atPath: $0) },
+            "openssl is not installed (.ci/run installs it)")
+        let authority = try TestCertificateAuthority()
+        let (directory, files) = try Self.files(authority)
+        let server = try await TestServer.start { $0.tls = files }
+        defer { Task { await server.stop() } }
+        func handshake(_ version: String) async throws -> String {
+            let path = "\(directory)/s_client-\(version).txt"
+            let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            defer { close(fd) }
+            let client = try ChildProcess(
+                executable: openssl,
+                arguments: ["s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost", "-\(version)", "-cipher", "DEFAULT:@SECLEVEL=0"],
+                environment: ProcessInfo.processInfo.environment, output: fd)
+            await withCheckedContinuation { continuation in
+                DispatchQueue.global().async { _ = client.waitUntilExit(); continuation.resume() }
+            }
+            return try String(contentsOfFile: path, encoding: .utf8)
+        }
+        for old in ["tls1", "tls1_1"] {
+            let output = try await handshake(old)
+            #expect(output.contains("alert protocol version"), "\(old): \(output)")
+            #expect(!output.contains("Cipher is ECDHE") && !output.contains("Cipher is TLS_"), "\(old) got a cipher: \(output)")
+        }
+        #expect(try await handshake("tls1_2").contains("New, TLSv1.2, Cipher is"))
+        #expect(try await handshake("tls1_3").contains("New, TLSv1.3, Cipher is"))
+    }
+
     /// The real binary: `parley serve --tls-cert --tls-key` and SIGHUP.
     @Test(.heavy) func parleyServeReloadsOnSIGHUP() async throws {
         let first = try TestCertificateAuthority(name: "First CA")
