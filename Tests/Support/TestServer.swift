@@ -119,6 +119,15 @@ public final class TestServer: Sendable {
         _ method: String, _ path: String, token: String? = nil, body: Data? = nil,
         headers: [String: String] = [:]
     ) async throws -> (status: Int, body: Data) {
+        let answer = try await exchange(method, path, token: token, body: body, headers: headers)
+        return (answer.status, answer.body)
+    }
+
+    /// A raw HTTP exchange that also returns the answer's headers (`Retry-After`, `ETag`...).
+    public func exchange(
+        _ method: String, _ path: String, token: String? = nil, body: Data? = nil,
+        headers: [String: String] = [:]
+    ) async throws -> (status: Int, headers: [String: String], body: Data) {
         var request = URLRequest(url: URL(string: "\(baseURL.absoluteString)/api/v1/\(path)")!)
         request.httpMethod = method
         request.httpBody = body
@@ -126,7 +135,12 @@ public final class TestServer: Sendable {
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         for (key, value) in headers { request.setValue(value, forHTTPHeaderField: key) }
         let (data, response) = try await URLSession.shared.data(for: request)
-        return ((response as! HTTPURLResponse).statusCode, data)
+        let http = response as! HTTPURLResponse
+        var fields: [String: String] = [:]
+        for (key, value) in http.allHeaderFields {
+            if let key = key as? String, let value = value as? String { fields[key.lowercased()] = value }
+        }
+        return (http.statusCode, fields, data)
     }
 
     /// A raw exchange with a JSON string body.
