@@ -80,6 +80,15 @@ import Testing
         #expect(await cache.diskUsage() <= 250_000, "the disk is trimmed to its bound")
         _ = try await cache.data(for: attachments[0])
         #expect(await cache.downloads == 3, "the most recently used stayed in memory")
+        #expect(await cache.memoryUsage().count == 2)
+        // Bounded by bytes as well: room for two of these files, however many are allowed.
+        let byBytes = Self.cache(bob, directory: Self.folder(), limits: .init(memoryCount: 10, memoryBytes: 250_000))
+        for attachment in attachments.prefix(3) { _ = try await byBytes.data(for: attachment) }
+        let held = await byBytes.memoryUsage()
+        #expect(held.count == 2 && held.bytes == 200_000, "\(held)")
+        _ = try await byBytes.data(for: attachments[2])
+        _ = try await byBytes.data(for: attachments[1])
+        #expect(await byBytes.downloads == 3, "the two most recent stayed in memory (the disk holds all three too)")
         // A fresh cache on the same folder (a relaunch): what the disk kept is read, not downloaded.
         let relaunched = Self.cache(bob, directory: folder, limits: limits)
         #expect(await relaunched.cachedData(for: attachments[2]) == Self.bytes(100_000, seed: 2))
@@ -129,7 +138,7 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let (alice, bob, direct) = try await server.directPair()
-        let data = Self.bytes(1_500_000)
+        let data = Self.bytes(4_000_000)  // eight pieces of 512 KiB: progress between them
         _ = try await Self.shared(server, alice, direct, data, name: "clip.bin")
         let path = TestServer.temporaryDirectory() + "/bob.sqlite"
         let client = try ChatClient(serverURL: server.baseURL, token: bob.token, userId: bob.id, databasePath: path)
@@ -138,12 +147,28 @@ import Testing
         await model.start()
         try await ChatClientTests.eventually("the file message") { await model.messages.contains { $0.attachment != nil } }
         let message = try #require(await model.messages.first { $0.attachment != nil })
-        #expect(await model.attachmentData(for: message) == data)
+        // What a progress bar bound to the model sees while the bytes come.
+        let done = Mutex(false)
+        let download = Task {
+            let bytes = await model.attachmentData(for: message)
+            done.withLock { $0 = true }
+            return bytes
+        }
+        var seen: [Double] = []
+        while !done.withLock({ $0 }) {
+            if let fraction = await model.downloadProgress[message.id], fraction != seen.last { seen.append(fraction) }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(await download.value == data)
+        #expect(seen.contains { $0 > 0 } && seen.allSatisfy { $0 >= 0 && $0 < 1 } && seen == seen.sorted(), "progress shown: \(seen)")
         #expect(await model.downloadProgress.isEmpty, "no progress left once the bytes are there")
-        #expect(await client.media.diskUsage() == 1_500_000)
+        #expect(await client.media.diskUsage() == 4_000_000)
         #expect(FileManager.default.fileExists(atPath: path + "-media"))
+        #expect(await client.media.memoryUsage().count == 1)
         await model.stop()
         try await client.logout()
+        let afterLogout = await client.media.memoryUsage()
+        #expect(afterLogout.count == 0 && afterLogout.bytes == 0, "memory is purged too")
         #expect(await client.media.diskUsage() == 0)
         #expect(!FileManager.default.fileExists(atPath: path + "-media"))
     }

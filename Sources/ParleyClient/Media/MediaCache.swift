@@ -93,6 +93,11 @@ public actor MediaCache {
         try? FileManager.default.removeItem(at: directory)
     }
 
+    /// What memory holds now: how many attachments and their bytes.
+    public func memoryUsage() -> (count: Int, bytes: Int) {
+        (memory.count, memoryBytes)
+    }
+
     /// Bytes the disk cache holds now.
     public func diskUsage() -> Int64 {
         entries().reduce(0) { $0 + $1.size }
