@@ -15,6 +15,12 @@ extension ChatClient {
     /// unreachable. Returns whether the server was reached and what the outbox holds after.
     @discardableResult
     public func synchronize() async -> SyncReport {
+        syncsRunning += 1
+        if syncsRunning == 1 { notify(.syncing(true)) }
+        defer {
+            syncsRunning -= 1
+            if syncsRunning == 0 { notify(.syncing(false)) }
+        }
         var reached = false
         do {
             // v1.2: only what changed since the last sync (a reconnect with nothing new moves
@@ -32,6 +38,12 @@ extension ChatClient {
                 list = all
                 try await database.store(conversations: all, replacingAll: true)
                 try await database.setSetting(Self.listSyncTokenKey, to: next)
+                try await database.setSetting(Self.listNextPageKey, to: nil)
+            case .firstPage(let page, let next, let older):
+                list = page
+                try await database.store(conversations: page, replacingAll: true)
+                try await database.setSetting(Self.listSyncTokenKey, to: next)
+                try await database.setSetting(Self.listNextPageKey, to: older)
             case .changes(let changed, let removed, let next):
                 list = changed
                 try await database.store(conversations: changed, replacingAll: false)
@@ -58,8 +70,33 @@ extension ChatClient {
         return SyncReport(reachedServer: reached, queued: counts.queued, failed: counts.failed, signInRequired: signInRequired)
     }
 
+    /// Whether a sync is running (catching up after a connect, or one the app asked for).
+    public var isSyncing: Bool { syncsRunning > 0 }
+
     /// Where the conversation list's sync token is kept.
     static let listSyncTokenKey = "conversations_sync_token"
+    /// Where the cursor of the list's next older page is kept (none: every page is here).
+    static let listNextPageKey = "conversations_next_page"
+
+    /// Whether the server has older conversations than the ones stored (a new device's first
+    /// sync brings the newest page only).
+    public func hasMoreConversations() async -> Bool {
+        ((try? await database.setting(Self.listNextPageKey)) ?? nil) != nil
+    }
+
+    /// Fetches the next older page of the conversation list (as the user scrolls to the end)
+    /// and stores it; returns whether still older ones remain. Conversations that changed
+    /// meanwhile come with syncs, whichever page they were on.
+    @discardableResult
+    public func loadMoreConversations(limit: Int = 50) async throws -> Bool {
+        guard let cursor = try await database.setting(Self.listNextPageKey) else { return false }
+        let page = try await transport.conversationPage(before: cursor, limit: limit)
+        try await database.store(conversations: page.conversations, replacingAll: false)
+        let next = page.hasMore == true ? page.nextBefore : nil
+        try await database.setSetting(Self.listNextPageKey, to: next)
+        notify(.conversations)
+        return next != nil
+    }
 
     /// A token is renewed when it has less than this left (tokens live 30 days).
     public static let tokenRenewalWindow: TimeInterval = 7 * 86400

@@ -10,6 +10,8 @@ public enum ChatChange: Sendable, Equatable {
     case messages(EntityID)
     /// The connection banner.
     case connection(ConnectionState)
+    /// A sync began (`true`) or ended (`false`): the banner says "Syncing…" meanwhile.
+    case syncing(Bool)
     /// Who is typing in a conversation.
     case typing(EntityID)
     /// Presence in the directory.
@@ -48,6 +50,8 @@ public actor ChatClient {
     let pollInterval: Duration
 
     var machine: ConnectionStateMachine
+    /// Syncs running now (``isSyncing``).
+    var syncsRunning = 0
     /// Counts presence events; `presenceApplied` says when each user's last one came, so a
     /// directory snapshot requested earlier does not overwrite it.
     var presenceSerial = 0

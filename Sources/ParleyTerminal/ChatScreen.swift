@@ -86,7 +86,7 @@ public struct ChatScreen: Sendable, Equatable {
         let twoPanes = width >= Self.twoPaneWidth
         let showList = twoPanes || chatTitle == nil || focus == .list
         let listWidth = twoPanes ? min(32, width / 3) : width
-        let chatWidth = twoPanes ? width - listWidth - 1 : width
+        let chatWidth = Self.chatWidth(forTerminalWidth: width)
         let list = showList ? listPane(width: listWidth, height: body) : []
         let chat = (twoPanes || !showList) ? chatPane(width: chatWidth, height: body) : []
         for index in 0..<body {
@@ -183,6 +183,13 @@ public struct ChatScreen: Sendable, Equatable {
         lines += content
         if let typingLine { lines.append(Style.italic.apply(Style.colour(70).apply(" " + TerminalText.truncate(TerminalText.sanitize(typingLine), to: width - 1)))) }
         return fill(lines, width: width, height: height)
+    }
+
+    /// The chat pane's width in a terminal this wide (beside the list from
+    /// ``twoPaneWidth`` on, else the whole width).
+    public static func chatWidth(forTerminalWidth width: Int) -> Int {
+        let width = max(width, 20)
+        return width >= twoPaneWidth ? width - min(32, width / 3) - 1 : width
     }
 
     /// The timeline as lines for a width (messages wrapped, marks right-aligned).

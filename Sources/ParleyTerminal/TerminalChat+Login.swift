@@ -4,8 +4,8 @@ import ParleyProtocol
 
 /// Signing in from inside the client: one question at a time on the input line.
 public struct LoginFlow: Sendable, Equatable {
-    /// The questions, in order; `displayName` is asked only when registering.
-    public enum Step: Sendable, Equatable { case choice, organization, email, password, displayName }
+    /// The questions, in order; `displayName` and `invite` are asked only when registering.
+    public enum Step: Sendable, Equatable { case choice, organization, email, password, displayName, invite }
 
     /// The current question.
     public var step: Step = .choice
@@ -19,6 +19,9 @@ public struct LoginFlow: Sendable, Equatable {
     public var password = ""
     /// The display name given (trimmed); asked only when registering.
     public var displayName = ""
+    /// The invite code given (trimmed); nil when left empty (a new organization, or one that
+    /// admits the email's domain).
+    public var inviteCode: String?
 
     /// A flow at its first question, with no answers.
     public init() {}
@@ -31,6 +34,7 @@ public struct LoginFlow: Sendable, Equatable {
         case .email: "Email"
         case .password: registering ? "Password (8+ characters)" : "Password"
         case .displayName: "Your name"
+        case .invite: "Invite code (Enter for none)"
         }
     }
 
@@ -60,6 +64,9 @@ public struct LoginFlow: Sendable, Equatable {
         case .displayName:
             guard !value.isEmpty else { return false }
             displayName = value
+            step = .invite
+        case .invite:
+            inviteCode = value.isEmpty ? nil : value
             return true
         }
         return false
@@ -86,6 +93,10 @@ extension TerminalChat {
         ]
         if !login.organization.isEmpty { lines.append("Organization: \(login.organization)") }
         if !login.email.isEmpty { lines.append("Email: \(login.email)") }
+        if !login.displayName.isEmpty { lines.append("Name: \(login.displayName)") }
+        if login.step == .invite {
+            lines += ["", "Joining an organization takes an invite from", "its admin (`parley invite`); a new one needs none."]
+        }
         screen.overlay = lines
         screen.inputLabel = login.prompt
         screen.masked = login.step == .password
@@ -97,14 +108,12 @@ extension TerminalChat {
         switch key {
         case .enter:
             let answer = screen.input.submit()
-            if flow.step == .choice || flow.step == .email || flow.step == .organization || flow.step == .displayName || flow.step == .password {
-                let complete = flow.answer(answer)
-                login = flow
-                if complete {
-                    await signIn(flow)
-                } else {
-                    showLoginStep()
-                }
+            let complete = flow.answer(answer)
+            login = flow
+            if complete {
+                await signIn(flow)
+            } else {
+                showLoginStep()
             }
         case .escape:
             beginLogin()
@@ -120,7 +129,8 @@ extension TerminalChat {
         do {
             let auth = flow.registering
                 ? try await api.register(.init(
-                    organization: flow.organization, email: flow.email, password: flow.password, displayName: flow.displayName))
+                    organization: flow.organization, email: flow.email, password: flow.password, displayName: flow.displayName,
+                    inviteCode: flow.inviteCode))
                 : try await api.login(.init(organization: flow.organization, email: flow.email, password: flow.password))
             let session = Session(token: auth.token, user: auth.user)
             configuration.onSignedIn(session)

@@ -85,6 +85,10 @@ public final class TerminalChat {
                 self?.refresh()
             }
         }
+        // A resized window is drawn again at once, at its new size.
+        let resizing = Task { [weak self, resizes = device.resizes] in
+            for await _ in resizes { self?.refresh() }
+        }
         refresh()
         for await bytes in device.input {
             for key in parser.feed(bytes) {
@@ -95,6 +99,7 @@ public final class TerminalChat {
             refresh()
         }
         ticker.cancel()
+        resizing.cancel()
         await stopClient()
         return 0
     }
@@ -178,7 +183,7 @@ public final class TerminalChat {
                     typing: typingByConversation[row.id] ?? nil)
             }
             screen.selectedRow = min(screen.selectedRow, max(0, screen.rows.count - 1))
-            screen.banner = ChatPresentation.banner(list.connection)
+            screen.banner = list.banner
         }
         if let chat, let me = session?.user.id {
             screen.timeline = ChatPresentation.timeline(chat.messages, me: me, names: names.lookup)
@@ -226,7 +231,10 @@ public final class TerminalChat {
     private func handleListKey(_ key: Key) async {
         switch key {
         case .up: screen.selectedRow = max(0, screen.selectedRow - 1)
-        case .down: screen.selectedRow = min(max(0, screen.rows.count - 1), screen.selectedRow + 1)
+        case .down:
+            screen.selectedRow = min(max(0, screen.rows.count - 1), screen.selectedRow + 1)
+            // Near the end of what is here: the next older page of conversations.
+            if screen.selectedRow >= screen.rows.count - 3, let list, list.hasMore { await list.loadMore() }
         case .enter, .right:
             if screen.rows.indices.contains(screen.selectedRow) { await open(screen.rows[screen.selectedRow].id) }
         case .tab, .escape: screen.focus = .input
@@ -258,7 +266,7 @@ public final class TerminalChat {
             }
         case .pageUp:
             screen.scroll += 10
-            if let chat, chat.canLoadOlder, screen.scroll + 20 > screen.timelineLines(width: 80).count { await chat.loadOlder() }
+            if let chat, chat.canLoadOlder, screen.scroll + 20 > screen.timelineLines(width: ChatScreen.chatWidth(forTerminalWidth: device.size().width)).count { await chat.loadOlder() }
         case .pageDown:
             screen.scroll = max(0, screen.scroll - 10)
         case .up where screen.input.text.isEmpty && chat != nil:

@@ -17,6 +17,9 @@ public final class TerminalDevice {
     private var signalSources: [any DispatchSourceSignal] = []
     /// Input bytes as they arrive (one chunk per read); ends when stdin closes.
     public let input: AsyncStream<[UInt8]>
+    /// One element each time the window is resized (SIGWINCH), from ``enter()`` on.
+    public let resizes: AsyncStream<Void>
+    private let resized: AsyncStream<Void>.Continuation
 
     /// Saves the terminal's settings and starts reading stdin; the screen is untouched until
     /// ``enter()``.
@@ -25,6 +28,7 @@ public final class TerminalDevice {
         original = tcgetattr(STDIN_FILENO, &settings) == 0 ? settings : nil
         let (stream, continuation) = AsyncStream<[UInt8]>.makeStream()
         input = stream
+        (resizes, resized) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         // A blocking read on a thread of its own, so no task of the pool waits on the keyboard.
         let reader = Thread {
             var buffer = [UInt8](repeating: 0, count: 4096)
@@ -67,6 +71,11 @@ public final class TerminalDevice {
             source.resume()
             signalSources.append(source)
         }
+        signal(SIGWINCH, SIG_IGN)
+        let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .global())
+        resize.setEventHandler { [resized] in resized.yield() }
+        resize.resume()
+        signalSources.append(resize)
     }
 
     /// The terminal as it was: cooked mode, the main screen, a visible cursor.

@@ -74,7 +74,7 @@ public struct ChatView: View {
         }
         .safeAreaInset(edge: .top, spacing: 0) {
             VStack(spacing: 0) {
-                ConnectionBanner(state: model.connection) { Task { await model.retryNow() } }
+                ConnectionBanner(state: model.connection, syncing: model.isSyncing) { Task { await model.retryNow() } }
                 if let error = model.lastError {
                     Text(error)
                         .font(.footnote)

@@ -7,23 +7,26 @@ import SwiftUI
 public struct ConnectionBanner: View {
     /// The connection's state.
     public let state: ConnectionState
+    /// A sync is catching up.
+    public let syncing: Bool
     /// Messages waiting in the outbox.
     public let outboxCount: Int
     /// Called by the "Try again" button of a failed connection.
     public let retry: (() -> Void)?
 
     /// A banner for a state.
-    public init(state: ConnectionState, outboxCount: Int = 0, retry: (() -> Void)? = nil) {
+    public init(state: ConnectionState, syncing: Bool = false, outboxCount: Int = 0, retry: (() -> Void)? = nil) {
         self.state = state
+        self.syncing = syncing
         self.outboxCount = outboxCount
         self.retry = retry
     }
 
     /// The banner, or nothing.
     public var body: some View {
-        if let text = ChatPresentation.banner(state, outboxCount: outboxCount) {
+        if let text = ChatPresentation.banner(state, syncing: syncing, outboxCount: outboxCount) {
             HStack(spacing: 8) {
-                if state == .connecting {
+                if state == .connecting || state == .connected {
                     ProgressView().controlSize(.small)
                 } else {
                     Image(systemName: "wifi.slash")

@@ -31,6 +31,12 @@ public struct ConversationListView: View {
             NavigationLink(value: item.id) {
                 ConversationRowView(item: item)
             }
+            .onAppear {
+                // The last rows on screen: the next older page (a new device has the newest only).
+                if item.id == items.last?.id, let list = session.list, list.hasMore {
+                    Task { await list.loadMore() }
+                }
+            }
         }
         .overlay {
             if items.isEmpty {
@@ -42,7 +48,9 @@ public struct ConversationListView: View {
             }
         }
         .safeAreaInset(edge: .top, spacing: 0) {
-            ConnectionBanner(state: session.list?.connection ?? .disconnected) {
+            ConnectionBanner(
+                state: session.list?.connection ?? .disconnected, syncing: session.list?.isSyncing ?? false,
+                outboxCount: session.list?.outboxCount ?? 0) {
                 Task { await session.client?.retry() }
             }
         }

@@ -59,6 +59,31 @@ import Testing
         await bobClient.stop()
     }
 
+    /// A sync says so while it runs (the banner's "Syncing…"), and says when it ended, once
+    /// however many run at once; the list model follows.
+    @Test func aSyncIsAnnouncedWhileItRunsAndTheListModelShowsIt() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, _, _) = try await server.directPair()
+        let client = try Self.client(alice)
+        let changes = await client.changes()
+        let model = await ConversationListModel(client: client)
+        await model.start()
+        #expect(await model.banner == "Offline", "not started: offline")
+        async let first = client.synchronize()
+        async let second = client.synchronize()
+        _ = await (first, second)
+        var syncing: [Bool] = []
+        for await change in changes {
+            if case .syncing(let running) = change { syncing.append(running) }
+            if syncing.last == false { break }
+        }
+        #expect(syncing == [true, false], "one start and one end for two overlapping syncs: \(syncing)")
+        #expect(await client.isSyncing == false)
+        try await Self.eventually("the model to see the end") { await model.isSyncing == false }
+        await model.stop()
+    }
+
     @Test func messagesWrittenWhileTheServerIsDownAreDeliveredOnceWhenItReturns() async throws {
         let directory = TestServer.temporaryDirectory()
         let server = try await TestServer.start(dataDirectory: directory)

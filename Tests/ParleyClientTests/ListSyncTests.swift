@@ -55,10 +55,30 @@ import Testing
         let nothing = try WireCoding.makeDecoder().decode(ConversationChanges.self, from: idle.body)
         #expect(nothing.conversations.isEmpty && nothing.removedIds.isEmpty)
 
-        // The SDK: the first sync takes the whole list (paged), the next only changes.
+        // The SDK: a new device's first sync brings the newest page (one request); the rest
+        // page in as the list model asks for them (the user scrolling to the end).
+        let listRequests = {
+            server.app.metrics.value("parley_http_requests_total", labels: ["method": "GET", "route": "/api/v1/conversations", "status": "200"])
+        }
         let client = try ChatClientTests.client(alice)
+        var asked = listRequests()
         _ = await client.synchronize()
-        #expect(try await client.database.conversations().count == 2_000)
+        #expect(listRequests() - asked == 1, "one page, not the whole list")
+        #expect(try await client.database.conversations().map(\.id) == Array(expectedOrder.prefix(LiveTransport.firstPageSize)))
+        let model = await ConversationListModel(client: client)
+        await model.start()
+        let (shown, more) = await (model.rows.count, model.hasMore)
+        #expect(shown == LiveTransport.firstPageSize && more)
+        asked = listRequests()
+        var scrolls = 0
+        while await model.hasMore, scrolls < 100 {
+            await model.loadMore()
+            scrolls += 1
+        }
+        #expect(listRequests() - asked == scrolls && scrolls == (2_000 - 50 + 49) / 50, "\(scrolls) pages")
+        #expect(await model.rows.map(\.id) == expectedOrder, "every conversation once, newest first")
+        await model.loadMore()
+        #expect(listRequests() - asked == scrolls, "nothing more is asked at the end")
 
         let message = try await bob.api.send(.init(clientMessageId: "new", text: "news"), to: ids[10])
         _ = try await alice.api.markRead(ids[20], upToSeq: 1)
@@ -68,11 +88,14 @@ import Testing
         #expect(changes.removedIds == [ids[30]])
         #expect(changes.conversations.first { $0.id == ids[10] }?.lastMessage?.id == message.id)
 
+        asked = listRequests()
         _ = await client.synchronize()
+        #expect(listRequests() - asked == 1, "the sync asks for changes only")
         let local = try await client.database.conversations()
         #expect(local.count == 1_999, "the conversation left is gone")
         #expect(local.first?.id == ids[10] && local.first?.lastMessage?.text == "news", "the changed one is current and first")
         let again = try await alice.api.conversationChanges(since: changes.syncToken)
         #expect(again.conversations.isEmpty && again.removedIds.isEmpty)
+        await model.stop()
     }
 }

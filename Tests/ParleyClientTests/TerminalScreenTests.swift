@@ -67,6 +67,9 @@ import Testing
         #expect(ChatPresentation.banner(.reconnecting(attempt: 2, retryIn: .milliseconds(3_200)), outboxCount: 2)
             == "Offline · reconnecting in 4 s · 2 waiting to send")
         #expect(ChatPresentation.banner(.connecting) == "Connecting…")
+        #expect(ChatPresentation.banner(.connected, syncing: true) == "Syncing…")
+        #expect(ChatPresentation.banner(.connected, syncing: true, outboxCount: 3) == "Syncing… · sending 3")
+        #expect(ChatPresentation.banner(.connected, syncing: false, outboxCount: 3) == nil, "connected and not syncing: no banner")
         #expect(ChatPresentation.badge(0) == "" && ChatPresentation.badge(7) == "7" && ChatPresentation.badge(250) == "99+")
         #expect(ChatPresentation.byteCount(512) == "512 B" && ChatPresentation.byteCount(12_800) == "12 KB"
             && ChatPresentation.byteCount(1_300_000) == "1.2 MB")
@@ -148,14 +151,23 @@ import Testing
         var flow = LoginFlow()
         var answers: [Bool] = []
         var steps: [LoginFlow.Step] = []
-        for answer in ["x", "r", "Acme", "not-an-email", "ada@acme.io", "secret123", "Ada"] {
+        for answer in ["x", "r", "Acme", "not-an-email", "ada@acme.io", "secret123", "Ada", " k3y-42 "] {
             answers.append(flow.answer(answer))
             steps.append(flow.step)
         }
-        #expect(answers == [false, false, false, false, false, false, true])
-        #expect(steps == [.choice, .organization, .email, .email, .password, .displayName, .displayName])
+        #expect(answers == [false, false, false, false, false, false, false, true])
+        #expect(steps == [.choice, .organization, .email, .email, .password, .displayName, .invite, .invite])
         #expect(flow.registering)
         #expect(flow.organization == "Acme" && flow.email == "ada@acme.io" && flow.password == "secret123" && flow.displayName == "Ada")
+        #expect(flow.inviteCode == "k3y-42")
+        // No invite: Enter on an empty line.
+        var founder = LoginFlow()
+        for answer in ["r", "NewCo", "eve@new.co", "secret123", "Eve"] { _ = founder.answer(answer) }
+        #expect(founder.answer("") && founder.inviteCode == nil)
+        // Logging in asks neither name nor invite.
+        var login = LoginFlow()
+        let done = ["l", "Acme", "ada@acme.io"].map { login.answer($0) } + [login.answer("secret123")]
+        #expect(done == [false, false, false, true] && login.step == .password)
     }
 
     static func screen() -> ChatScreen {

@@ -142,7 +142,8 @@ import Testing
         let waiting = try await tmux.waitFor("ada", "◷")
         #expect(waiting.contains("│   written while the server was down"), "\(waiting)")
         try tmux.save("ada", as: "offline")
-        server = try ServeProcess(name: "terminal", dataDirectory: dataDirectory, port: url.port)
+        // Restarted as `swift run parley serve` runs: joining acme takes an invite from now on.
+        server = try ServeProcess(name: "terminal", dataDirectory: dataDirectory, port: url.port, openOrganizations: false)
         try await server.waitUntilReady()
         let delivered = try await tmux.waitFor("bob", "written while the server was down", timeout: .seconds(40))
         #expect(Self.count("written while the server was down", in: delivered) == 1)
@@ -155,11 +156,17 @@ import Testing
         try tmux.start("carol", width: 90, height: 24, command: Self.chat(emptyProfile, server: url))
         try await tmux.waitFor("carol", "(l)og in or (r)egister")
         try tmux.save("carol", as: "sign-in")
+        let invite = try await ParleyAPI(baseURL: url, token: ada.token).createInvite()
         for answer in ["r", "acme", "carol@x.io", "correct horse battery", "Carol"] {
             try tmux.type("carol", answer)
             try tmux.press("carol", "Enter")
             try await Task.sleep(for: .milliseconds(150))
         }
+        let asked = try await tmux.waitFor("carol", "Invite code")
+        #expect(asked.contains("Name: Carol") && asked.contains("takes an invite from"), "\(asked)")
+        try tmux.save("carol", as: "sign-up-invite")
+        try tmux.type("carol", invite.code)
+        try tmux.press("carol", "Enter")
         let signedIn = try await tmux.waitFor("carol", "Carol <carol@x.io>")
         #expect(!signedIn.contains("correct horse battery"), "the password never shows")
         #expect(FileManager.default.fileExists(atPath: emptyProfile + "/session.json"), "the session is kept for next time")

@@ -76,6 +76,10 @@ public struct FaultyTransport: ChatTransport {
         try http()
         return try await base.conversationList(changedSince: token)
     }
+    public func conversationPage(before: String, limit: Int) async throws -> ConversationsResponse {
+        try http()
+        return try await base.conversationPage(before: before, limit: limit)
+    }
     public func conversation(_ id: EntityID) async throws -> Conversation { try http(); return try await base.conversation(id) }
     public func messages(_ id: EntityID, before: Int64?, limit: Int) async throws -> MessagesPage {
         try http()

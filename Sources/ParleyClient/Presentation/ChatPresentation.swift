@@ -206,10 +206,10 @@ public enum ChatPresentation {
     }
 
     /// The connection banner's text; nil while connected (no banner).
-    public static func banner(_ state: ConnectionState, outboxCount: Int = 0) -> String? {
+    public static func banner(_ state: ConnectionState, syncing: Bool = false, outboxCount: Int = 0) -> String? {
         let waiting = outboxCount > 0 ? " · \(outboxCount) waiting to send" : ""
         switch state {
-        case .connected: return nil
+        case .connected: return syncing ? "Syncing…" + (outboxCount > 0 ? " · sending \(outboxCount)" : "") : nil
         case .connecting: return "Connecting…" + waiting
         case .disconnected: return "Offline" + waiting
         case .reconnecting(_, let retryIn):

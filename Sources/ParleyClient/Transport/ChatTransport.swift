@@ -10,6 +10,9 @@ public protocol ChatTransport: Sendable {
     /// The conversation list for a sync: what changed since `token` when there is one (and
     /// the server still answers from it), else the whole list; with the token for next time.
     func conversationList(changedSince token: String?) async throws -> ConversationListSync
+    /// An older page of the conversation list (v1.2): `before` is the previous page's
+    /// `nextBefore`.
+    func conversationPage(before: String, limit: Int) async throws -> ConversationsResponse
     /// One conversation.
     func conversation(_ id: EntityID) async throws -> Conversation
     /// A history page.
@@ -89,8 +92,11 @@ public enum MessageChange: Sendable, Equatable {
 
 /// What a list sync brought.
 public enum ConversationListSync: Sendable {
-    /// The whole list (the first sync, or the token could not be answered from).
+    /// The whole list (the token could not be answered from, or a server without pages).
     case all([Conversation], token: String?)
+    /// A new device's first sync: the newest page only; older pages are fetched as the user
+    /// scrolls (``ChatClient/loadMoreConversations(limit:)``) from `nextBefore`.
+    case firstPage([Conversation], token: String?, nextBefore: String?)
     /// Only what changed since the token, and the conversations the user left.
     case changes([Conversation], removed: [EntityID], token: String)
 }
@@ -99,6 +105,11 @@ extension ChatTransport {
     /// Without v1.2's sync: the whole list every time.
     public func conversationList(changedSince token: String?) async throws -> ConversationListSync {
         .all(try await conversations(), token: nil)
+    }
+
+    /// Without v1.2's pages there are no older pages (the whole list came at once).
+    public func conversationPage(before: String, limit: Int) async throws -> ConversationsResponse {
+        ConversationsResponse(conversations: [], hasMore: false)
     }
 }
 
@@ -139,19 +150,31 @@ public struct LiveTransport: ChatTransport {
     /// Every page of the conversation list over REST.
     public func conversations() async throws -> [Conversation] { try await api.conversations() }
 
-    /// The changes since `token` over REST; the whole list, paged, without a token or when the server refuses it (409 or 400).
+    /// The changes since `token` over REST. Without a token (a new device), the newest page
+    /// only; when the server refuses the token (409 or 400), every page, so the device's cache
+    /// is replaced by the whole list.
     public func conversationList(changedSince token: String?) async throws -> ConversationListSync {
-        if let token {
-            do {
-                let changes = try await api.conversationChanges(since: token)
-                return .changes(changes.conversations, removed: changes.removedIds, token: changes.syncToken)
-            } catch let error as ClientError where error.code == .conflict || error.code == .invalidRequest {
-                // The server cannot answer from this token (too old, or another server's):
-                // the whole list again.
-            }
+        guard let token else {
+            let first = try await api.conversationsPage(limit: Self.firstPageSize)
+            return .firstPage(first.conversations, token: first.syncToken, nextBefore: first.hasMore == true ? first.nextBefore : nil)
+        }
+        do {
+            let changes = try await api.conversationChanges(since: token)
+            return .changes(changes.conversations, removed: changes.removedIds, token: changes.syncToken)
+        } catch let error as ClientError where error.code == .conflict || error.code == .invalidRequest {
+            // The server cannot answer from this token (too old, or another server's): the
+            // whole list again.
         }
         let list = try await api.allConversations()
         return .all(list.conversations, token: list.syncToken)
+    }
+
+    /// Conversations a new device's first sync brings (a screenful or two); the rest page in.
+    public static let firstPageSize = 50
+
+    /// An older page of the list over REST.
+    public func conversationPage(before: String, limit: Int) async throws -> ConversationsResponse {
+        try await api.conversationsPage(limit: limit, before: before)
     }
 
     /// One conversation over REST.

@@ -11,6 +11,8 @@ public final class ChatModel {
     public private(set) var messages: [LocalMessage] = []
     /// The connection banner.
     public private(set) var connection: ConnectionState = .disconnected
+    /// A sync is catching up (the banner says "Syncing…").
+    public private(set) var isSyncing = false
     /// Whether older messages may exist (on the server or further back in the cache).
     public private(set) var canLoadOlder = true
     /// The last error to show, if any.
@@ -67,6 +69,7 @@ public final class ChatModel {
                 case .progress(let id, let messageId, let fraction) where id == self.conversationId:
                     self.uploadProgress[messageId] = max(self.uploadProgress[messageId] ?? 0, fraction)
                 case .connection(let state): self.connection = state
+                case .syncing(let running): self.isSyncing = running
                 default: break
                 }
             }

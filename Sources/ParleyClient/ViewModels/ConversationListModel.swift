@@ -29,11 +29,22 @@ public final class ConversationListModel {
     public private(set) var rows: [ConversationRow] = []
     /// The connection banner.
     public private(set) var connection: ConnectionState = .disconnected
+    /// A sync is catching up (after a connect): the banner says "Syncing…".
+    public private(set) var isSyncing = false
+    /// Messages of this device waiting in the outbox (the banner counts them).
+    public private(set) var outboxCount = 0
+    /// The banner's text (offline, connecting, syncing, with what waits to send); nil for none.
+    public var banner: String? { ChatPresentation.banner(connection, syncing: isSyncing, outboxCount: outboxCount) }
     /// True on a first run while the server's list is on its way (show "Loading…" rather than
     /// "no conversations"); see ``ChatClient/waitForFirstSync()``.
     public private(set) var isLoading = false
     /// "Ada is typing…" by conversation, for the rows' previews.
     public private(set) var typing: [EntityID: String] = [:]
+    /// The server has older conversations than ``rows`` (a new device brings the newest page
+    /// first): call ``loadMore()`` when the user scrolls to the end.
+    public private(set) var hasMore = false
+    /// True while ``loadMore()`` fetches a page.
+    public private(set) var isLoadingMore = false
     /// The sum of unread counts (the app badge).
     public var totalUnread: Int { rows.reduce(0) { $0 + $1.unreadCount } }
 
@@ -68,18 +79,31 @@ public final class ConversationListModel {
             await reload()
         }
         connection = await client.connectionState
+        isSyncing = await client.isSyncing
         observation = Task { [weak self] in
             for await change in changes {
                 guard let self else { return }
                 switch change {
                 case .conversations: await self.reload()
                 case .connection(let state): self.connection = state
+                case .syncing(let running): self.isSyncing = running
                 case .typing(let id): await self.refreshTyping(id)
                 case .directory: if self.customNames == nil { await self.reload() }
                 case .messages, .progress, .signInRequired, .tokenRenewed: break
                 }
             }
         }
+    }
+
+    /// Brings the next older page of conversations (the user reached the end of the list);
+    /// does nothing when there is none or one is on its way. Offline, the rows stay as they are
+    /// and ``hasMore`` stays true, so scrolling there again tries again.
+    public func loadMore() async {
+        guard hasMore, !isLoadingMore else { return }
+        isLoadingMore = true
+        defer { isLoadingMore = false }
+        _ = try? await client.loadMoreConversations()
+        await reload()
     }
 
     /// Stops following changes.
@@ -96,6 +120,8 @@ public final class ConversationListModel {
     /// Reads the rows from the local database.
     public func reload() async {
         guard let conversations = try? await client.database.conversations() else { return }
+        outboxCount = (try? await client.database.outboxCounts().queued) ?? outboxCount
+        hasMore = await client.hasMoreConversations()
         let me = client.userId
         if customNames == nil {
             let unknown = conversations.contains { $0.name == nil && $0.participantIds.contains { $0 != me && directory[$0] == nil } }
