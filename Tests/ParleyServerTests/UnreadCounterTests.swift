@@ -38,7 +38,11 @@ import Testing
         for member in members {
             let expected = try await expectedUnread(store, conversationId, for: member)
             let single = try await store.conversation(id: conversationId, viewer: member)?.unreadCount
-            let listed = try await store.conversations(viewer: member).first { $0.id == conversationId }?.unreadCount
+            let all = try await store.conversations(viewer: member)
+            let listed = all.first { $0.id == conversationId }?.unreadCount
+            // A push's badge: every conversation's count at once, from the counters.
+            let total = try await store.totalUnread(userId: member)
+            #expect(total == all.reduce(0) { $0 + $1.unreadCount }, "\(step): member \(members.firstIndex(of: member)!)'s badge")
             #expect(single == expected && views[member]?.unreadCount == expected && listed == expected,
                     "\(step): member \(members.firstIndex(of: member)!) expected \(expected), view \(single ?? -1), views \(views[member]?.unreadCount ?? -1), list \(listed ?? -1)")
         }

@@ -116,7 +116,8 @@ public final class PushService: Service, Sendable {
                 return
             }
             let sender = try await store.user(id: notice.message.senderId)
-            let badge = try await store.conversations(viewer: userId).reduce(0) { $0 + $1.unreadCount }
+            // From the counters: a member of thousands of conversations costs one aggregate.
+            let badge = try await store.totalUnread(userId: userId)
             let payload = try PushPayload.encode(notice, senderName: sender?.displayName ?? "New message", badge: badge)
             for device in devices {
                 let outcome = await client.send(APNsRequest(

@@ -196,6 +196,9 @@ public protocol ParleyStore: Sendable {
 
     /// The viewer's conversations, newest activity first.
     func conversations(viewer: EntityID) async throws -> [Conversation]
+    /// The sum of the user's unread counts over their conversations (a push's badge), from the
+    /// counters: one row per conversation, no view and no message read.
+    func totalUnread(userId: EntityID) async throws -> Int
     /// A page of the viewer's conversations, newest activity first, after the cursor `before`
     /// (v1.2), with the cursor of the next page when there is one.
     func conversations(viewer: EntityID, limit: Int, before: ListCursor?) async throws -> (page: [Conversation], next: ListCursor?)

@@ -18,6 +18,19 @@ extension PostgresStore {
         }
     }
 
+    /// One aggregate over the user's participant rows and their conversations' counters.
+    public func totalUnread(userId: EntityID) async throws -> Int {
+        let logger = self.logger
+        return try await single { c in
+            let row = try await c.first(
+                """
+                SELECT COALESCE(SUM(\(unescaped: PostgresRows.unreadExpression)), 0)::bigint
+                FROM participants p JOIN conversations c ON c.id = p.conversation_id WHERE p.user_id = \(userId.uuid)
+                """, logger)
+            return Int(try row?.decode(Int64.self) ?? 0)
+        }
+    }
+
     /// One snapshot: the participant check, then the full view.
     public func conversation(id: EntityID, viewer: EntityID) async throws -> Conversation? {
         let logger = self.logger

@@ -17,6 +17,18 @@ extension SQLiteStore {
         }
     }
 
+    /// One aggregate over the user's participant rows and their conversations' counters.
+    public func totalUnread(userId: EntityID) async throws -> Int {
+        try await writer.read { db in
+            try Int.fetchOne(
+                db.cachedStatement(sql: """
+                    SELECT COALESCE(SUM(\(SQLiteRows.unreadExpression)), 0)
+                    FROM participants p JOIN conversations c ON c.id = p.conversation_id WHERE p.user_id = ?
+                    """),
+                arguments: [userId.description]) ?? 0
+        }
+    }
+
     /// One read: the participant check, then the full view.
     public func conversation(id: EntityID, viewer: EntityID) async throws -> Conversation? {
         try await writer.read { db in
