@@ -9,7 +9,7 @@ import ParleyServer
 struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure Parley: the server over the real protocol, and the SDK's local paths.", subcommands: [
-            Latency.self, ClientBench.self, Fanout.self, Durable.self, Connections.self, Catchup.self, Multinode.self,
+            Latency.self, ClientBench.self, Fanout.self, Durable.self, Connections.self, Catchup.self, Multinode.self, ListBench.self,
             BareServerCommand.self, ConnectionsWorker.self, Chaos.self, ChaosClient.self,
         ])
 }
@@ -105,7 +105,9 @@ struct Latency: AsyncParsableCommand {
         print(String(decoding: try JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]), as: UTF8.self))
     }
 
-    static func startServer() async throws -> (app: ParleyApp, url: URL, stop: @Sendable () async -> Void) {
+    static func startServer(
+        configure: (inout ServerConfiguration) -> Void = { _ in }
+    ) async throws -> (app: ParleyApp, url: URL, stop: @Sendable () async -> Void) {
         var configuration = ServerConfiguration()
         configuration.openOrganizations = true  // registers many users into one organization by name
         configuration.rateLimits = .off  // a benchmark floods on purpose
@@ -113,6 +115,7 @@ struct Latency: AsyncParsableCommand {
         configuration.dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-bench-\(UUID().uuidString)").path
         configuration.bcryptCost = 4
         configuration.logLevel = .error
+        configure(&configuration)
         var logger = Logger(label: "parley.bench")
         logger.logLevel = .error
         let app = try await ParleyApp(configuration: configuration, logger: logger)

@@ -83,4 +83,16 @@ import Testing
         #expect(check.missing == 0)
         #expect(check.duplicates == 0)
     }
+
+    /// `parley bench list` runs end to end (a small list) and reports what the issue asks:
+    /// the first page, every page, and a sync with nothing new under 1 KB, beside its floor.
+    @Test(.heavy) func theListScenarioReportsPagesAndAnIdleSyncUnderAKilobyte() async throws {
+        let run = try await runToEndOffPool(ServeProcess.binary, ["bench", "list", "--conversations", "230", "--runs", "3"])
+        #expect(run.status == 0, "\(run.output)")
+        let line = try #require(run.output.split(separator: "\n").last { $0.hasPrefix("{") })
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let idle = try #require(json["sync_nothing_new"] as? [String: Any])
+        let all = try #require(json["all_pages"] as? [String: Any])
+        #expect((idle["bytes"] as? Int ?? .max) < 1024 && all["pages"] as? Int == 2 && json["floor_ms"] != nil, "\(line)")
+    }
 }
