@@ -71,6 +71,10 @@ import Testing
         let second = try await Self.get(
             ReadersPage.self, server, "conversations/\(group.id)/messages/\(sent[2].id)/reads?limit=1&after=\(first.userIds[0])", users[3])
         #expect(second.userIds == [readers.max()!] && !second.hasMore)
+        // The same through the SDK's REST client.
+        let viaSDK = try await users[3].api.readers(of: sent[2].id, in: group.id, limit: 1)
+        #expect(viaSDK == first)
+        #expect(try await users[3].api.readers(of: sent[2].id, in: group.id, after: viaSDK.userIds[0]) == second)
         let outsider = try await server.register("mallory@x.io")
         let refused = try await server.raw("GET", "conversations/\(group.id)/messages/\(sent[2].id)/reads", token: outsider.token)
         #expect(refused.status == 404)
@@ -104,6 +108,9 @@ import Testing
             after = page.hasMore ? page.participants.last?.userId : nil
         } while after != nil
         #expect(seen.map(\.userId) == users.map(\.id).sorted(), "every member once, by id")
+        let firstPage = try await users[1].api.participants(of: group.id, limit: 4)
+        #expect(firstPage.participants.count == 4 && firstPage.hasMore)
+        #expect(try await users[1].api.allParticipants(of: group.id) == seen, "the SDK's pages are the same members")
         let outsider = try await server.register("mallory@x.io")
         #expect(try await server.raw("GET", "conversations/\(group.id)/participants", token: outsider.token).status == 404)
 

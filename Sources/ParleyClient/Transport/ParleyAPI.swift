@@ -337,7 +337,7 @@ public struct ParleyAPI: Sendable {
 
     // MARK: Transport
 
-    private func request<Answer: Decodable>(
+    func request<Answer: Decodable>(
         _ method: String, _ path: String, query: [String: String?] = [:], body: (any Encodable)? = nil
     ) async throws -> Answer {
         var components = URLComponents(
