@@ -184,10 +184,43 @@ public struct MessageBubbleView: View {
     }
 }
 
+/// How an app draws the message kinds it registered in the interaction layer's component
+/// registry (``ChatPresentation/Cell/custom(_:)``): the kind and the message in, a view out, or
+/// nil for the plain text. Set it with ``SwiftUI/View/customMessageCell(_:)``.
+public struct CustomMessageCell: Sendable {
+    let make: @MainActor @Sendable (String, LocalMessage) -> AnyView?
+
+    /// A drawer of custom cells.
+    public init(_ make: @escaping @MainActor @Sendable (String, LocalMessage) -> AnyView?) {
+        self.make = make
+    }
+}
+
+private struct CustomMessageCellKey: EnvironmentKey {
+    static let defaultValue: CustomMessageCell? = nil
+}
+
+extension EnvironmentValues {
+    /// The app's drawer of custom message cells, if it set one.
+    public var customMessageCell: CustomMessageCell? {
+        get { self[CustomMessageCellKey.self] }
+        set { self[CustomMessageCellKey.self] = newValue }
+    }
+}
+
+extension View {
+    /// Draws the app's own message kinds in every timeline below this view:
+    /// `ChatView(...).customMessageCell { kind, message in kind == "poll" ? AnyView(PollView(message)) : nil }`.
+    public func customMessageCell(_ make: @escaping @MainActor @Sendable (String, LocalMessage) -> AnyView?) -> some View {
+        environment(\.customMessageCell, CustomMessageCell(make))
+    }
+}
+
 /// The body of a bubble, by ``ChatPresentation/Cell``.
 struct MessageCell: View {
     let item: ChatPresentation.MessageItem
     let imageData: (Attachment) async -> Data?
+    @Environment(\.customMessageCell) private var customCell
     @State private var image: Image?
 
     var body: some View {
@@ -217,7 +250,13 @@ struct MessageCell: View {
             LocationCell(item: item)
         case .deleted:
             Text(item.body).italic().foregroundStyle(.secondary)
-        case .text, .system, .custom:
+        case .custom(let kind):
+            if let drawn = customCell?.make(kind, item.message) {
+                drawn
+            } else {
+                Text(item.body).textSelection(.enabled)
+            }
+        case .text, .system:
             Text(item.body).textSelection(.enabled)
         }
     }

@@ -161,6 +161,32 @@ import Testing
         #expect(counts.cacheHits == 3 && counts.cacheMisses == 2, "\(counts)")
     }
 
+    /// A screen pages back only while there is something older: never in an empty chat (its
+    /// spinner would spin forever), and not once the first message is shown.
+    @Test func aChatModelOffersOlderMessagesOnlyWhileThereAreSome() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, bob, direct) = try await server.directPair()
+        let client = try Self.client(alice)
+        await client.start()
+        let empty = await ChatModel(client: client, conversationId: direct.id)
+        await empty.start()
+        #expect(await empty.canLoadOlder == false, "an empty chat has nothing older")
+        await empty.stop()
+        for index in 1...60 { _ = try await bob.api.send(.init(clientMessageId: "p\(index)", text: "\(index)"), to: direct.id) }
+        try await Self.eventually("the messages") { try await client.database.messages(in: direct.id, viewer: alice.id).count >= 50 }
+        let chat = await ChatModel(client: client, conversationId: direct.id)
+        await chat.start()
+        try await Self.eventually("the newest 50") { await chat.messages.last?.seq == 60 }
+        let firstShown = await chat.messages.first?.seq
+        #expect(await chat.canLoadOlder, "seq \(firstShown ?? -1) is not the first")
+        await chat.loadOlder()
+        #expect(await chat.messages.compactMap(\.seq) == Array(1...60))
+        #expect(await chat.canLoadOlder == false, "the first message is shown")
+        await chat.stop()
+        await client.stop()
+    }
+
     @Test func editsDeletesAndReactionsReachTheCache() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

@@ -14,7 +14,7 @@ public final class ChatModel {
     /// A sync is catching up (the banner says "Syncing…").
     public private(set) var isSyncing = false
     /// Whether older messages may exist (on the server or further back in the cache).
-    public private(set) var canLoadOlder = true
+    public private(set) var canLoadOlder = false
     /// The last error to show, if any.
     public private(set) var lastError: String?
     /// "Alice is typing…", or nil.
@@ -38,6 +38,8 @@ public final class ChatModel {
     /// state. A later reload always shows, so an awaited action's own reload shows its result.
     @ObservationIgnored private var generation = 0
     @ObservationIgnored private var shownGeneration = 0
+    /// The server answered an older page with nothing: the conversation's start is shown.
+    @ObservationIgnored private var reachedStart = false
 
     /// A model for one conversation; `names` resolves user ids to display names.
     public init(
@@ -240,7 +242,7 @@ public final class ChatModel {
         guard let oldest = messages.first(where: \.isConfirmed)?.seq else { return }
         do {
             let older = try await client.loadOlder(conversationId, before: oldest, limit: limit)
-            canLoadOlder = !older.isEmpty
+            if older.isEmpty { reachedStart = true }
             if let first = older.first?.seq { windowStart = first }
             await reload()
         } catch {
@@ -269,5 +271,9 @@ public final class ChatModel {
         }
         if windowStart == nil { windowStart = fresh.first(where: \.isConfirmed)?.seq }
         if fresh != messages { messages = fresh }
+        // Older messages exist only above a first one whose seq is past 1 (an empty chat, or
+        // one showing its first message, has none; a page stays possible once some arrive).
+        let olderExist = !reachedStart && (fresh.first(where: \.isConfirmed)?.seq ?? 1) > 1
+        if canLoadOlder != olderExist { canLoadOlder = olderExist }
     }
 }
