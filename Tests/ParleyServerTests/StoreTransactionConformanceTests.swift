@@ -65,6 +65,65 @@ import Testing
         }
     }
 
+    // MARK: Pages
+
+    @Test(arguments: StoreKind.available)
+    func pagesOfHistoryChangesMembersAndReaders(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let scene = try await Self.scene(store)
+            let id = scene.direct.id
+            var inserted: [Message] = []
+            for n in 1...7 {
+                inserted.append(try await store.writing { tx in try await tx.insertMessage(Self.draft(scene, "p\(n)", text: "\(n)")) })
+            }
+            let sent = inserted
+            try await store.reading { tx async throws -> Void in
+                let newest = try await tx.messagePage(in: id, before: nil, after: nil, limit: 3)
+                #expect(newest.messages.map(\.text) == ["5", "6", "7"] && newest.hasMore, "the newest, oldest first")
+                let older = try await tx.messagePage(in: id, before: newest.messages[0].seq, after: nil, limit: 3)
+                #expect(older.messages.map(\.text) == ["2", "3", "4"] && older.hasMore)
+                let oldest = try await tx.messagePage(in: id, before: older.messages[0].seq, after: nil, limit: 3)
+                #expect(oldest.messages.map(\.text) == ["1"] && !oldest.hasMore)
+                let forward = try await tx.messagePage(in: id, before: nil, after: sent[1].seq, limit: 2)
+                #expect(forward.messages.map(\.text) == ["3", "4"] && forward.hasMore, "after: the oldest after it")
+                let between = try await tx.messagePage(in: id, before: sent[5].seq, after: sent[2].seq, limit: 10)
+                #expect(between.messages.map(\.text) == ["4", "5"] && !between.hasMore)
+                #expect(try await tx.messagePage(in: EntityID(), before: nil, after: nil, limit: 5).messages.isEmpty)
+            }
+            // An edit gives the message a new updatedSeq: the change feed lists it after the others.
+            try await store.writing { tx async throws -> Void in
+                let seq = try await tx.takeNextSeq(in: id)
+                try await tx.setText("two", of: sent[1].id, editedAt: Self.now, updatedSeq: seq)
+            }
+            try await store.reading { tx async throws -> Void in
+                let all = try await tx.changedMessages(in: id, since: sent[3].seq, limit: 10)
+                #expect(all.messages.map(\.text) == ["5", "6", "7", "two"] && !all.hasMore, "by updatedSeq")
+                let first = try await tx.changedMessages(in: id, since: 0, limit: 6)
+                #expect(first.messages.map(\.text) == ["1", "3", "4", "5", "6", "7"] && first.hasMore, "the edited one comes last")
+                #expect(try await tx.changedMessages(in: id, since: sent[6].seq + 1, limit: 5).messages.isEmpty)
+            }
+            // Members by id, and who has read up to a seq.
+            try await store.writing { tx async throws -> Void in
+                guard let (bob, _) = try await tx.lockWatermarks(of: scene.bob.id, in: id) else { throw APIError.notFound("member") }
+                var moved = bob
+                moved.readSeq = sent[3].seq
+                moved.deliveredSeq = sent[3].seq
+                try await tx.setWatermarks(moved, in: id)
+            }
+            try await store.reading { tx async throws -> Void in
+                let one = try await tx.memberPage(of: id, after: nil, limit: 1)
+                #expect(one.participants.map(\.userId) == [scene.members[0]] && one.hasMore)
+                let rest = try await tx.memberPage(of: id, after: one.participants[0].userId, limit: 5)
+                #expect(rest.participants.map(\.userId) == [scene.members[1]] && !rest.hasMore)
+                let bob = (one.participants + rest.participants).first { $0.userId == scene.bob.id }
+                #expect(bob?.readSeq == sent[3].seq && bob?.deliveredSeq == sent[3].seq)
+                let readFourth = try await tx.readerPage(in: id, reaching: sent[3].seq, after: nil, limit: 5)
+                #expect(readFourth.userIds == [scene.bob.id] && !readFourth.hasMore)
+                #expect(try await tx.readerPage(in: id, reaching: sent[4].seq, after: nil, limit: 5).userIds.isEmpty)
+            }
+        }
+    }
+
     // MARK: Participants and watermarks
 
     @Test(arguments: StoreKind.available)

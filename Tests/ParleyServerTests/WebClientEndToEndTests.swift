@@ -197,4 +197,63 @@ import Testing
         }
         await browser.close()
     }
+
+    /// A person with a long history and many conversations: the list shows the newest 50 and
+    /// pages in as it scrolls, a chat shows its newest 50 messages and pages back as it scrolls
+    /// up, to the first one, each message once and in order.
+    @Test(.heavy) func theListAndAChatPageInAsYouScroll() async throws {
+        let server = try ServeProcess(name: "web-paging", arguments: ["--rate-limits", "off"])  // the setup sends 130 at once
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        let url = server.url
+        let browser = try await Chromium.launch()
+        let ada = try await browser.newPage("ada")
+        do {
+            try await Self.register(ada, url, organization: "Acme", email: "ada@acme.io", name: "Ada")
+            let adaAuth = try await ParleyAPI(baseURL: url).login(.init(organization: "acme", email: "ada@acme.io", password: "correct horse"))
+            let bob = try await ParleyAPI(baseURL: url).register(
+                .init(organization: "acme", email: "bob@acme.io", password: TestUser.password, displayName: "Bob"))
+            let bobAPI = ParleyAPI(baseURL: url, token: bob.token)
+            for n in 0..<60 {
+                _ = try await bobAPI.createConversation(.init(type: .group, participantIds: [adaAuth.user.id], name: "Group \(n)"))
+            }
+            let direct = try await bobAPI.createConversation(.init(type: .direct, participantIds: [adaAuth.user.id]))
+            for n in 1...130 { _ = try await bobAPI.send(.init(clientMessageId: "p\(n)", text: "message \(n)"), to: direct.id) }
+
+            // A fresh start (the session is kept): the newest page of the list.
+            try await ada.goto(url.absoluteString)
+            try await ada.waitFor("document.body.dataset.screen === 'main'")
+            let rows = "document.querySelectorAll('#conversation-list [data-conversation-id]').length"
+            _ = try await ada.waitFor("\(rows) === 50", "the first page of the list")
+            for _ in 0..<5 {
+                _ = try await ada.eval("(() => { const l = document.querySelector('#conversation-list'); l.scrollTop = l.scrollHeight; l.dispatchEvent(new Event('scroll')); })()")
+                if (try await ada.eval(rows) as? NSNumber)?.intValue == 61 { break }
+                try await Task.sleep(for: .milliseconds(300))
+            }
+            _ = try await ada.waitFor("\(rows) === 61", "every conversation after scrolling")
+
+            // The chat: the newest 50, then older pages as it scrolls to the top.
+            try await ada.click("#conversation-list [data-conversation-id=\(BrowserPage.literal(direct.id.description))]")
+            let shown = "[...document.querySelectorAll('#messages [data-seq]')].map(e => e.querySelector('.text')?.textContent)"
+            _ = try await ada.waitFor("\(shown).length === 50 && \(shown)[49] === 'message 130'", "the newest 50")
+            for _ in 0..<10 {
+                _ = try await ada.eval("(() => { const b = document.querySelector('#messages'); b.scrollTop = 0; b.dispatchEvent(new Event('scroll')); })()")
+                if (try await ada.eval("\(shown).length") as? NSNumber)?.intValue == 130 { break }
+                try await Task.sleep(for: .milliseconds(300))
+            }
+            _ = try await ada.waitFor("\(shown).length === 130", "every message after scrolling up")
+            let texts = try await ada.eval("JSON.stringify(\(shown))") as? String
+            #expect(texts == String(decoding: try JSONEncoder().encode((1...130).map { "message \($0)" }), as: UTF8.self), "once each, in order")
+            #expect(try await ada.eval("document.querySelector('#messages .history-start')?.textContent") as? String
+                == "This is the beginning of the conversation.", "the start is said, not 'scroll up'")
+            try await ada.screenshot(Self.screens + "/web-paged-back.png")
+            #expect(ada.problems.isEmpty, "Ada's page: \(ada.problems)")
+        } catch {
+            try? await ada.screenshot(Self.screens + "/web-failure-paging.png")
+            Issue.record("the console: \(ada.consoleLog.suffix(20).joined(separator: "\n"))")
+            await browser.close()
+            throw error
+        }
+        await browser.close()
+    }
 }

@@ -113,15 +113,10 @@ public struct ChatService: Sendable {
         switch request.type {
         case .direct:
             guard request.name == nil else { throw APIError.invalid("A direct conversation has no name") }
-            guard request.participantIds.count == 1, request.participantIds[0] != identity.userId else {
-                throw APIError.invalid("A direct conversation has exactly one other participant")
-            }
         case .group:
             name = try request.name.map(MessageValidation.conversationName)
-            guard Set(request.participantIds).count < Limits.maxGroupParticipants else {
-                throw APIError.invalid("A group has at most \(Limits.maxGroupParticipants) participants")
-            }
         }
+        // Who may be in it (and how many) is ConversationRules.create's to say.
         let change = try await store.createConversation(NewConversation(
             organizationId: identity.organizationId, creatorId: identity.userId, type: request.type,
             name: name, participantIds: request.participantIds, now: now()))

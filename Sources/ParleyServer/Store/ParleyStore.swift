@@ -215,12 +215,6 @@ public protocol ParleyStore: Sendable {
     func conversationViews(id: EntityID, viewers: [EntityID], listingMembersUpTo limit: Int) async throws -> [EntityID: Conversation]
     /// The ids of a conversation's participants (no check of who asks).
     func participantIds(conversationId: EntityID) async throws -> [EntityID]
-    /// A page of a conversation's members with their watermarks, by user id after `after`,
-    /// for a participant (v1.2); anyone else gets "not found".
-    func participants(conversationId: EntityID, viewer: EntityID, after: EntityID?, limit: Int) async throws -> ParticipantsPage
-    /// The members who have read a message (their `readSeq` is at or past its seq), by user
-    /// id after `after`, for a participant (v1.2).
-    func readers(conversationId: EntityID, messageId: EntityID, viewer: EntityID, after: EntityID?, limit: Int) async throws -> ReadersPage
     /// How many members have read and received the conversation's newest message (v1.2's
     /// `receipt.summary`; no check of who asks).
     func receiptSummary(conversationId: EntityID) async throws -> ReceiptSummaryEvent
@@ -240,10 +234,6 @@ public protocol ParleyStore: Sendable {
     /// Tells `observer` each group commit's size and duration (metrics); stores without
     /// batches say nothing.
     func observeSendBatches(_ observer: @escaping @Sendable (Int, Duration) -> Void)
-    /// A page of messages ascending by seq (see the contract for `before`/`after`).
-    func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage
-    /// The catch-up feed: messages changed after `since`, ascending by updatedSeq.
-    func changes(conversationId: EntityID, viewer: EntityID, since: Int64, limit: Int) async throws -> ChangesPage
 
     /// Full-text search over the viewer's conversations (or one of them), newest first.
     func search(_ query: String, viewer: EntityID, conversationId: EntityID?, limit: Int, offset: Int) async throws -> SearchResponse

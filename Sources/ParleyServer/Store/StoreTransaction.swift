@@ -41,6 +41,23 @@ public protocol StoreTransaction: Sendable {
     /// delete, a reaction): the counter moves, the conversation's activity does not.
     func takeNextSeq(in conversationId: EntityID) async throws -> Int64
 
+    // MARK: Pages (read-only)
+
+    /// Up to `limit` messages by seq: without `after`, the newest before `before` (or the
+    /// newest of all); with it, the oldest after it. Oldest first either way, and whether more
+    /// lie beyond the page.
+    func messagePage(in conversationId: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage
+
+    /// Up to `limit` messages whose `updatedSeq` is after `since`, oldest change first, and
+    /// whether more follow.
+    func changedMessages(in conversationId: EntityID, since: Int64, limit: Int) async throws -> (messages: [Message], hasMore: Bool)
+
+    /// Up to `limit` members with their watermarks, by user id after `after`.
+    func memberPage(of conversationId: EntityID, after: EntityID?, limit: Int) async throws -> ParticipantsPage
+
+    /// Up to `limit` members whose read watermark reaches `seq`, by user id after `after`.
+    func readerPage(in conversationId: EntityID, reaching seq: Int64, after: EntityID?, limit: Int) async throws -> ReadersPage
+
     // MARK: Participants
 
     /// The ids of the conversation's participants, oldest member first.

@@ -17,12 +17,16 @@ public enum ConversationRules {
     /// Creates a conversation, or opens the pair's existing direct one.
     public static func create(_ new: NewConversation, in tx: any StoreTransaction) async throws -> ConversationChange {
         let others = Set(new.participantIds).subtracting([new.creatorId])
-        try await requireSameOrganization(others, new.organizationId, in: tx)
         if new.type == .direct {
             guard others.count == 1, new.participantIds.count == 1 else {
                 throw APIError.invalid("A direct conversation has exactly one other participant")
             }
+        } else {
+            guard others.count + 1 <= Limits.maxGroupParticipants else {
+                throw APIError.invalid("A group has at most \(Limits.maxGroupParticipants) participants")
+            }
         }
+        try await requireSameOrganization(others, new.organizationId, in: tx)
         let (id, created) = try await tx.insertConversation(new, members: [new.creatorId] + others.sorted())
         let conversation = try await view(id, for: new.creatorId, in: tx)
         return ConversationChange(conversation: conversation, created: created, audience: created ? conversation.participantIds : [])

@@ -68,6 +68,33 @@ extension ParleyStore {
         try await writing { tx in try await ConversationRules.remove(removed, from: conversationId, by: userId, now: now, in: tx) }
     }
 
+    /// A page of messages oldest first (see the contract for `before`/`after`), for a
+    /// participant (see ``ReadRules``).
+    public func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage {
+        try await reading { tx in
+            try await ReadRules.history(of: conversationId, for: viewer, before: before, after: after, limit: limit, in: tx)
+        }
+    }
+
+    /// The catch-up feed: messages changed after `since`, ascending by updatedSeq, for a participant.
+    public func changes(conversationId: EntityID, viewer: EntityID, since: Int64, limit: Int) async throws -> ChangesPage {
+        try await reading { tx in try await ReadRules.changes(of: conversationId, for: viewer, since: since, limit: limit, in: tx) }
+    }
+
+    /// A page of a conversation's members with their watermarks, by user id after `after`,
+    /// for a participant (v1.2).
+    public func participants(conversationId: EntityID, viewer: EntityID, after: EntityID?, limit: Int) async throws -> ParticipantsPage {
+        try await reading { tx in try await ReadRules.members(of: conversationId, for: viewer, after: after, limit: limit, in: tx) }
+    }
+
+    /// The members who have read a message (their `readSeq` is at or past its seq), by user id
+    /// after `after`, for a participant (v1.2).
+    public func readers(conversationId: EntityID, messageId: EntityID, viewer: EntityID, after: EntityID?, limit: Int) async throws -> ReadersPage {
+        try await reading { tx in
+            try await ReadRules.readers(of: messageId, in: conversationId, for: viewer, after: after, limit: limit, in: tx)
+        }
+    }
+
     /// An attachment the viewer may download (see ``AttachmentRules``); nil otherwise, as if
     /// it did not exist.
     public func attachment(id: EntityID, viewer: EntityID) async throws -> StoredAttachment? {

@@ -3,51 +3,8 @@ import Logging
 import ParleyProtocol
 import PostgresNIO
 
-/// v1.2's large groups: members paged, readers of a message paged, receipt counts.
+/// v1.2's large groups: receipt counts (members and readers are paged by `ReadRules`).
 extension PostgresStore {
-    /// One snapshot: the participant check, then members by user id after `after`.
-    public func participants(conversationId: EntityID, viewer: EntityID, after: EntityID?, limit: Int) async throws -> ParticipantsPage {
-        let logger = self.logger
-        return try await read { c in
-            let id = conversationId.uuid
-            guard try await PostgresRows.isParticipant(c, id, viewer.uuid, logger) else { throw APIError.notFound("Conversation") }
-            let rows = try await c.all(
-                """
-                SELECT user_id, read_seq, delivered_seq FROM participants
-                WHERE conversation_id = \(id) AND (\(after?.uuid)::uuid IS NULL OR user_id > \(after?.uuid))
-                ORDER BY user_id LIMIT \(limit + 1)
-                """, logger)
-            let members = try rows.prefix(limit).map { row in
-                let (user, read, delivered) = try row.decode((UUID, Int64, Int64).self)
-                return Member(userId: EntityID(user), readSeq: read, deliveredSeq: delivered)
-            }
-            return ParticipantsPage(participants: members, hasMore: rows.count > limit)
-        }
-    }
-
-    /// One snapshot: the participant check, the message's seq, then the members whose
-    /// `read_seq` reaches it, by user id after `after`.
-    public func readers(
-        conversationId: EntityID, messageId: EntityID, viewer: EntityID, after: EntityID?, limit: Int
-    ) async throws -> ReadersPage {
-        let logger = self.logger
-        return try await read { c in
-            let id = conversationId.uuid
-            guard try await PostgresRows.isParticipant(c, id, viewer.uuid, logger) else { throw APIError.notFound("Conversation") }
-            guard let seq = try await c.first(
-                "SELECT seq FROM messages WHERE id = \(messageId.uuid) AND conversation_id = \(id)", logger
-            )?.decode(Int64.self) else { throw APIError.notFound("Message") }
-            let ids = try await c.all(
-                """
-                SELECT user_id FROM participants
-                WHERE conversation_id = \(id) AND read_seq >= \(seq) AND (\(after?.uuid)::uuid IS NULL OR user_id > \(after?.uuid))
-                ORDER BY user_id LIMIT \(limit + 1)
-                """, logger
-            ).map { EntityID(try $0.decode(UUID.self)) }
-            return ReadersPage(userIds: Array(ids.prefix(limit)), hasMore: ids.count > limit)
-        }
-    }
-
     /// One statement: the highest message seq (0 when none) and how many members' read and
     /// delivered watermarks reach it.
     public func receiptSummary(conversationId: EntityID) async throws -> ReceiptSummaryEvent {

@@ -7,7 +7,7 @@ import PostgresNIO
 
 /// Transactions for the chat rules, group commit (batches of sends and receipts in one
 /// transaction each, conversations locked in one statement, a failing write rerun with
-/// savepoints), history pages and the `/changes` catch-up feed.
+/// savepoints).
 extension PostgresStore {
     // MARK: Transactions and group commit
 
@@ -108,48 +108,5 @@ extension PostgresStore {
     /// savepoints, so a rolled-back write does not release its conversation's lock).
     private static func lockAll(_ jobs: [QueuedWrite], on c: PostgresConnection, logger: Logger) async throws -> Set<UUID> {
         try await PostgresRows.lockConversations(c, Array(Set(jobs.map(\.conversationId.uuid))), logger)
-    }
-
-    /// The participant check, then up to `limit` messages by seq, on one pooled connection (no
-    /// transaction).
-    public func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage {
-        let logger = self.logger
-        return try await single { c in
-            let id = conversationId.uuid
-            guard try await PostgresRows.isParticipant(c, id, viewer.uuid, logger) else { throw APIError.notFound("Conversation") }
-            // Without `after` the page is the newest before the anchor; with it, the oldest after it.
-            let ascending = after != nil
-            var page = try await c.all(
-                """
-                \(unescaped: PostgresRows.messageSelect)
-                WHERE m.conversation_id = \(id)
-                AND (\(after)::bigint IS NULL OR m.seq > \(after)) AND (\(before)::bigint IS NULL OR m.seq < \(before))
-                ORDER BY m.seq \(unescaped: ascending ? "ASC" : "DESC") LIMIT \(limit + 1)
-                """, logger
-            ).map(PostgresRows.message)
-            let hasMore = page.count > limit
-            page = Array(page.prefix(limit))
-            if !ascending { page.reverse() }
-            return MessagesPage(messages: page, hasMore: hasMore)
-        }
-    }
-
-    /// One snapshot: the participant check, the conversation's `last_seq`, then the messages
-    /// whose `updated_seq` is after `since`.
-    public func changes(conversationId: EntityID, viewer: EntityID, since: Int64, limit: Int) async throws -> ChangesPage {
-        let logger = self.logger
-        return try await read { c in
-            let id = conversationId.uuid
-            guard try await PostgresRows.isParticipant(c, id, viewer.uuid, logger) else { throw APIError.notFound("Conversation") }
-            let lastSeq = try await c.first("SELECT last_seq FROM conversations WHERE id = \(id)", logger)?.decode(Int64.self) ?? 0
-            let page = try await c.all(
-                """
-                \(unescaped: PostgresRows.messageSelect)
-                WHERE m.conversation_id = \(id) AND m.updated_seq > \(since)
-                ORDER BY m.updated_seq ASC LIMIT \(limit + 1)
-                """, logger
-            ).map(PostgresRows.message)
-            return ChangesPage(messages: Array(page.prefix(limit)), lastSeq: lastSeq, hasMore: page.count > limit)
-        }
     }
 }

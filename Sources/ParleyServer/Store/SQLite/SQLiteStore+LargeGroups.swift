@@ -2,49 +2,8 @@ import Foundation
 import GRDB
 import ParleyProtocol
 
-/// v1.2's large groups: members paged, readers of a message paged, receipt counts.
+/// v1.2's large groups: receipt counts (members and readers are paged by `ReadRules`).
 extension SQLiteStore {
-    /// One read: the participant check, then members by user id after `after` (one more is
-    /// fetched to tell `hasMore`).
-    public func participants(conversationId: EntityID, viewer: EntityID, after: EntityID?, limit: Int) async throws -> ParticipantsPage {
-        try await writer.read { db in
-            let id = conversationId.description
-            guard try SQLiteRows.isParticipant(db, id, viewer) else { throw APIError.notFound("Conversation") }
-            let rows = try Row.fetchAll(
-                db.cachedStatement(sql: """
-                    SELECT user_id, read_seq, delivered_seq FROM participants
-                    WHERE conversation_id = ? AND user_id > ? ORDER BY user_id LIMIT ?
-                    """),
-                arguments: [id, after?.description ?? "", limit + 1])
-            let members = try rows.prefix(limit).map {
-                Member(userId: try SQLiteRows.id($0["user_id"]), readSeq: $0["read_seq"], deliveredSeq: $0["delivered_seq"])
-            }
-            return ParticipantsPage(participants: members, hasMore: rows.count > limit)
-        }
-    }
-
-    /// One read: the participant check, the message's seq, then the members whose `read_seq`
-    /// reaches it, by user id after `after`.
-    public func readers(
-        conversationId: EntityID, messageId: EntityID, viewer: EntityID, after: EntityID?, limit: Int
-    ) async throws -> ReadersPage {
-        try await writer.read { db in
-            let id = conversationId.description
-            guard try SQLiteRows.isParticipant(db, id, viewer) else { throw APIError.notFound("Conversation") }
-            guard let seq = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT seq FROM messages WHERE id = ? AND conversation_id = ?"),
-                arguments: [messageId.description, id])
-            else { throw APIError.notFound("Message") }
-            let ids = try String.fetchAll(
-                db.cachedStatement(sql: """
-                    SELECT user_id FROM participants
-                    WHERE conversation_id = ? AND read_seq >= ? AND user_id > ? ORDER BY user_id LIMIT ?
-                    """),
-                arguments: [id, seq, after?.description ?? "", limit + 1])
-            return ReadersPage(userIds: try ids.prefix(limit).map { try SQLiteRows.id($0) }, hasMore: ids.count > limit)
-        }
-    }
-
     /// One read: the highest message seq (0 when none), then how many members' read and
     /// delivered watermarks reach it.
     public func receiptSummary(conversationId: EntityID) async throws -> ReceiptSummaryEvent {

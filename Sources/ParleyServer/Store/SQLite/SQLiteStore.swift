@@ -228,41 +228,4 @@ public struct SQLiteStore: ParleyStore {
 
     /// Tells `observer` each batch's size and transaction time (see ``writeBatchStats``).
     public func observeSendBatches(_ observer: @escaping @Sendable (Int, Duration) -> Void) { writes.observe(observer) }
-
-    /// One read: the participant check, then up to `limit` messages by seq (one more is fetched
-    /// to tell `hasMore`).
-    public func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage {
-        try await writer.read { db in
-            let id = conversationId.description
-            guard try SQLiteRows.isParticipant(db, id, viewer) else { throw APIError.notFound("Conversation") }
-            var conditions = ["conversation_id = ?"]
-            var arguments: StatementArguments = [id]
-            if let after { conditions.append("seq > ?"); arguments += [after] }
-            if let before { conditions.append("seq < ?"); arguments += [before] }
-            // Without `after` the page is the newest before the anchor; with it, the oldest after it.
-            let ascending = after != nil
-            arguments += [limit + 1]
-            var page = try SQLiteRows.messages(
-                db, where: conditions.joined(separator: " AND "), arguments: arguments,
-                order: ascending ? "seq ASC" : "seq DESC", limitPlaceholder: true)
-            let hasMore = page.count > limit
-            page = Array(page.prefix(limit))
-            if !ascending { page.reverse() }
-            return MessagesPage(messages: page, hasMore: hasMore)
-        }
-    }
-
-    /// One read: the participant check, the conversation's `last_seq`, then the messages whose
-    /// `updated_seq` is after `since`.
-    public func changes(conversationId: EntityID, viewer: EntityID, since: Int64, limit: Int) async throws -> ChangesPage {
-        try await writer.read { db in
-            let id = conversationId.description
-            guard try SQLiteRows.isParticipant(db, id, viewer) else { throw APIError.notFound("Conversation") }
-            let lastSeq = try Int64.fetchOne(db.cachedStatement(sql: "SELECT last_seq FROM conversations WHERE id = ?"), arguments: [id]) ?? 0
-            let page = try SQLiteRows.messages(
-                db, where: "conversation_id = ? AND updated_seq > ?", arguments: [id, since, limit + 1],
-                order: "updated_seq ASC", limitPlaceholder: true)
-            return ChangesPage(messages: Array(page.prefix(limit)), lastSeq: lastSeq, hasMore: page.count > limit)
-        }
-    }
 }
