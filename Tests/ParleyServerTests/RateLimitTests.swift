@@ -92,15 +92,21 @@ import FoundationNetworking
         await bobSocket.close()
     }
 
-    @Test func theSDKsOutboxWaitsRetryAfterAndSendsEverythingOnceInOrder() async throws {
-        let clock = ManualClock()
-        let server = try await Self.limited(clock) { $0.sendsPerUser = RateLimit(burst: 5, perSecond: 5) }
-        defer { Task { await server.stop() } }
+    /// Alice's SDK client, started, with a chat model open on her direct conversation with Bob.
+    static func aliceChatting(_ server: TestServer) async throws -> (bob: TestUser, direct: Conversation, client: ChatClient, chat: ChatModel) {
         let (alice, bob, direct) = try await server.directPair()
         let client = try ChatClient(serverURL: server.baseURL, token: alice.token, userId: alice.id, databasePath: nil)
         await client.start()
         let chat = await ChatModel(client: client, conversationId: direct.id)
         await chat.start()
+        return (bob, direct, client, chat)
+    }
+
+    @Test func theSDKsOutboxWaitsRetryAfterAndSendsEverythingOnceInOrder() async throws {
+        let clock = ManualClock()
+        let server = try await Self.limited(clock) { $0.sendsPerUser = RateLimit(burst: 5, perSecond: 5) }
+        defer { Task { await server.stop() } }
+        let (bob, direct, client, chat) = try await Self.aliceChatting(server)
         for n in 0..<12 { await chat.send("m\(n)") }
         // The server refuses the sixth on; the SDK keeps them queued (not failed) until the
         // bucket refills: advance the server's clock while the client retries.
@@ -124,11 +130,7 @@ import FoundationNetworking
         let clock = ManualClock()
         let server = try await Self.limited(clock) { $0.sendsPerUser = RateLimit(burst: 3, perSecond: 1.0 / 30) }
         defer { Task { await server.stop() } }
-        let (alice, bob, direct) = try await server.directPair()
-        let client = try ChatClient(serverURL: server.baseURL, token: alice.token, userId: alice.id, databasePath: nil)
-        await client.start()
-        let chat = await ChatModel(client: client, conversationId: direct.id)
-        await chat.start()
+        let (bob, direct, client, chat) = try await Self.aliceChatting(server)
         let before = Date()
         for n in 0..<4 { await chat.send("w\(n)") }
         // The fourth is refused with retryAfter 30: its next attempt is that far away (the
