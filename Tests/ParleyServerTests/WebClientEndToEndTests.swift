@@ -114,7 +114,7 @@ import Testing
             // An image and a file, with upload progress, shown on both sides.
             let image = Self.screens + "/web-upload-source.png"
             try await ada.screenshot(image)
-            let notes = TestServer.temporaryDirectory() + "-notes.txt"
+            let notes = TestServer.temporaryDirectory() + "/meeting-notes.txt"
             try "some notes\n".write(toFile: notes, atomically: true, encoding: .utf8)
             try await ada.setFiles("#attach-input", [image])
             for page in [ada, bob] {
@@ -125,7 +125,7 @@ import Testing
             try await ada.waitFor("document.querySelector('#upload-progress').hidden", "progress hidden when done")
             try await ada.setFiles("#attach-input", [notes])
             for page in [ada, bob] {
-                try await page.waitFor("document.querySelector('a.attachment-file')?.textContent.includes('-notes.txt')", "\(page.name) file link")
+                try await page.waitFor("document.querySelector('a.attachment-file')?.textContent.includes('meeting-notes.txt')", "\(page.name) file link")
             }
 
             // Search finds a message and opens its conversation.
