@@ -176,4 +176,77 @@ import Testing
         let after = try await tmux.waitFor("ada", "chat exited 0")
         #expect(!after.contains("Conversations"), "back on the normal screen:\n\(after)")
     }
+
+    /// The commands a person uses beyond sending: a group started from the client, an edit, a
+    /// delete, a forward into another conversation, a search, and paging back through a long
+    /// history with PgUp; each checked on the screen and, where another person would see it,
+    /// through the server.
+    @Test(.heavy) func groupsEditsDeletesForwardsSearchAndHistory() async throws {
+        let server = try ServeProcess(name: "terminal-commands", arguments: ["--rate-limits", "off"])
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        let url = server.url
+        let api = ParleyAPI(baseURL: url)
+        let ada = try await api.register(.init(organization: "acme", email: "ada@x.io", password: TestUser.password, displayName: "Ada"))
+        let bob = try await api.register(.init(organization: "acme", email: "bob@x.io", password: TestUser.password, displayName: "Bob"))
+        let carol = try await api.register(.init(organization: "acme", email: "carol@x.io", password: TestUser.password, displayName: "Carol"))
+        let bobAPI = ParleyAPI(baseURL: url, token: bob.token), carolAPI = ParleyAPI(baseURL: url, token: carol.token)
+        let direct = try await bobAPI.createConversation(.init(type: .direct, participantIds: [ada.user.id]))
+        for n in 1...80 { _ = try await bobAPI.send(.init(clientMessageId: "h\(n)", text: String(format: "m%03d", n)), to: direct.id) }
+        let tmux = Tmux()
+        defer { tmux.kill() }
+        try tmux.start("ada", width: 100, height: 30, command: Self.chat(try Self.profile(for: ada, server: url)))
+        try await tmux.waitFor("ada", "● online")
+        func command(_ line: String) throws {
+            try tmux.type("ada", line)
+            try tmux.press("ada", "Enter")
+        }
+
+        // A group from the client; Carol, who has no terminal here, reads it through the server.
+        try command("/group bob@x.io,carol@x.io Planning")
+        try await tmux.waitFor("ada", "Planning")
+        try command("hello team")
+        try await tmux.waitFor("ada", "hello team")
+        let group = try #require(try await carolAPI.conversations().first { $0.name == "Planning" })
+        try await waitFor("Carol to have it") { try await carolAPI.messages(group.id).messages.contains { $0.text == "hello team" } }
+
+        // Edit the newest own message; delete another; both reach the others.
+        try command("/edit 1 hello team, edited")
+        try await tmux.waitFor("ada", "hello team, edited")
+        try command("oops")
+        try await tmux.waitFor("ada", "oops")
+        try command("/delete 1")
+        try await tmux.waitFor("ada", "deleted")
+        try await waitFor("Carol to see the edit and the delete") {
+            let messages = try await carolAPI.messages(group.id).messages
+            return messages.contains { $0.text == "hello team, edited" && $0.editedAt != nil }
+                && messages.contains { $0.clientMessageId != nil && $0.deletedAt != nil }
+        }
+        try tmux.save("ada", as: "group")
+
+        // Forward the edited message to Bob's direct chat, then search for it there.
+        try command("/forward 2 Bob")
+        try await tmux.waitFor("ada", "Forwarded to Bob")
+        try await waitFor("the forward in the direct chat") {
+            try await bobAPI.messages(direct.id).messages.last.map { $0.text == "hello team, edited" && $0.forwardedFromId != nil } ?? false
+        }
+        try command("/open Bob")
+        try await tmux.waitFor("ada", "m080")
+        try command("/search edited")
+        let found = try await tmux.waitFor("ada", "1 found for \"edited\"")
+        #expect(found.contains("hello team, edited"), "\(found)")
+        try tmux.press("ada", "Escape")
+
+        // A long history: PgUp pages back to the first message, loading older pages on the way.
+        for _ in 0..<20 {
+            try tmux.press("ada", "PPage")
+            try await Task.sleep(for: .milliseconds(150))
+            if try tmux.screen("ada").contains("m001") { break }
+        }
+        let top = try await tmux.waitFor("ada", "m001")
+        #expect(!top.contains("m080"), "scrolled back, not the newest:\n\(top)")
+        try tmux.save("ada", as: "history-top")
+        try command("/resend")
+        try await tmux.waitFor("ada", "Nothing to resend")
+    }
 }
