@@ -38,6 +38,63 @@ extension StoreConformanceTests {
         }
     }
 
+    /// A queue of sends mixing plain ones (PostgreSQL stores a batch's plain sends in one
+    /// statement), a location with metadata, and a reply that makes its conversation's sends go
+    /// one by one: every answer is as if sent alone, seqs follow the queue without a gap, and
+    /// metadata and unread counters are intact.
+    @Test(arguments: StoreKind.available)
+    func aMixedQueueOfSendsAnswersEachAsIfAlone(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let now = Date()
+            let alice = try await store.register(organization: "acme", email: "a@x.io", displayName: "A", passwordHash: "x", now: now)
+            let bob = try await store.register(organization: "acme", email: "b@x.io", displayName: "B", passwordHash: "x", now: now)
+            var groups: [Conversation] = []
+            for n in 0..<2 {
+                groups.append(try await store.createConversation(NewConversation(
+                    organizationId: alice.organizationId, creatorId: alice.id, type: .group, name: "g\(n)",
+                    participantIds: [bob.id], now: now)).conversation)
+            }
+            let first = try await store.send(MessageDraft(
+                conversationId: groups[1].id, senderId: bob.id, clientMessageId: "first", type: .text, text: "first", now: now)).message
+            var pending: [(conversation: EntityID, sender: EntityID, send: PendingSend)] = []
+            for n in 0..<60 {
+                let conversation = groups[n % 2].id
+                let sender = n.isMultiple(of: 3) ? bob.id : alice.id
+                var draft = MessageDraft(conversationId: conversation, senderId: sender, clientMessageId: "m\(n)", type: .text, text: "m\(n)", now: now)
+                if n == 10 {
+                    draft.type = .location
+                    draft.text = ""
+                    draft.metadata = ["latitude": "51.5", "longitude": "-0.12"]
+                }
+                if n == 31 { draft.replyToId = first.id }
+                pending.append((conversation, sender, store.enqueueSend(draft)))
+            }
+            var seqs: [EntityID: [Int64]] = [:]
+            for item in pending {
+                let result = try await item.send.result()
+                #expect(result.created && result.message.senderId == item.sender)
+                seqs[item.conversation, default: []].append(result.message.seq)
+            }
+            for (conversation, list) in seqs {
+                let start = conversation == groups[1].id ? first.seq : groups[0].lastSeq
+                #expect(list == Array((start + 1)...(start + Int64(list.count))), "gapless, in queue order: \(list)")
+            }
+            let page = try await store.messages(conversationId: groups[0].id, viewer: bob.id, before: nil, after: nil, limit: 100)
+            let location = try #require(page.messages.first { $0.clientMessageId == "m10" })
+            #expect(location.type == .location && location.metadata == ["latitude": "51.5", "longitude": "-0.12"])
+            let reply = try #require(try await store.messages(conversationId: groups[1].id, viewer: bob.id, before: nil, after: nil, limit: 100)
+                .messages.first { $0.clientMessageId == "m31" })
+            #expect(reply.replyToId == first.id)
+            // Bob has read nothing: every message of Alice's is unread to him, none of his own.
+            for group in groups {
+                let fromAlice = pending.filter { $0.conversation == group.id && $0.sender == alice.id }.count
+                #expect(try await store.conversation(id: group.id, viewer: bob.id)?.unreadCount == fromAlice)
+                let fromBob = pending.filter { $0.conversation == group.id && $0.sender == bob.id }.count + (group.id == groups[1].id ? 1 : 0)
+                #expect(try await store.conversation(id: group.id, viewer: alice.id)?.unreadCount == fromBob)
+            }
+        }
+    }
+
     @Test(arguments: StoreKind.available)
     func concurrentSendsShareTransactionsAndKeepEveryInvariant(kind: StoreKind) async throws {
       try await withStore(kind) { store, _ in

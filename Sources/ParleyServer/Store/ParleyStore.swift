@@ -227,8 +227,13 @@ public protocol ParleyStore: Sendable {
     /// queued one after another into one conversation commit in that order, several to a
     /// transaction. `onCommit` runs right after the commit, before the result is answered, in
     /// commit order among the writes of a conversation. A write that throws is rolled back alone.
+    ///
+    /// `draft` is the message the write sends, when it is a send: a store may then store a
+    /// batch's plain sends together before their rules run (PostgreSQL: one statement for all
+    /// of them), and answer each rule's ``StoreTransaction/insertMessageUnlessSent(_:checkOnly:)``
+    /// from that. The rule, and so every answer, stays the same.
     func enqueueWrite<T: Sendable>(
-        in conversationId: EntityID, onCommit: @escaping @Sendable (T) -> Void,
+        in conversationId: EntityID, sending draft: MessageDraft?, onCommit: @escaping @Sendable (T) -> Void,
         _ body: @escaping @Sendable (any StoreTransaction) async throws -> T
     ) -> PendingWrite<T>
     /// Tells `observer` each group commit's size and duration (metrics); stores without

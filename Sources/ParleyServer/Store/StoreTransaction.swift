@@ -199,6 +199,8 @@ public typealias PendingSend = PendingWrite<SendResult>
 struct QueuedWrite: Sendable {
     /// The conversation to take first (PostgreSQL locks a batch's conversations in id order).
     let conversationId: EntityID
+    /// The message it sends, when it is a send (see ``ParleyStore/enqueueWrite(in:sending:onCommit:_:)``).
+    var sending: MessageDraft? = nil
     /// The write, run inside the batch's transaction.
     let run: @Sendable (any StoreTransaction) async throws -> any Sendable
 }

@@ -14,7 +14,7 @@ extension ParleyStore {
     /// `onCommit` runs right after the commit, before the result is answered, in commit order
     /// among the sends of a conversation (fan-out goes there, so events leave in seq order).
     public func enqueueSend(_ draft: MessageDraft, onCommit: @escaping @Sendable (SendResult) -> Void = { _ in }) -> PendingSend {
-        let pending = enqueueWrite(in: draft.conversationId, onCommit: onCommit) { tx in
+        let pending = enqueueWrite(in: draft.conversationId, sending: draft, onCommit: onCommit) { tx in
             try await SendRules.send(draft, in: tx)
         }
         return PendingSend {
@@ -105,6 +105,14 @@ extension ParleyStore {
     func enqueueWrite<T: Sendable>(
         in conversationId: EntityID, _ body: @escaping @Sendable (any StoreTransaction) async throws -> T
     ) -> PendingWrite<T> {
-        enqueueWrite(in: conversationId, onCommit: { _ in }, body)
+        enqueueWrite(in: conversationId, sending: nil, onCommit: { _ in }, body)
+    }
+
+    /// Queues a write that sends nothing (see ``enqueueWrite(in:sending:onCommit:_:)``).
+    public func enqueueWrite<T: Sendable>(
+        in conversationId: EntityID, onCommit: @escaping @Sendable (T) -> Void,
+        _ body: @escaping @Sendable (any StoreTransaction) async throws -> T
+    ) -> PendingWrite<T> {
+        enqueueWrite(in: conversationId, sending: nil, onCommit: onCommit, body)
     }
 }

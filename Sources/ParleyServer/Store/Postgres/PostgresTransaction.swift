@@ -11,11 +11,15 @@ struct PostgresTransaction: StoreTransaction {
     /// Conversations whose rows this transaction locked already (a send batch locks all of
     /// its conversations first, in id order).
     let locked: Set<UUID>
+    /// What a batch's statement of plain sends found and stored for each of them, by sender
+    /// and clientMessageId (see ``PostgresRows/insertPlainSends(_:_:_:)``).
+    let prefetched: [PlainSendKey: SendProbe]
 
-    init(_ connection: PostgresConnection, logger: Logger, locked: Set<UUID> = []) {
+    init(_ connection: PostgresConnection, logger: Logger, locked: Set<UUID> = [], prefetched: [PlainSendKey: SendProbe] = [:]) {
         self.connection = connection
         self.logger = logger
         self.locked = locked
+        self.prefetched = prefetched
     }
 
     // MARK: Conversations
@@ -201,6 +205,7 @@ struct PostgresTransaction: StoreTransaction {
     /// that committed between its check and its insert (another node) throws ``SendRaceLost``:
     /// the transaction must roll back, so the seq it took is not burnt.
     func insertMessageUnlessSent(_ draft: MessageDraft, checkOnly: Bool) async throws -> SendProbe {
+        if !checkOnly, let probe = prefetched[PlainSendKey(draft)] { return probe }
         let insertion = try await PostgresRows.insertMessage(connection, draft, guarded: true, checkOnly: checkOnly, logger)
         if insertion.lostRace { throw SendRaceLost() }
         return SendProbe(participantIds: insertion.participantIds, existingId: insertion.existingId.map(EntityID.init), message: insertion.message)

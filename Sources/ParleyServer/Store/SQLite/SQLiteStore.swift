@@ -141,7 +141,7 @@ public struct SQLiteStore: ParleyStore {
     /// Queues the write on the group commit (one lane: SQLite has one writer), so queued
     /// writes commit in order; `onCommit` runs once their transaction has committed.
     public func enqueueWrite<T: Sendable>(
-        in conversationId: EntityID, onCommit: @escaping @Sendable (T) -> Void,
+        in conversationId: EntityID, sending draft: MessageDraft?, onCommit: @escaping @Sendable (T) -> Void,
         _ body: @escaping @Sendable (any StoreTransaction) async throws -> T
     ) -> PendingWrite<T> {
         let ticket = writes.enqueue(QueuedWrite(conversationId: conversationId) { tx in try await body(tx) }) { output in

@@ -1,0 +1,130 @@
+import Foundation
+import Logging
+import ParleyProtocol
+import PostgresNIO
+
+/// A send in a batch, by sender and clientMessageId.
+struct PlainSendKey: Hashable, Sendable {
+    let senderId: EntityID
+    let clientMessageId: String
+
+    init(_ draft: MessageDraft) {
+        senderId = draft.senderId
+        clientMessageId = draft.clientMessageId
+    }
+}
+
+extension PostgresRows {
+    /// Whether a draft can go into the batch statement: nothing to check beyond membership and
+    /// retries (no reply, forward or attachment), and not a system message.
+    static func isPlain(_ draft: MessageDraft) -> Bool {
+        draft.replyToId == nil && draft.forwardedFromId == nil && draft.attachmentId == nil && draft.type != .system
+    }
+
+    /// The drafts of a batch that may be stored together, in queue order: those of the
+    /// conversations whose every write in the batch is a plain send (so no other write of a
+    /// conversation runs between its sends and takes a seq out of turn), without a sender's
+    /// clientMessageId twice in the batch (a retry queued behind its original goes the usual way).
+    static func plainSends(of jobs: [QueuedWrite], in order: [Int]) -> [MessageDraft] {
+        var mixed = Set<EntityID>()
+        var keys: [PlainSendKey: Int] = [:]
+        for job in jobs {
+            guard let draft = job.sending, isPlain(draft) else {
+                mixed.insert(job.conversationId)
+                continue
+            }
+            keys[PlainSendKey(draft), default: 0] += 1
+        }
+        for job in jobs {
+            if let draft = job.sending, keys[PlainSendKey(draft), default: 0] > 1 { mixed.insert(job.conversationId) }
+        }
+        return order.compactMap { index in
+            guard let draft = jobs[index].sending, !mixed.contains(jobs[index].conversationId) else { return nil }
+            return draft
+        }
+    }
+
+    /// Stores a batch's plain sends in one statement: for each, whether the sender is a
+    /// participant and whether its clientMessageId was used; the new ones take their
+    /// conversations' next seqs in the given order, with one counter update per conversation,
+    /// and the conversations' participants come back for the fan-out. What each rule's
+    /// ``StoreTransaction/insertMessageUnlessSent(_:checkOnly:)`` would have found, by draft.
+    ///
+    /// The conversations must be locked by the caller. A send that met its own retry
+    /// committing meanwhile (another node) throws ``SendRaceLost``: the batch runs again the
+    /// usual way.
+    static func insertPlainSends(_ c: PostgresConnection, _ drafts: [MessageDraft], _ logger: Logger) async throws -> [PlainSendKey: SendProbe] {
+        let ids = drafts.map { _ in UUID() }
+        let metadata = try drafts.map { draft in
+            try draft.metadata.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) } ?? ""
+        }
+        let rows = try await c.all(
+            """
+            WITH input AS (
+                SELECT * FROM unnest(
+                    \(drafts.map(\.conversationId.uuid))::uuid[], \(drafts.map(\.senderId.uuid))::uuid[],
+                    \(drafts.map(\.clientMessageId))::text[], \(ids)::uuid[], \(drafts.map(\.type.rawValue))::text[],
+                    \(drafts.map(\.text))::text[], \(metadata)::text[], \(drafts.map(\.now.millisecondsSince1970))::int8[]
+                ) WITH ORDINALITY AS i(conversation_id, sender_id, client_message_id, id, type, text, metadata_json, created_at, ord)
+            ),
+            checked AS (
+                SELECT i.*,
+                    EXISTS (SELECT 1 FROM participants p WHERE p.conversation_id = i.conversation_id AND p.user_id = i.sender_id) AS member,
+                    (SELECT m.id FROM messages m WHERE m.sender_id = i.sender_id AND m.client_message_id = i.client_message_id) AS existing_id
+                FROM input i
+            ),
+            accepted AS (
+                SELECT c.*, row_number() OVER (PARTITION BY c.conversation_id ORDER BY c.ord) AS k
+                FROM checked c WHERE c.member AND c.existing_id IS NULL
+            ),
+            totals AS (
+                SELECT conversation_id, count(*) AS n, max(created_at) AS last_at FROM accepted GROUP BY conversation_id
+            ),
+            bumped AS (
+                UPDATE conversations c SET last_seq = c.last_seq + t.n, countable = c.countable + t.n,
+                    last_activity_at = t.last_at, changed_at = \(unescaped: nowMilliseconds)
+                FROM totals t WHERE c.id = t.conversation_id
+                RETURNING c.id, c.last_seq - t.n AS base
+            ),
+            inserted AS (
+                INSERT INTO messages (id, conversation_id, seq, updated_seq, sender_id, client_message_id, type, text,
+                                      metadata_json, created_at)
+                SELECT a.id, a.conversation_id, b.base + a.k, b.base + a.k, a.sender_id, a.client_message_id, a.type, a.text,
+                       NULLIF(a.metadata_json, ''), a.created_at
+                FROM accepted a JOIN bumped b ON b.id = a.conversation_id
+                ON CONFLICT (sender_id, client_message_id) DO NOTHING
+                RETURNING id, seq
+            ),
+            own AS (
+                UPDATE participants p SET own_countable = p.own_countable + o.n
+                FROM (SELECT conversation_id, sender_id, count(*) AS n FROM accepted GROUP BY conversation_id, sender_id) o
+                WHERE p.conversation_id = o.conversation_id AND p.user_id = o.sender_id
+            ),
+            members AS (
+                SELECT conversation_id, array_agg(user_id ORDER BY joined_at, user_id) AS ids FROM participants
+                WHERE conversation_id IN (SELECT conversation_id FROM input) GROUP BY conversation_id
+            )
+            SELECT c.ord, c.member, c.existing_id, ins.seq, m.ids
+            FROM checked c LEFT JOIN inserted ins ON ins.id = c.id LEFT JOIN members m ON m.conversation_id = c.conversation_id
+            ORDER BY c.ord
+            """, logger)
+        guard rows.count == drafts.count else { throw APIError(.internal, "The batch send statement returned \(rows.count) rows for \(drafts.count)") }
+        var probes: [PlainSendKey: SendProbe] = [:]
+        for row in rows {
+            let (ord, member, existingId, seq, members) = try row.decode((Int64, Bool, UUID?, Int64?, [UUID]?).self)
+            let index = Int(ord) - 1
+            let draft = drafts[index]
+            // A new send whose insert met a racing commit of the same pair: roll back, redo.
+            if member, existingId == nil, seq == nil { throw SendRaceLost() }
+            let message = seq.map { seq in
+                Message(
+                    id: EntityID(ids[index]), conversationId: draft.conversationId, seq: seq, updatedSeq: seq,
+                    senderId: draft.senderId, clientMessageId: draft.clientMessageId, type: draft.type,
+                    text: draft.text, metadata: draft.metadata, createdAt: draft.now.wholeMilliseconds)
+            }
+            probes[PlainSendKey(draft)] = SendProbe(
+                participantIds: (members ?? []).map(EntityID.init), existingId: existingId.map(EntityID.init), message: message)
+        }
+        return probes
+    }
+}
