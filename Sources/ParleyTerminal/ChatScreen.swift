@@ -38,6 +38,8 @@ public struct ChatScreen: Sendable, Equatable {
     public var account: String = ""
     /// The connection banner's text; nil while connected.
     public var banner: String?
+    /// Whether the header shows the connection at all (not before signing in: there is none).
+    public var showsConnection = true
     /// The conversation list, in display order.
     public var rows: [Row] = []
     /// The highlighted row of the list.
@@ -113,7 +115,10 @@ public struct ChatScreen: Sendable, Equatable {
         let left = " Parley · " + TerminalText.sanitize(account)
         let right: String
         let style: Style
-        if let banner {
+        if !showsConnection {
+            right = ""
+            style = .colour(70)
+        } else if let banner {
             right = "● " + banner + " "
             style = .boldColour(214)
         } else {

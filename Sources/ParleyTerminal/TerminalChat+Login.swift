@@ -82,6 +82,7 @@ extension TerminalChat {
     private func showLoginStep() {
         guard let login else { return }
         screen.account = "not signed in · \(configuration.serverURL.absoluteString)"
+        screen.showsConnection = false
         screen.chatTitle = "Welcome to Parley"
         screen.chatSubtitle = ""
         screen.timeline = []

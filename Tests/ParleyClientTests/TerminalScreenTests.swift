@@ -147,6 +147,16 @@ import Testing
         #expect(ChatCommand.parse("/frobnicate") == .invalid("Unknown command /frobnicate: /help lists them"))
     }
 
+    /// Before signing in there is no connection to show: the header says nothing of one.
+    @Test func aSignedOutScreenClaimsNoConnection() {
+        var screen = ChatScreen()
+        screen.account = "not signed in · http://127.0.0.1:8080"
+        #expect(screen.render(width: 80, height: 10)[0].contains("● online"), "a signed-in screen's default")
+        screen.showsConnection = false
+        let header = screen.render(width: 80, height: 10)[0]
+        #expect(!header.contains("●") && header.contains("not signed in"), "\(header)")
+    }
+
     @Test func signingInAsksOneThingAtATime() {
         var flow = LoginFlow()
         var answers: [Bool] = []

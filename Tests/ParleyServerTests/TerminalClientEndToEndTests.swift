@@ -164,6 +164,7 @@ import Testing
         }
         let asked = try await tmux.waitFor("carol", "Invite code")
         #expect(asked.contains("Name: Carol") && asked.contains("takes an invite from"), "\(asked)")
+        #expect(!asked.contains("● online"), "no connection claimed before signing in:\n\(asked)")
         try tmux.save("carol", as: "sign-up-invite")
         try tmux.type("carol", invite.code)
         try tmux.press("carol", "Enter")
