@@ -148,7 +148,12 @@ import Testing
             try await Self.send(ada, "sent while offline 1")
             try await Self.send(ada, "sent while offline 2")
             try await ada.waitFor("\(Self.messages("sent while offline 2"))[0]?.dataset.status === 'sending'")
-            #expect(try await ada.eval("window.parleyDebug.outboxSize()") as? Int == 2)
+            // A file chosen offline waits in the outbox too, shown from the page's memory.
+            let plan = TestServer.temporaryDirectory() + "/offline-plan.txt"
+            try "written on a train\n".write(toFile: plan, atomically: true, encoding: .utf8)
+            try await ada.setFiles("#attach-input", [plan])
+            try await ada.waitFor("document.querySelector('#messages .pending-file .file-name')?.textContent === 'offline-plan.txt'", "the queued file")
+            #expect(try await ada.eval("window.parleyDebug.outboxSize()") as? Int == 3)
             try await ada.screenshot(Self.screens + "/web-offline-desktop.png")
             server = try ServeProcess(name: "web", dataDirectory: data, port: url.port)
             try await server.waitUntilReady()
@@ -157,9 +162,13 @@ import Testing
                     "\(Self.messages("sent while offline 1")).length === 1 && \(Self.messages("sent while offline 2")).length === 1"
                         + " && document.querySelector('#banner').dataset.state === 'online'", "\(page.name): the offline sends once", timeout: .seconds(40))
             }
+            let file = "[...document.querySelectorAll('#messages [data-seq]')].filter(e => e.querySelector('a.attachment-file .file-name')?.textContent === 'offline-plan.txt')"
+            for page in [ada, bob] {
+                try await page.waitFor("\(file).length === 1", "\(page.name): the offline file once", timeout: .seconds(40))
+            }
             let seqs = try await bob.eval(
-                "[\(Self.messages("sent while offline 1"))[0].dataset.seq, \(Self.messages("sent while offline 2"))[0].dataset.seq].map(Number)") as? [Int]
-            #expect(seqs.map { $0[0] < $0[1] } == true, "in the order sent: \(String(describing: seqs))")
+                "[\(Self.messages("sent while offline 1"))[0].dataset.seq, \(Self.messages("sent while offline 2"))[0].dataset.seq, \(file)[0].dataset.seq].map(Number)") as? [Int]
+            #expect(seqs.map { $0[0] < $0[1] && $0[1] < $0[2] } == true, "in the order sent: \(String(describing: seqs))")
             try await ada.waitFor("window.parleyDebug.outboxSize().then(n => n === 0)", "the outbox empties")
 
             // A person in a terminal joins in: Carol writes to Ada from `parley chat`.

@@ -369,6 +369,16 @@ export async function flushOutbox() {
       while (socket.isOpen) {
         const item = [...store.pending.values()].filter((i) => !i.failed).sort((a, b) => a.order - b.order)[0];
         if (!item) break;
+        try {
+          await uploadQueued(item);
+        } catch (e) {
+          if (e.retryable) break; // offline again: the reconnect flushes again
+          item.failed = true; item.error = e.message;
+          await outbox.putItem(item);
+          hooks.onError(e);
+          emit('chat', item.conversationId);
+          continue;
+        }
         const data = { conversationId: item.conversationId, clientMessageId: item.clientMessageId };
         if (item.forwardOf) data.forwardOf = item.forwardOf;
         else { data.type = item.type; data.text = item.text; if (item.attachmentId) data.attachmentId = item.attachmentId; }
@@ -409,11 +419,35 @@ export async function discard(clientMessageId) {
   if (item) emit('chat', item.conversationId);
 }
 
+// Upload progress callbacks by clientMessageId (functions do not go into IndexedDB).
+const uploadProgress = new Map();
+
+// A file goes into the outbox with the message (IndexedDB keeps Blobs): chosen offline, or cut
+// off half way, it is uploaded and sent when the connection returns, in order with the rest.
+// Resolves once it is sent, or once it waits for the connection.
 export async function uploadAndSend(conversationId, file, caption, onProgress) {
-  const att = await uploadAttachment(file, onProgress);
-  const family = (att.contentType || '').split('/')[0];
+  const family = (file.type || '').split('/')[0];
   const type = ['image', 'video', 'audio'].includes(family) ? family : 'file';
-  return sendMessage({ conversationId, type, text: caption || '', attachmentId: att.id, attachment: att });
+  const clientMessageId = crypto.randomUUID();
+  if (onProgress) uploadProgress.set(clientMessageId, onProgress);
+  const item = await sendMessage({
+    clientMessageId, conversationId, type, text: caption || '', file,
+    attachment: { name: file.name || 'file', contentType: file.type || 'application/octet-stream', size: file.size, local: true },
+  });
+  await flushOutbox();
+  return item;
+}
+
+// Uploads a queued message's file once; the item then names the stored attachment.
+async function uploadQueued(item) {
+  if (!item.file || item.attachmentId) return;
+  const att = await uploadAttachment(item.file, uploadProgress.get(item.clientMessageId) || (() => {}));
+  uploadProgress.delete(item.clientMessageId);
+  item.attachmentId = att.id;
+  item.attachment = att;
+  delete item.file;
+  await outbox.putItem(item);
+  emit('chat', item.conversationId);
 }
 
 // ---- edits, deletes, reactions (REST; the events bring them to other devices) ----

@@ -186,7 +186,7 @@ export function pendingAsMessage(item) {
   return {
     id: null, conversationId: item.conversationId, seq: 0, updatedSeq: 0, senderId: item.userId,
     clientMessageId: item.clientMessageId, type: item.type || 'text', text: item.text || '',
-    replyToId: item.replyToId, attachment: item.attachment, forwardOf: item.forwardOf,
+    replyToId: item.replyToId, attachment: item.attachment, file: item.file, forwardOf: item.forwardOf,
     reactions: {}, createdAt: item.createdAt, pending: true,
   };
 }

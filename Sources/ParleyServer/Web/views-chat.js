@@ -149,7 +149,7 @@ function messageElement(m, conv, status, grouped, reply) {
       h('div', { class: 'reply-sender' }, reply ? userName(reply.senderId) : 'Reply'),
       h('div', { class: 'reply-text' }, reply ? (reply.deletedAt ? 'Message deleted' : reply.text || (reply.attachment ? reply.attachment.name : '')) : 'Original message')));
   }
-  if (m.attachment && !deleted) body.push(attachmentElement(m.attachment));
+  if (m.attachment && !deleted) body.push(attachmentElement(m.attachment, m.file));
   if (deleted) body.push(h('div', { class: 'text deleted' }, 'This message was deleted'));
   else if (m.text || !m.attachment) body.push(h('div', { class: 'text', dir: 'auto' }, m.pending && m.forwardOf ? 'Forwarding…' : m.text));
   body.push(h('div', { class: 'meta' },
@@ -188,13 +188,21 @@ function messageElement(m, conv, status, grouped, reply) {
     picker);
 }
 
-function attachmentElement(att) {
+// localFile: the Blob of a message still in the outbox (not uploaded yet), shown from memory.
+function attachmentElement(att, localFile) {
   if ((att.contentType || '').startsWith('image/')) {
     const img = h('img', { class: 'attachment-image', alt: att.name || 'image', loading: 'lazy' });
     if (att.width && att.height) { img.width = att.width; img.height = att.height; img.style.aspectRatio = `${att.width} / ${att.height}`; }
     img.addEventListener('load', () => { if (stick) scrollToLatest(); });
-    attachmentBlobUrl(att.url).then((u) => { img.src = u; }).catch(() => { img.alt = `${att.name} (could not load)`; });
+    if (localFile) img.src = localBlobUrl(localFile);
+    else attachmentBlobUrl(att.url).then((u) => { img.src = u; }).catch(() => { img.alt = `${att.name} (could not load)`; });
     return h('div', { class: 'attachment' }, img);
+  }
+  if (localFile) {
+    return h('span', { class: 'attachment-file pending-file' },
+      h('span', { class: 'file-icon icon i-file', 'aria-hidden': 'true' }),
+      h('span', { class: 'file-name' }, att.name || 'file'),
+      h('span', { class: 'file-size' }, formatSize(att.size)));
   }
   const a = h('a', { class: 'attachment-file', href: att.url, download: att.name || 'file' },
     h('span', { class: 'file-icon icon i-file', 'aria-hidden': 'true' }),
@@ -209,6 +217,13 @@ function attachmentElement(att) {
     } catch (err) { showError(err); }
   });
   return a;
+}
+
+// One object URL per queued Blob for the page's life.
+const localUrls = new WeakMap();
+function localBlobUrl(blob) {
+  if (!localUrls.has(blob)) localUrls.set(blob, URL.createObjectURL(blob));
+  return localUrls.get(blob);
 }
 
 async function onMessagesClick(e) {
