@@ -128,6 +128,19 @@ struct Latency: AsyncParsableCommand {
     }
 }
 
+/// The server a scenario drives: the one `--server` names, or one `start` starts in-process
+/// (then `stop` stops it).
+func benchTarget(
+    _ server: String?, start: () async throws -> (url: URL, stop: @Sendable () async -> Void)
+) async throws -> (url: URL, stop: (@Sendable () async -> Void)?) {
+    guard let server else {
+        let started = try await start()
+        return (started.url, started.stop)
+    }
+    guard let url = URL(string: server) else { throw fail("bad server URL") }
+    return (url, nil)
+}
+
 /// Percentiles of durations, in milliseconds (nearest rank).
 struct Percentiles {
     let p50: Double, p90: Double, p99: Double, max: Double

@@ -27,15 +27,9 @@ struct Durable: AsyncParsableCommand {
             throw fail("--database sets up the in-process server; with --server the running server's own database is used")
         }
         let conversationCount = min(conversations ?? senders, senders)
-        var stop: (@Sendable () async -> Void)?
-        let url: URL
-        if let server {
-            guard let parsed = URL(string: server) else { throw fail("bad server URL") }
-            url = parsed
-        } else {
+        let (url, stop) = try await benchTarget(server) {
             let started = try await ParleySetup.startServer(databaseURL: database)
-            url = started.url
-            stop = started.stop
+            return (started.url, started.stop)
         }
         // Conversation j: the senders i with i % N == j, plus one user who never connects.
         let prefix = "d" + String(UInt32.random(in: 0...UInt32.max), radix: 36)

@@ -21,16 +21,10 @@ struct ListBench: AsyncParsableCommand {
 
     func run() async throws {
         guard conversations > 0, runs > 0 else { throw fail("conversations and runs must be positive") }
-        var stop: (@Sendable () async -> Void)?
-        let baseURL: URL
-        if let server {
-            guard let url = URL(string: server) else { throw fail("bad server URL") }
-            baseURL = url
-        } else {
-            // No overlap window: "nothing new" right after the setup is nothing.
+        // In-process: no overlap window, so "nothing new" right after the setup is nothing.
+        let (baseURL, stop) = try await benchTarget(server) {
             let started = try await Latency.startServer { $0.listSyncOverlap = .zero }
-            baseURL = started.url
-            stop = started.stop
+            return (started.url, started.stop)
         }
         let organization = "list-\(UUID().uuidString.prefix(8))"
         let api = ParleyAPI(baseURL: baseURL)
