@@ -43,7 +43,7 @@ extension PostgresStore {
 
     /// Writes of a group commit in one transaction. Conversations are locked in id order
     /// before any write, so two nodes' batches can never wait on each other in a cycle. The
-    /// batch's plain sends (see ``PostgresRows/plainSends(of:in:)``) are stored by one statement
+    /// batch's plain sends (see ``PlainSends/drafts(of:in:)``) are stored by one statement
     /// first, so a batch of 64 sends is a handful of round trips, not 64; their rules run as
     /// usual on what it found.
     ///
@@ -62,7 +62,7 @@ extension PostgresStore {
                     var results = [Result<any Sendable, any Error>](repeating: .failure(GroupCommitError()), count: jobs.count)
                     let locked = try await lockAll(jobs, on: c, logger: logger)
                     // Plain sends in one statement: each rule then finds its draft's outcome.
-                    let plain = PostgresRows.plainSends(of: jobs, in: order)
+                    let plain = PlainSends.drafts(of: jobs, in: order)
                     let prefetched = plain.count > 1 ? try await PostgresRows.insertPlainSends(c, plain, logger) : [:]
                     let tx = PostgresTransaction(c, logger: logger, locked: locked, prefetched: prefetched)
                     for index in order {
