@@ -120,6 +120,9 @@ public final class MessageLayoutCache: Sendable {
     struct Key: Hashable {
         var message: String
         var version: Int64
+        /// The text measured: an edit made offline is shown before the server gives it a new
+        /// version, and must not keep the old text's size.
+        var text: String
         var width: Double
     }
 
@@ -139,7 +142,7 @@ public final class MessageLayoutCache: Sendable {
     /// The size of a message's component at a width, measured at most once.
     public func size(of message: LocalMessage, fittingWidth width: Double) -> LayoutSize {
         // A temporary message has no updatedSeq yet; its text cannot change until it is stored.
-        let key = Key(message: message.id, version: message.updatedSeq ?? -1, width: width)
+        let key = Key(message: message.id, version: message.updatedSeq ?? -1, text: message.text, width: width)
         if let cached = entries.withLock({ $0[key] }) {
             counters.withLock { $0.hits += 1 }
             return cached

@@ -45,6 +45,10 @@ public struct ReceiptQueue: Sendable, Equatable {
             sentDelivered[id] = max(sentDelivered[id] ?? 0, seq)
         }
         for (id, seq) in delivered { sentDelivered[id] = max(sentDelivered[id] ?? 0, seq) }
+        // Marks queued while these were on their way, at or below them, are covered: sending
+        // them now would be a lower (or the same) seq after a higher one.
+        self.read = self.read.filter { id, seq in seq > (sentRead[id] ?? 0) }
+        self.delivered = self.delivered.filter { id, seq in seq > (sentDelivered[id] ?? 0) }
     }
 
     /// Sending failed: put them back (collapsing with anything marked since).
