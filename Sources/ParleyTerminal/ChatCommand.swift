@@ -76,7 +76,11 @@ public enum ChatCommand: Sendable, Equatable {
             return .group(name: words.joined(separator: " "), members: members)
         case "reply", "r": return .reply(message: number, text: afterNumber.isEmpty ? nil : afterNumber)
         case "edit", "e": return .edit(message: number, text: afterNumber.isEmpty ? nil : afterNumber)
-        case "delete", "del": return .delete(message: number)
+        case "delete", "del":
+            // Anything but a message number is refused: falling back to the newest message would
+            // delete, for everyone, what a typo did not name.
+            guard rest.isEmpty || number != nil else { return .invalid("/delete [N]: N is a message number, 1 = the newest") }
+            return .delete(message: number)
         case "react", "unreact":
             guard !afterNumber.isEmpty else { return .invalid("/\(name) [N] EMOJI") }
             return name == "react" ? .react(message: number, emoji: afterNumber) : .unreact(message: number, emoji: afterNumber)

@@ -80,7 +80,19 @@ public struct ChatScreen: Sendable, Equatable {
     /// The whole screen, `height` lines of exactly `width` columns (styled with ANSI SGR). Text
     /// from other people is sanitized here, whatever the caller did.
     public func render(width: Int, height: Int) -> [String] {
-        let width = max(width, 20)
+        let lines = layout(width: max(width, 20), height: max(height, 6))
+        guard width < 20 || height < 6 else { return lines }
+        // A terminal smaller than the layout (a split pane, a window being resized): every line cut
+        // to the real width, and on very few rows only the lowest ones down to the input line, so
+        // nothing wraps or scrolls the screen.
+        let columns = max(width, 1)
+        var shown = lines.map { fitStyled($0, width: columns) }
+        shown[shown.count - 2] = fitStyled(fittedInput(width: columns).0, width: columns)
+        if height < 6 { shown = Array(shown.dropLast().suffix(max(height, 1))) }
+        return shown
+    }
+
+    private func layout(width: Int, height: Int) -> [String] {
         let height = max(height, 6)
         var lines: [String] = []
         lines.append(header(width: width))
@@ -105,8 +117,9 @@ public struct ChatScreen: Sendable, Equatable {
 
     /// Where the cursor goes: the input line's row and column (0-based).
     public func cursor(width: Int, height: Int) -> (row: Int, column: Int) {
-        let (_, column) = fittedInput(width: max(width, 20))
-        return (max(height, 6) - 2, column)
+        let columns = max(width, 1)
+        let (_, column) = fittedInput(width: width < 20 ? columns : width)
+        return (height < 6 ? max(height, 1) - 1 : height - 2, min(column, columns - 1))
     }
 
     // MARK: Parts
@@ -179,6 +192,8 @@ public struct ChatScreen: Sendable, Equatable {
             content = Array(text.prefix(available))
         } else {
             let all = timelineLines(width: width)
+            // Scrolled past the oldest line: the oldest stays at the top (never a blank pane).
+            let scroll = min(self.scroll, max(0, all.count - available))
             let end = max(0, all.count - scroll)
             content = Array(all[max(0, end - available)..<end])
             if content.count < available {
@@ -264,16 +279,22 @@ public struct ChatScreen: Sendable, Equatable {
 
     /// The input line fitted to the width (scrolled so the cursor shows) and the cursor's column.
     private func fittedInput(width: Int) -> (String, Int) {
-        let label = (inputLabel.map { TerminalText.sanitize($0) + " " } ?? "") + "> "
-        let characters = Array(masked ? String(repeating: "•", count: input.text.count) : input.text)
-        let room = max(4, width - TerminalText.width(label) - 1)
+        // The label is cut so that some text and the cursor always fit beside it (and, in a
+        // terminal of a few columns, cut to leave the cursor on screen).
+        let name = inputLabel.map { TerminalText.truncate(TerminalText.sanitize($0), to: max(1, width - 8)) + " " } ?? ""
+        let label = TerminalText.truncate(name + "> ", to: max(0, width - 1), ellipsis: false)
+        // Each character as shown, made inert one by one (the text may be one's own message from
+        // another device, with line breaks or escapes), so the cursor still counts characters.
+        let characters = masked ? Array(repeating: "•", count: input.text.count) : input.text.map { TerminalText.sanitize(String($0)) }
+        let cursor = min(input.cursor, characters.count)
+        let room = max(0, width - TerminalText.width(label) - 1)
         var start = 0
-        var before = TerminalText.width(String(characters[0..<input.cursor]))
-        while before > room, start < input.cursor {
-            before -= TerminalText.width(of: characters[start])
+        var before = characters[0..<cursor].reduce(0) { $0 + TerminalText.width($1) }
+        while before > room, start < cursor {
+            before -= TerminalText.width(characters[start])
             start += 1
         }
-        let shown = TerminalText.truncate(String(characters[start...]), to: room, ellipsis: false)
+        let shown = TerminalText.truncate(characters[start...].joined(), to: room, ellipsis: false)
         let styledLabel = focus == .input ? Style.boldColour(39).apply(label) : Style.dim.apply(label)
         let padding = String(repeating: " ", count: max(0, width - TerminalText.width(label) - TerminalText.width(shown)))
         return (styledLabel + shown + padding, TerminalText.width(label) + before)
@@ -314,7 +335,9 @@ public struct ChatScreen: Sendable, Equatable {
                 continue
             }
             let w = TerminalText.width(of: character)
-            if used + w > width {
+            // Once cut, nothing more is shown (a narrow character after a wide one that did not
+            // fit would appear out of place).
+            if cut || used + w > width {
                 cut = true
                 continue
             }

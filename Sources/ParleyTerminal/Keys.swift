@@ -57,15 +57,24 @@ public struct KeyParser: Sendable {
                 index += 1
             case 0x00, 0x1C...0x1F: index += 1
             default:
-                // One UTF-8 character (2 to 4 bytes when it starts with 11xxxxxx).
-                let length = byte < 0x80 ? 1 : byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1
-                guard index + length <= pending.count else {
+                // One UTF-8 character (2 to 4 bytes when it starts with 11xxxxxx). Only
+                // continuation bytes (10xxxxxx) belong to it: a broken one ends at the next other
+                // byte (and shows as a replacement character), so it never swallows the key after it.
+                let length = switch byte {
+                case 0xC2...0xDF: 2
+                case 0xE0...0xEF: 3
+                case 0xF0...0xF4: 4
+                default: 1
+                }
+                var end = index + 1
+                while end < index + length, end < pending.count, (0x80...0xBF).contains(pending[end]) { end += 1 }
+                guard end == index + length || end < pending.count else {
                     pending.removeFirst(index)
                     return keys
                 }
-                let text = String(decoding: pending[index..<(index + length)], as: UTF8.self)
+                let text = String(decoding: pending[index..<end], as: UTF8.self)
                 for character in text { keys.append(.character(character)) }
-                index += length
+                index = end
             }
         }
         pending.removeAll()
@@ -188,7 +197,10 @@ public struct LineEditor: Sendable, Equatable {
 
     private mutating func insert(_ piece: String) {
         let clean = TerminalText.sanitize(piece)
-        text.insert(contentsOf: clean, at: text.index(text.startIndex, offsetBy: cursor))
-        cursor += clean.count
+        // Counted after joining: a skin tone, ZWJ, flag half or combining mark typed as its own
+        // key joins the character before it, so adding `clean.count` would put the cursor past the end.
+        let head = String(text.prefix(cursor)) + clean
+        text = head + text.dropFirst(cursor)
+        cursor = min(head.count, text.count)
     }
 }

@@ -100,9 +100,15 @@ public enum TerminalText {
                 lineWidth = 0
                 // A word longer than a line is cut into pieces.
                 while width(word) > columns {
-                    let piece = truncate(word, to: columns, ellipsis: false)
-                    lines.append(piece)
+                    var piece = truncate(word, to: columns, ellipsis: false)
+                    // A character wider than the line goes on a line of its own (else this never ends).
+                    if piece.isEmpty, let first = word.first { piece = String(first) }
                     word = String(word.dropFirst(piece.count))
+                    if word.isEmpty {
+                        word = piece
+                        break
+                    }
+                    lines.append(piece)
                 }
                 line = word
                 lineWidth = width(word)
