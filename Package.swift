@@ -164,6 +164,7 @@ let package = Package(
             dependencies: [
                 "ParleyProtocol", "ParleyServer", "ParleyClient", "ParleyTestSupport", "ParleyBench",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

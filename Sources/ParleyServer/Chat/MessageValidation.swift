@@ -74,10 +74,15 @@ enum MessageValidation {
         return trimmed
     }
 
-    /// A reaction: one emoji or a short token, no whitespace or control characters.
+    /// A reaction: one emoji or a short token, no whitespace or control characters. The
+    /// joiner and tag characters that emoji sequences are made of (👩‍💻, 🏳️‍🌈, 🏴󠁧󠁢󠁳󠁣󠁴󠁿) are format
+    /// characters, which `controlCharacters` includes: they are allowed.
     static func emoji(_ text: String) throws -> String {
-        guard (1...8).contains(text.count), text.utf8.count <= 64,
-            !text.unicodeScalars.contains(where: { CharacterSet.whitespacesAndNewlines.contains($0) || CharacterSet.controlCharacters.contains($0) })
+        func emojiPart(_ scalar: Unicode.Scalar) -> Bool { scalar.value == 0x200D || (0xE0020...0xE007F).contains(scalar.value) }
+        guard (1...8).contains(text.count), text.utf8.count <= 64, !text.unicodeScalars.allSatisfy(emojiPart),
+            !text.unicodeScalars.contains(where: {
+                CharacterSet.whitespacesAndNewlines.contains($0) || (CharacterSet.controlCharacters.contains($0) && !emojiPart($0))
+            })
         else { throw APIError.invalid("emoji must be 1–8 characters without spaces") }
         return text
     }

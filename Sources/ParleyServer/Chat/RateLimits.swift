@@ -143,7 +143,8 @@ final class RateLimiter: Sendable {
         return buckets.withLock { buckets in
             var bucket = buckets[id] ?? Bucket(tokens: limit.burst, at: t)
             bucket.tokens = min(limit.burst, bucket.tokens + max(0, t - bucket.at) * limit.perSecond)
-            bucket.at = t
+            // Never back: a clock stepped back must not have the same time counted again.
+            bucket.at = max(bucket.at, t)
             // A cost above the burst (one huge upload) is let through when the bucket is full.
             let needed = min(cost, limit.burst)
             guard bucket.tokens >= needed else {

@@ -55,13 +55,20 @@ struct PushCoalescer: Sendable {
             windows[key] = current
             return first ? .scheduleFlush(at: current.endsAt) : .merged
         }
+        // A window that ended with messages still merged (its flush not yet run): they go
+        // with this one, so none is dropped from the count.
+        let carried = windows[key]?.pending?.count ?? 0
         windows[key] = Window(endsAt: now.addingTimeInterval(window), pending: nil)
-        return .sendNow(Notice(message: message, count: 1))
+        return .sendNow(Notice(message: message, count: carried + 1))
     }
 
     /// The merged follow-up for a window that has ended, if anything was merged; opens the next window.
     mutating func flush(_ key: Key, now: Date) -> Notice? {
-        guard var current = windows[key], let pending = current.pending else { return nil }
+        // A flush that ran so late that a new window has begun since (opened by a message that
+        // took the merged ones along) is not that window's: it would buzz again at once.
+        guard var current = windows[key], let pending = current.pending, now >= current.endsAt.addingTimeInterval(-window / 2) else {
+            return nil
+        }
         current.pending = nil
         current.endsAt = now.addingTimeInterval(window)
         windows[key] = current
