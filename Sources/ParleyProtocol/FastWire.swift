@@ -143,7 +143,9 @@ extension [UInt8] {
         if let metadata = message.metadata {
             appendKey("metadata")
             append(UInt8(ascii: "{"))
-            for key in metadata.keys.sorted() {
+            // Foundation's `.sortedKeys` orders keys by their UTF-8 bytes; Swift's `<` on
+            // strings compares canonical equivalents, which differs for decomposed text.
+            for key in metadata.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
                 appendJSONKey(key)
                 appendJSONString(metadata[key]!)
             }
@@ -151,7 +153,7 @@ extension [UInt8] {
         }
         appendKey("reactions")
         append(UInt8(ascii: "{"))
-        for emoji in message.reactions.keys.sorted() {
+        for emoji in message.reactions.keys.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
             appendJSONKey(emoji)
             append(UInt8(ascii: "["))
             for (position, userId) in message.reactions[emoji]!.enumerated() {

@@ -80,6 +80,47 @@ public struct PushNotificationPayload: Codable, Sendable, Equatable {
     /// The longest body sent (APNs allows 4 KB for the whole payload; a lock screen shows far less).
     public static let maxBodyCharacters = 240
 
+    /// The most bytes the body and the title take in the JSON (escapes counted). Characters do
+    /// not bound bytes: an emoji family is 25 bytes and one character may carry any number of
+    /// combining marks, and APNs refuses (and so drops) a payload over 4,096 bytes.
+    public static let maxBodyJSONBytes = 2_000, maxTitleJSONBytes = 1_000
+
+    /// `text` whole when its JSON string content fits in `maxJSONBytes`, else its longest
+    /// prefix that fits with a closing "…" (whole characters; scalars of the first character
+    /// only when not even that one fits).
+    static func fitted(_ text: String, maxJSONBytes: Int) -> String {
+        func cost(_ scalar: Unicode.Scalar) -> Int {
+            switch scalar.value {
+            case 0x22, 0x5C, 0x08, 0x09, 0x0A, 0x0C, 0x0D: 2
+            case 0..<0x20: 6
+            default: UTF8.width(scalar)
+            }
+        }
+        if text.utf8.count * 6 <= maxJSONBytes || text.unicodeScalars.reduce(0, { $0 + cost($1) }) <= maxJSONBytes {
+            return text
+        }
+        let budget = maxJSONBytes - 3  // "…" is 3 bytes
+        var kept = String.UnicodeScalarView()
+        var used = 0
+        for character in text {
+            let width = character.unicodeScalars.reduce(0) { $0 + cost($1) }
+            if used + width <= budget {
+                kept.append(contentsOf: character.unicodeScalars)
+                used += width
+                continue
+            }
+            if kept.isEmpty {
+                for scalar in character.unicodeScalars {
+                    guard used + cost(scalar) <= budget else { break }
+                    kept.append(scalar)
+                    used += cost(scalar)
+                }
+            }
+            break
+        }
+        return String(kept) + "…"
+    }
+
     /// The payload for a message: sender's name as title, the text (or what the attachment is) as body.
     public init(message: Message, senderName: String, badge: Int?, messageCount: Int = 1) {
         var body = message.text.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -96,9 +137,12 @@ public struct PushNotificationPayload: Codable, Sendable, Equatable {
         if body.count > Self.maxBodyCharacters {
             body = String(body.prefix(Self.maxBodyCharacters - 1)) + "…"
         }
+        body = Self.fitted(body, maxJSONBytes: Self.maxBodyJSONBytes)
         self.init(
             aps: APS(
-                alert: APS.Alert(title: senderName, subtitle: messageCount > 1 ? "\(messageCount) new messages" : nil, body: body),
+                alert: APS.Alert(
+                    title: Self.fitted(senderName, maxJSONBytes: Self.maxTitleJSONBytes),
+                    subtitle: messageCount > 1 ? "\(messageCount) new messages" : nil, body: body),
                 badge: badge, threadId: message.conversationId.description),
             conversationId: message.conversationId, messageId: message.id, senderId: message.senderId,
             messageCount: messageCount)
