@@ -42,8 +42,10 @@ public enum ChatCommand: Sendable, Equatable {
         "Keys: Tab list/input · ↑ on an empty line picks a message · Esc back",
     ]
 
-    /// Parses a line that starts with "/"; nil for a plain message.
+    /// Parses a line that starts with "/"; nil for a plain message. A command is one line: text
+    /// with a line break (a pasted paragraph) is a message even when it starts with "/".
     public static func parse(_ line: String) -> ChatCommand? {
+        guard !line.unicodeScalars.contains(where: { $0 == "\n" || $0 == "\r" }) else { return nil }
         let trimmed = line.trimmingCharacters(in: .whitespaces)
         guard trimmed.hasPrefix("/"), !trimmed.hasPrefix("//") else { return nil }
         let parts = trimmed.dropFirst().split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)

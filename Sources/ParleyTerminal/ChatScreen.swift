@@ -205,6 +205,29 @@ public struct ChatScreen: Sendable, Equatable {
         return fill(lines, width: width, height: height)
     }
 
+    /// How many lines the chat can scroll up at this terminal size: the timeline's lines beyond
+    /// what the pane shows at once (0 when they all fit). The pane never shows more than this.
+    public func maxScroll(width: Int, height: Int) -> Int {
+        let available = max(height, 6) - 3 - 1 - (typingLine == nil ? 0 : 1)
+        return max(0, timelineLines(width: Self.chatWidth(forTerminalWidth: width)).count - available)
+    }
+
+    /// PageUp: `lines` older, but not past the oldest line, so presses at the top are not saved
+    /// up for PageDown to undo. True when the pane's top is within 20 lines of the oldest line
+    /// (time to load an older page).
+    @discardableResult
+    public mutating func pageUp(by lines: Int = 10, width: Int, height: Int) -> Bool {
+        let most = maxScroll(width: width, height: height)
+        scroll = min(min(scroll, most) + lines, most)
+        return scroll + 20 >= most
+    }
+
+    /// PageDown: `lines` newer, from where the pane really is (a window grown since PageUp may
+    /// show more than `scroll` says), down to the newest.
+    public mutating func pageDown(by lines: Int = 10, width: Int, height: Int) {
+        scroll = max(0, min(scroll, maxScroll(width: width, height: height)) - lines)
+    }
+
     /// The chat pane's width in a terminal this wide (beside the list from
     /// ``twoPaneWidth`` on, else the whole width).
     public static func chatWidth(forTerminalWidth width: Int) -> Int {
@@ -238,7 +261,9 @@ public struct ChatScreen: Sendable, Equatable {
                 if let reply = message.replyPreview {
                     lines.append("   " + Style.dim.apply("│ " + TerminalText.truncate(TerminalText.sanitize(reply), to: textWidth - 2)))
                 }
-                var body = TerminalText.wrap(TerminalText.sanitize(message.body, keepingNewlines: true), to: textWidth)
+                // A Windows line ending is a line break, not a "�" at the end of each line.
+                var body = TerminalText.wrap(
+                    TerminalText.sanitize(TerminalText.droppingCarriageReturnsBeforeLineFeeds(message.body), keepingNewlines: true), to: textWidth)
                 if let attachment = message.attachmentLine { body.append(TerminalText.sanitize(attachment)) }
                 if message.body.isEmpty && body.count > 1 { body.removeFirst() }
                 var meta: [String] = []
@@ -285,7 +310,10 @@ public struct ChatScreen: Sendable, Equatable {
         let label = TerminalText.truncate(name + "> ", to: max(0, width - 1), ellipsis: false)
         // Each character as shown, made inert one by one (the text may be one's own message from
         // another device, with line breaks or escapes), so the cursor still counts characters.
-        let characters = masked ? Array(repeating: "•", count: input.text.count) : input.text.map { TerminalText.sanitize(String($0)) }
+        // A pasted line break shows as "⏎" (the line stays one line; the message keeps the break).
+        let characters = masked
+            ? Array(repeating: "•", count: input.text.count)
+            : input.text.map { $0 == LineEditor.lineBreak ? "⏎" : TerminalText.sanitize(String($0)) }
         let cursor = min(input.cursor, characters.count)
         let room = max(0, width - TerminalText.width(label) - 1)
         var start = 0

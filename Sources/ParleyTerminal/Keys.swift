@@ -6,13 +6,21 @@ public enum Key: Sendable, Equatable {
     case enter, tab, backTab, backspace, delete, escape
     case up, down, left, right, home, end, pageUp, pageDown
     case control(Character)
-    /// Text pasted in one read (several characters).
+    /// Text the terminal delivered as one bracketed paste (ESC[200~ … ESC[201~), line breaks
+    /// as "\n" (a CR or CRLF from the terminal normalised). It is text, never keys: a line break
+    /// in it is not Enter and a "/" in it is not a command.
     case paste(String)
 }
 
 /// Turns raw terminal input into keys; keeps an incomplete sequence for the next read.
+/// Bracketed paste (``TerminalDevice`` turns it on) becomes one ``Key/paste(_:)``, however
+/// the reads split the markers or the text.
 public struct KeyParser: Sendable {
     private var pending: [UInt8] = []
+    /// Inside a bracketed paste: the bytes pasted so far (the end marker not yet seen).
+    private var pasted: [UInt8]?
+    /// What a terminal sends at the end of a bracketed paste.
+    static let pasteEnd: [UInt8] = Array("\u{1B}[201~".utf8)
 
     /// A parser with nothing pending.
     public init() {}
@@ -24,6 +32,21 @@ public struct KeyParser: Sendable {
         var keys: [Key] = []
         var index = 0
         while index < pending.count {
+            if pasted != nil {
+                // Everything up to ESC[201~ is text, whatever it holds (ESC, Ctrl-C, CR...).
+                if let end = Self.firstIndex(of: Self.pasteEnd, in: pending, from: index) {
+                    let text = Self.pastedText((pasted ?? []) + pending[index..<end])
+                    pasted = nil
+                    if !text.isEmpty { keys.append(.paste(text)) }
+                    index = end + Self.pasteEnd.count
+                    continue
+                }
+                // Not there yet: keep the bytes that may be the start of the marker for the next read.
+                let keep = Self.markerPrefixLength(at: pending, from: index)
+                pasted? += pending[index..<(pending.count - keep)]
+                pending.removeFirst(pending.count - keep)
+                return keys
+            }
             let byte = pending[index]
             switch byte {
             case 0x1B:
@@ -43,6 +66,11 @@ public struct KeyParser: Sendable {
                         return keys
                     }
                     let parameters = String(decoding: pending[(index + 2)..<end], as: UTF8.self)
+                    if next == UInt8(ascii: "["), pending[end] == UInt8(ascii: "~"), parameters == "200" {
+                        pasted = []
+                        index = end + 1
+                        continue
+                    }
                     if let key = Self.sequence(final: pending[end], parameters: parameters) { keys.append(key) }
                     index = end + 1
                 } else {
@@ -78,8 +106,46 @@ public struct KeyParser: Sendable {
             }
         }
         pending.removeAll()
-        // Several printable characters in one read: a paste (kept whole; newlines stay text).
         return keys
+    }
+
+    /// Where `marker` starts in `bytes` at or after `start`.
+    static func firstIndex(of marker: [UInt8], in bytes: [UInt8], from start: Int) -> Int? {
+        guard bytes.count - start >= marker.count else { return nil }
+        var index = start
+        while index <= bytes.count - marker.count {
+            if bytes[index] == marker[0], bytes[index..<(index + marker.count)].elementsEqual(marker) { return index }
+            index += 1
+        }
+        return nil
+    }
+
+    /// How many bytes at the end of `bytes` (from `start` on) are the beginning of the paste's
+    /// end marker, cut by the read.
+    static func markerPrefixLength(at bytes: [UInt8], from start: Int) -> Int {
+        for length in stride(from: min(pasteEnd.count - 1, bytes.count - start), through: 1, by: -1)
+        where bytes[(bytes.count - length)...].elementsEqual(pasteEnd[..<length]) {
+            return length
+        }
+        return 0
+    }
+
+    /// The pasted bytes as text, with CRLF and a lone CR (what terminals send for a line break)
+    /// made "\n".
+    static func pastedText(_ bytes: [UInt8]) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == 0x0D {
+                out.append(0x0A)
+                if index + 1 < bytes.count, bytes[index + 1] == 0x0A { index += 1 }
+            } else {
+                out.append(bytes[index])
+            }
+            index += 1
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func sequence(final: UInt8, parameters: String) -> Key? {
@@ -107,6 +173,11 @@ public struct KeyParser: Sendable {
 
 /// The input line: text, a cursor, and the history of what was sent (Up/Down).
 public struct LineEditor: Sendable, Equatable {
+    /// A line break pasted into the line. The text holds it as U+2028 LINE SEPARATOR (one
+    /// character, never a control byte), the screen shows it as "⏎" (one column), and
+    /// ``submit()`` gives it back as "\n", so a pasted paragraph is sent as one message.
+    public static let lineBreak: Character = "\u{2028}"
+
     /// The text being typed.
     public private(set) var text: String = ""
     /// The cursor, in characters from the start.
@@ -121,10 +192,11 @@ public struct LineEditor: Sendable, Equatable {
         cursor = text.count
     }
 
-    /// Replaces the text (editing a message starts from its text), cursor at the end.
+    /// Replaces the text (editing a message starts from its text), cursor at the end. Its line
+    /// breaks (LF or CRLF) become ``lineBreak``, as a pasted one would: shown as "⏎", sent as "\n".
     public mutating func set(_ text: String) {
-        self.text = text
-        cursor = text.count
+        self.text = String(text.map { $0 == "\n" || $0 == "\r\n" ? Self.lineBreak : $0 })
+        cursor = self.text.count
         historyIndex = nil
     }
 
@@ -156,8 +228,9 @@ public struct LineEditor: Sendable, Equatable {
         case .control("w"):
             let before = Array(text.prefix(cursor))
             var start = before.count
-            while start > 0, before[start - 1] == " " { start -= 1 }
-            while start > 0, before[start - 1] != " " { start -= 1 }
+            let gap: (Character) -> Bool = { $0 == " " || $0 == Self.lineBreak }
+            while start > 0, gap(before[start - 1]) { start -= 1 }
+            while start > 0, !gap(before[start - 1]) { start -= 1 }
             text = String(before[..<start]) + text.dropFirst(cursor)
             cursor = start
         case .up:
@@ -183,10 +256,12 @@ public struct LineEditor: Sendable, Equatable {
         return true
     }
 
-    /// Takes the text (Enter): it goes into the history and the line empties.
+    /// Takes the text (Enter), pasted line breaks as "\n": it goes into the history and the
+    /// line empties.
     public mutating func submit() -> String {
-        let sent = text
-        if !sent.trimmingCharacters(in: .whitespaces).isEmpty, history.last != sent { history.append(sent) }
+        let kept = text
+        let sent = String(String.UnicodeScalarView(kept.unicodeScalars.map { $0 == "\u{2028}" ? "\n" : $0 }))
+        if !sent.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, history.last != kept { history.append(kept) }
         if history.count > 200 { history.removeFirst(history.count - 200) }
         text = ""
         cursor = 0
@@ -196,7 +271,17 @@ public struct LineEditor: Sendable, Equatable {
     }
 
     private mutating func insert(_ piece: String) {
-        let clean = TerminalText.sanitize(piece)
+        // Line breaks (LF, CRLF, a lone CR, the Unicode line and paragraph separators) are kept,
+        // as ``lineBreak``; other controls made inert.
+        var breaks = String.UnicodeScalarView()
+        var previous: Unicode.Scalar?
+        for scalar in piece.unicodeScalars {
+            defer { previous = scalar }
+            if scalar == "\n", previous == "\r" { continue }
+            breaks.append(scalar == "\r" || scalar == "\u{2028}" || scalar == "\u{2029}" ? "\n" : scalar)
+        }
+        let sanitized = TerminalText.sanitize(String(breaks), keepingNewlines: true).unicodeScalars
+        let clean = String(String.UnicodeScalarView(sanitized.map { $0 == "\n" ? "\u{2028}" : $0 }))
         // Counted after joining: a skin tone, ZWJ, flag half or combining mark typed as its own
         // key joins the character before it, so adding `clean.count` would put the cursor past the end.
         let head = String(text.prefix(cursor)) + clean

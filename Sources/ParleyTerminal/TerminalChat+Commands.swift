@@ -7,7 +7,7 @@ extension TerminalChat {
     func submit(_ line: String) async {
         if let command = ChatCommand.parse(line) { return await run(command) }
         let text = line.hasPrefix("//") ? String(line.dropFirst()) : line
-        guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { return }
+        guard !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return }
         guard let chat else {
             screen.status = "Open a conversation first (↑ ↓ Enter in the list, or /dm EMAIL)"
             return

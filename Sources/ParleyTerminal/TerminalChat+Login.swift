@@ -40,7 +40,8 @@ public struct LoginFlow: Sendable, Equatable {
 
     /// Takes an answer; returns true when every answer is in.
     public mutating func answer(_ text: String) -> Bool {
-        let value = text.trimmingCharacters(in: .whitespaces)
+        // A pasted answer may end with a line break (a copied line): it is never part of it.
+        let value = text.trimmingCharacters(in: .whitespacesAndNewlines)
         switch step {
         case .choice:
             switch value.lowercased() {
@@ -58,8 +59,9 @@ public struct LoginFlow: Sendable, Equatable {
             email = value
             step = .password
         case .password:
-            guard !text.isEmpty else { return false }
-            password = text
+            let typed = text.trimmingCharacters(in: .newlines)
+            guard !typed.isEmpty else { return false }
+            password = typed
             if registering { step = .displayName } else { return true }
         case .displayName:
             guard !value.isEmpty else { return false }

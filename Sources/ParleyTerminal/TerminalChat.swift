@@ -238,10 +238,10 @@ public final class TerminalChat {
         case .enter, .right:
             if screen.rows.indices.contains(screen.selectedRow) { await open(screen.rows[screen.selectedRow].id) }
         case .tab, .escape: screen.focus = .input
-        case .character(let character):
-            // Typing starts a message or a command.
+        case .character, .paste:
+            // Typing (or pasting) starts a message or a command.
             screen.focus = .input
-            screen.input.handle(.character(character))
+            screen.input.handle(key)
         default: break
         }
     }
@@ -265,16 +265,22 @@ public final class TerminalChat {
                 screen.focus = .list
             }
         case .pageUp:
-            screen.scroll += 10
-            if let chat, chat.canLoadOlder, screen.scroll + 20 > screen.timelineLines(width: ChatScreen.chatWidth(forTerminalWidth: device.size().width)).count { await chat.loadOlder() }
+            let (width, height) = device.size()
+            if screen.pageUp(width: width, height: height), let chat, chat.canLoadOlder { await chat.loadOlder() }
         case .pageDown:
-            screen.scroll = max(0, screen.scroll - 10)
+            let (width, height) = device.size()
+            screen.pageDown(width: width, height: height)
         case .up where screen.input.text.isEmpty && chat != nil:
             screen.focus = .messages
             screen.selectedMessage = selectable().last?.id
         default:
             screen.input.handle(key)
-            if case .character = key, let chat, !screen.input.text.hasPrefix("/") { Task { await chat.userIsTyping() } }
+            // A paste is typing too (it never sends or runs a command by itself: Enter does).
+            switch key {
+            case .character, .paste:
+                if let chat, !screen.input.text.hasPrefix("/") { Task { await chat.userIsTyping() } }
+            default: break
+            }
         }
     }
 
@@ -302,6 +308,10 @@ public final class TerminalChat {
             screen.input.set("/forward \(messages.count - index) ")
         case .enter:
             if case .failed = message.delivery { await chat?.resend(message) } else { beginReply(message) }
+        case .paste:
+            // Pasted text goes to the input line; its letters are never message actions ("d" deletes).
+            leaveMessages()
+            screen.input.handle(key)
         default: break
         }
     }

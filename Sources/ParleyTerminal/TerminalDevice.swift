@@ -59,7 +59,7 @@ public final class TerminalDevice {
             }
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw)
         }
-        write("\u{1B}[?1049h\u{1B}[?25l\u{1B}[2J")
+        write(Self.enterSequence)
         let original = self.original
         for number in [SIGTERM, SIGHUP, SIGINT] {
             signal(number, SIG_IGN)
@@ -83,8 +83,16 @@ public final class TerminalDevice {
         Self.restore(original)
     }
 
+    /// What ``enter()`` writes: the alternate screen, a hidden cursor, a clear screen, and
+    /// bracketed paste (a paste arrives between ESC[200~ and ESC[201~, so ``KeyParser`` makes
+    /// it one ``Key/paste(_:)`` instead of keys, Enter for each line).
+    public nonisolated static let enterSequence = "\u{1B}[?1049h\u{1B}[?25l\u{1B}[2J\u{1B}[?2004h"
+    /// What restoring writes (on leaving and on SIGTERM, SIGHUP, SIGINT): every mode
+    /// ``enterSequence`` set, undone (the shell after us gets no paste markers).
+    public nonisolated static let restoreSequence = "\u{1B}[?2004l\u{1B}[0m\u{1B}[?25h\u{1B}[?1049l"
+
     nonisolated private static func restore(_ original: termios?) {
-        let reset = "\u{1B}[0m\u{1B}[?25h\u{1B}[?1049l"
+        let reset = restoreSequence
         _ = reset.withCString { systemWrite(STDOUT_FILENO, $0, strlen($0)) }
         if var settings = original { tcsetattr(STDIN_FILENO, TCSAFLUSH, &settings) }
     }

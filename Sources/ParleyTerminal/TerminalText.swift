@@ -5,7 +5,8 @@ import Foundation
 public enum TerminalText {
     /// Other people's text with every control character made visible and harmless: C0 and C1
     /// controls (ESC, so no escape sequence reaches the terminal), DEL, and the bidirectional
-    /// overrides that would reorder what is shown, each become "�"; a tab becomes a space.
+    /// overrides that would reorder what is shown, and the Unicode line and paragraph separators
+    /// (which terminals draw at no agreed width), each become "�"; a tab becomes a space.
     /// Line breaks are kept only when `keepingNewlines` (wrapping splits on them).
     public static func sanitize(_ text: String, keepingNewlines: Bool = false) -> String {
         var out = String.UnicodeScalarView()
@@ -13,10 +14,21 @@ public enum TerminalText {
             switch scalar.value {
             case 0x0A where keepingNewlines: out.append(scalar)
             case 0x09: out.append(" ")
-            case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C:
+            case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069, 0x200E, 0x200F, 0x061C, 0x2028, 0x2029:
                 out.append("\u{FFFD}")
             default: out.append(scalar)
             }
+        }
+        return String(out)
+    }
+
+    /// The text with each CR that directly precedes an LF removed (Windows line endings become
+    /// "\n"); a lone CR stays, for ``sanitize(_:keepingNewlines:)`` to make inert.
+    public static func droppingCarriageReturnsBeforeLineFeeds(_ text: String) -> String {
+        var out = String.UnicodeScalarView()
+        let scalars = Array(text.unicodeScalars)
+        for (index, scalar) in scalars.enumerated() where !(scalar == "\r" && index + 1 < scalars.count && scalars[index + 1] == "\n") {
+            out.append(scalar)
         }
         return String(out)
     }

@@ -221,7 +221,8 @@ public enum ChatPresentation {
 
     /// The first line of a text, cut to `max` characters with an ellipsis.
     public static func firstLine(_ text: String, max: Int) -> String {
-        let line = text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? ""
+        // "\r\n" is one Character in Swift: a Windows line ending ends the line too.
+        let line = text.split(maxSplits: 1, omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).first.map(String.init) ?? ""
         return line.count > max ? String(line.prefix(max - 1)) + "…" : line
     }
 

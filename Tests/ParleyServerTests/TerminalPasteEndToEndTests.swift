@@ -1,0 +1,62 @@
+import Foundation
+import ParleyClient
+import ParleyProtocol
+import ParleyTestSupport
+import Testing
+
+/// Pasting into the real `parley chat` in a real terminal (tmux, whose `paste-buffer -p`
+/// brackets the text only if the program turned bracketed paste on), against a real server.
+@Suite(.serialized) struct TerminalPasteEndToEndTests {
+    typealias Tmux = TerminalClientEndToEndTests.Tmux
+
+    /// The bug as a person hit it: three pasted lines, one starting with "/quit", used to go out
+    /// as two messages and quit the client. Now the paste waits on the input line, Enter sends it
+    /// as one message with its line breaks, and on exit the shell gets no paste markers.
+    @Test(.heavy) func aPastedParagraphIsOneMessageAndRunsNoCommand() async throws {
+        let server = try ServeProcess(name: "terminal-paste")
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        let url = server.url
+        let api = ParleyAPI(baseURL: url)
+        let ada = try await api.register(.init(organization: "acme", email: "ada@x.io", password: TestUser.password, displayName: "Ada"))
+        let bob = try await api.register(.init(organization: "acme", email: "bob@x.io", password: TestUser.password, displayName: "Bob"))
+        let bobAPI = ParleyAPI(baseURL: url, token: bob.token)
+        let direct = try await bobAPI.createConversation(.init(type: .direct, participantIds: [ada.user.id]))
+        _ = try await bobAPI.send(.init(clientMessageId: "b1", text: "paste me your notes"), to: direct.id)
+        let tmux = Tmux()
+        defer { tmux.kill() }
+        let profile = try TerminalClientEndToEndTests.profile(for: ada, server: url)
+        try tmux.start("ada", width: 100, height: 30, command: TerminalClientEndToEndTests.chat(profile))
+        try await tmux.waitFor("ada", "paste me your notes")
+        try tmux.press("ada", "Enter")
+        try await tmux.waitFor("ada", "Enter send")
+
+        try tmux.run(["set-buffer", "-b", "notes", "line one\n/quit\nline three"])
+        try tmux.run(["paste-buffer", "-p", "-b", "notes", "-t", "ada"])
+        let pasted = try await tmux.waitFor("ada", "> line one⏎/quit⏎line three")
+        #expect(!pasted.contains("chat exited"), "the pasted /quit ran:\n\(pasted)")
+        // Nothing is sent by the paste itself.
+        try await Task.sleep(for: .milliseconds(500))
+        #expect(try await bobAPI.messages(direct.id).messages.map(\.text) == ["paste me your notes"])
+
+        try tmux.press("ada", "Enter")
+        try await waitFor("Ada's message at the server", timeout: .seconds(20)) {
+            try await bobAPI.messages(direct.id).messages.count == 2
+        }
+        let texts = try await bobAPI.messages(direct.id).messages.map(\.text)
+        #expect(texts == ["paste me your notes", "line one\n/quit\nline three"])
+        let screen = try await tmux.waitFor("ada", "line three")
+        let lines = screen.split(separator: "\n").map(String.init)
+        #expect(lines.contains { $0.contains("│   line one") } && lines.contains { $0.contains("│   /quit") }, "three lines in the timeline:\n\(screen)")
+        #expect(!screen.contains("chat exited"))
+        try tmux.save("ada", as: "paste")
+
+        // Leaving turns bracketed paste off again: a paste into the shell's terminal is plain text.
+        try tmux.press("ada", "C-c")
+        try await tmux.waitFor("ada", "chat exited 0")
+        try tmux.run(["set-buffer", "-b", "after", "typed after"])
+        try tmux.run(["paste-buffer", "-p", "-b", "after", "-t", "ada"])
+        let after = try await tmux.waitFor("ada", "typed after")
+        #expect(!after.contains("200~") && !after.contains("201~"), "paste markers reached the shell:\n\(after)")
+    }
+}
