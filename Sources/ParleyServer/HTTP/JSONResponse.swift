@@ -31,6 +31,11 @@ extension Request {
             throw APIError.payloadTooLarge
         }
         guard buffer.readableBytes > 0 else { throw APIError.invalid("A JSON body is required") }
+        // The decoder checks the UTF-8 of the strings it decodes only: invalid bytes in a key it
+        // skips would otherwise let a malformed body through.
+        guard String(validating: buffer.readableBytesView, as: UTF8.self) != nil else {
+            throw APIError.invalid("The body is not valid UTF-8")
+        }
         do {
             return try WireCoding.makeDecoder().decode(T.self, from: Data(buffer: buffer))
         } catch let error as DecodingError {
