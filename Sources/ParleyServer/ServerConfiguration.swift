@@ -12,6 +12,8 @@ public struct ServerConfiguration: Sendable {
     /// A PostgreSQL URL (`postgres://user[:password]@host:port/db`) to keep the data in;
     /// nil (the default) keeps it in SQLite in the data directory.
     public var databaseURL: String?
+    /// How long the start waits for PostgreSQL to answer and migrate before giving up.
+    public var databaseStartTimeout: Duration = .seconds(30)
     /// A fixed HS256 secret (`PARLEY_JWT_SECRET`); when nil, the signing keys live in the store,
     /// shared by every node on it, and can be rotated (`parley keys`).
     public var jwtSecret: String?

@@ -88,7 +88,7 @@ import Testing
     @Test func scanningAgreesWithTheDecoderOnRandomFrames() throws {
         var rng = ProtocolRandom(seed: 0x5CA9)
         var withId = 0
-        for round in 0..<3_000 {
+        for round in 0..<600 {
             var members: [String] = (0..<Int.random(in: 0...5, using: &rng)).map { index in
                 Self.member(key: "k\(index)", value: Self.value(&rng, depth: 0), rng: &rng)
             }
@@ -105,7 +105,7 @@ import Testing
             #expect(header.id == expected, "round \(round): decoder on \(json)")
             #expect(FrameHeader.scanId(Data(json.utf8)) == expected, "round \(round): \(json)")
         }
-        #expect(withId > 2_000)
+        #expect(withId > 400)
     }
 
     static func space(_ rng: inout ProtocolRandom) -> String {

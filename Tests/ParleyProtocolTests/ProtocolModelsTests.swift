@@ -44,7 +44,7 @@ import Testing
         var rng = ProtocolRandom(seed: 0x1D)
         let alphabet = Array("0123456789abcdefABCDEFgGxX-_ {}\u{0}".unicodeScalars) + ["\u{E9}", "\u{FF10}", "\u{1F44D}"]
         var accepted = 0
-        for _ in 0..<20_000 {
+        for _ in 0..<2_000 {
             var scalars = Array(ProtocolSamples.id(&rng).description.unicodeScalars)
             for _ in 0..<Int.random(in: 1...3, using: &rng) {
                 let position = Int.random(in: 0..<scalars.count, using: &rng)
@@ -65,7 +65,7 @@ import Testing
             #expect(ours?.uuid == expected, "\(ProtocolSamples.visible(text.utf8))")
             if ours != nil { accepted += 1 }
         }
-        #expect(accepted > 1_000, "the edits include many that stay valid (case flips, same-class digits)")
+        #expect(accepted > 100, "the edits include many that stay valid (case flips, same-class digits)")
     }
 
     /// The contract's shape, checked the slow obvious way.

@@ -9,7 +9,7 @@ import Testing
 /// covered without editing this table), refuses every kind of bad token the same way:
 /// `401 unauthorized` with the contract's error body, the same bytes whatever was wrong with
 /// the token (so an attacker learns nothing from the difference), and nothing changed.
-@Suite struct ContractAuthenticationTests {
+@Suite(.serialized) struct ContractAuthenticationTests {
     /// The routes under `/api/v1` that need no token: signing up and in, liveness, the document.
     static let publicRoutes: Set<String> = [
         "POST /api/v1/auth/register", "POST /api/v1/auth/login", "GET /api/v1/health", "GET /api/v1/openapi.json",

@@ -9,7 +9,7 @@ import Testing
 /// contract's error body with the one code the contract gives it, and what every member reads
 /// back afterwards (lists, histories, changes, watermarks, reactions, members, invites,
 /// uploads) is exactly what it was.
-@Suite struct ContractBadInputTests {
+@Suite(.serialized) struct ContractBadInputTests {
     struct Case: CustomStringConvertible {
         var method: String
         var path: String

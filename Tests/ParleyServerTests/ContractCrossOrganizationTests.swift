@@ -9,7 +9,7 @@ import Testing
 /// on every conversation route; the answer is byte for byte the one an id that never existed
 /// gets (so probing ids learns nothing); no answer carries another tenant's data; and what
 /// the members read back afterwards is unchanged.
-@Suite struct ContractCrossOrganizationTests {
+@Suite(.serialized) struct ContractCrossOrganizationTests {
     /// A conversation-scoped request, with `{c}` for the conversation and `{m}` for a message.
     struct Probe: CustomStringConvertible {
         var method: String

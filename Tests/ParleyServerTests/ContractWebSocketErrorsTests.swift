@@ -9,7 +9,7 @@ import Testing
 /// gets one error reply with the exact code and a message; the connection stays usable; no seq
 /// is taken (the next good send gets lastSeq + 1); no participant hears of it (no message,
 /// typing, receipt or located presence); and what members read back is unchanged.
-@Suite struct ContractWebSocketErrorsTests {
+@Suite(.serialized) struct ContractWebSocketErrorsTests {
     /// The error a command got, or nil when it succeeded.
     static func refusal(_ work: () async throws -> Void) async -> ClientError? {
         do {

@@ -316,7 +316,7 @@ func deviceToken(_ n: Int) -> String { String(format: "%064x", n) }
 }
 
 /// Polls a condition (for effects of background work) with a deadline.
-func waitFor(_ what: String, timeout: Duration = .seconds(10), _ condition: @Sendable () async throws -> Bool) async throws {
+func waitFor(_ what: String, timeout: Duration = .seconds(30), _ condition: @Sendable () async throws -> Bool) async throws {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return }

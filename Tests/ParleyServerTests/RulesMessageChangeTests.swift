@@ -65,7 +65,7 @@ struct RulesWorld {
 /// MessageRules on both stores, beyond the conformance suite: who may edit, delete and react
 /// (participants only, of this organization, still members), what a refusal leaves (no seq,
 /// no change), and a seeded run of every kind of change checked against a model.
-@Suite struct RulesMessageChangeTests {
+@Suite(.serialized) struct RulesMessageChangeTests {
     static let later = RulesWorld.now.addingTimeInterval(60)
 
     /// Every change by someone who is not a participant, whatever the reason, is "not found"

@@ -8,7 +8,7 @@ import Testing
 /// organizations: replies and forwards only from what the sender may read, attachments only
 /// their own, retries answered with the original, and no refusal taking a seq or moving a
 /// watermark.
-@Suite struct RulesSendTests {
+@Suite(.serialized) struct RulesSendTests {
     /// Nobody sends into a conversation they are not in (same organization, another one, a
     /// former member, an unknown user or conversation): "not found", and the counter stays.
     @Test(arguments: StoreKind.available)

@@ -10,7 +10,7 @@ import Testing
 /// byte, so that every way of forging one is tried against the verifier: "none" and other
 /// algorithms, tampered payloads and signatures, foreign keys, expiry at the second, missing
 /// or malformed claims, and valid tokens of users who no longer match.
-@Suite struct ServerTokenTests {
+@Suite(.serialized) struct ServerTokenTests {
     static let secret = Array(String(repeating: "k", count: 40).utf8)
     static let user = User(id: EntityID(), organizationId: EntityID(), email: "kim@x.io", displayName: "Kim")
 

@@ -727,7 +727,7 @@ struct StoreFixture: Sendable {
         if let path { return try SQLiteStore(path: path) }
         var logger = Logger(label: "parley.test.store")
         logger.logLevel = .critical
-        return try await PostgresStore.connect(url: database!.url, logger: logger)
+        return try await PostgresStore.connect(url: database!.url, logger: logger, startTimeout: .seconds(120))
     }
 
     /// Runs SQL on the fixture's database beside the store (a trigger, a fault to inject).

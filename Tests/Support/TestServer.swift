@@ -61,6 +61,8 @@ public final class TestServer: Sendable {
         configuration.logLevel = .critical
         let database = store == .postgres ? try await TestDatabase.create() : nil
         configuration.databaseURL = database?.url
+        // A loaded machine running the whole suite at once can take long to migrate a fresh database.
+        configuration.databaseStartTimeout = .seconds(120)
         configure(&configuration)
         var logger = Logger(label: "parley.test")
         logger.logLevel = configuration.logLevel

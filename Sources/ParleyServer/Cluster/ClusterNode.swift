@@ -126,7 +126,7 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
                     """, logger: logger)
                 try await connection.query("COMMIT", logger: logger)
             } catch {
-                try? await connection.query("ROLLBACK", logger: logger)
+                _ = try? await connection.query("ROLLBACK", logger: logger)
                 throw error
             }
         }
@@ -150,8 +150,8 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
     }
 
     private func leave() async {
-        try? await client.query("DELETE FROM parley_node_users WHERE node_id = \(nodeId)", logger: logger)
-        try? await client.query("DELETE FROM parley_nodes WHERE node_id = \(nodeId)", logger: logger)
+        _ = try? await client.query("DELETE FROM parley_node_users WHERE node_id = \(nodeId)", logger: logger)
+        _ = try? await client.query("DELETE FROM parley_nodes WHERE node_id = \(nodeId)", logger: logger)
         // Tell the others now rather than after deadAfter.
         await notifyPacked(fanOut.localUsers().map { "P \(nodeId) \($0.userId) \($0.organizationId) 0" })
     }
@@ -291,7 +291,7 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
                 try await connection.query("COMMIT", logger: logger)
                 return lost
             } catch {
-                try? await connection.query("ROLLBACK", logger: logger)
+                _ = try? await connection.query("ROLLBACK", logger: logger)
                 throw error
             }
         }

@@ -21,7 +21,7 @@ extension ServerConfiguration {
             guard usesPostgres else {
                 throw ServerStartError("Unsupported database URL \(databaseDescription): use postgres:// or postgresql://")
             }
-            return try await PostgresStore.connect(url: url, logger: logger)
+            return try await PostgresStore.connect(url: url, logger: logger, startTimeout: databaseStartTimeout)
         }
         return try SQLiteStore(path: databasePath)
     }
