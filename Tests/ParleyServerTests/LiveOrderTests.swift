@@ -286,7 +286,9 @@ import Testing
             for (index, socket) in sockets.enumerated() {
                 for n in 0..<100 {
                     tasks.addTask {
-                        _ = try await socket.sendMessage(.init(conversationId: group.id, clientMessageId: "c\(index)-\(n)", text: "\(n)"))
+                        // 300 pipelined sends on a machine running the whole suite: a generous answer deadline.
+                        let _: Message = try await socket.send(
+                            .sendMessage(.init(conversationId: group.id, clientMessageId: "c\(index)-\(n)", text: "\(n)")), timeout: .seconds(90))
                     }
                 }
             }
@@ -294,7 +296,7 @@ import Testing
         }
         let last = try await reader.api.conversation(group.id).lastSeq
         do {
-            try await waitFor("every message in the reader's cache", timeout: .seconds(30)) {
+            try await waitFor("every message in the reader's cache", timeout: .seconds(90)) {
                 try await client.database.messages(in: group.id, viewer: reader.id, limit: 1).last?.seq == last
             }
         } catch {
