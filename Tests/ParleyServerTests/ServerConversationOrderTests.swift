@@ -85,9 +85,9 @@ import Testing
         arriving.shuffle(using: &random)
         for seq in arriving { order.publish(conversation, Self.event(seq, conversation)) }
         for _ in 0..<40 where delivered.of(conversation).count < Int(count) {
-            try await waitFor("a hold timer", timeout: .seconds(10)) { clock.sleepers >= 1 || delivered.of(conversation).count == Int(count) }
+            try await waitFor("a hold timer", timeout: .seconds(60)) { clock.sleepers >= 1 || delivered.of(conversation).count == Int(count) }
             clock.advance(by: 0.2)
-            try await waitFor("the fill", timeout: .seconds(10)) {
+            try await waitFor("the fill", timeout: .seconds(60)) {
                 delivered.of(conversation).count == Int(count) || clock.sleepers >= 1
             }
         }

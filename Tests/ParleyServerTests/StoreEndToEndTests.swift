@@ -86,8 +86,9 @@ import Testing
         }
         #expect(error?.description.contains("secret") == false)
         // It answers at its timeout (1 s), without waiting for the pool to wind down (which took
-        // 30 s): a loaded CI machine has been seen at 5.7 s, so the bound is far from both.
-        #expect(ContinuousClock.now - started < .seconds(15))
+        // 30 s): a loaded CI machine running the whole suite has been seen at 16.9 s, so the
+        // bound sits between that and the pool's 30 s.
+        #expect(ContinuousClock.now - started < .seconds(25))
     }
 
     @Test func anUnsupportedDatabaseURLStopsTheStart() async throws {

@@ -34,7 +34,7 @@ import Testing
 
         /// Waits until the screen shows `text` (the program draws asynchronously).
         @discardableResult
-        func waitFor(_ name: String, _ text: String, timeout: Duration = .seconds(20)) async throws -> String {
+        func waitFor(_ name: String, _ text: String, timeout: Duration = .seconds(60)) async throws -> String {
             let deadline = ContinuousClock.now + timeout
             var last = ""
             while ContinuousClock.now < deadline {
@@ -218,7 +218,7 @@ import Testing
         try await tmux.waitFor("ada", "oops")
         try command("/delete 1")
         try await tmux.waitFor("ada", "deleted")
-        try await waitFor("Carol to see the edit and the delete") {
+        try await waitFor("Carol to see the edit and the delete", timeout: .seconds(90)) {
             let messages = try await carolAPI.messages(group.id).messages
             return messages.contains { $0.text == "hello team, edited" && $0.editedAt != nil }
                 && messages.contains { $0.clientMessageId != nil && $0.deletedAt != nil }
