@@ -22,7 +22,7 @@ import Testing
     }
 
     static func eventually(
-        _ what: String, timeout: Duration = .seconds(15), _ condition: @Sendable () async throws -> Bool
+        _ what: String, timeout: Duration = .seconds(30), _ condition: @Sendable () async throws -> Bool
     ) async throws {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
