@@ -85,6 +85,10 @@ public actor ChatClient {
     var lastTrim: Date?
     /// Callers of ``waitForFirstSync()`` (see ChatClient+FirstSync).
     var firstSyncWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Syncs a connect has asked for that have not finished yet (counted from the moment the
+    /// connection opened, before their task runs): the first sync's waiters wait for them even
+    /// when the connection drops meanwhile.
+    var connectSyncsPending = 0
     /// The conversation on screen, told to the server with `focus` (again after a reconnect).
     var focusedConversation: EntityID?
     /// Some outbox entry may be waiting out a backoff: set by a failed attempt, and true at start
@@ -207,15 +211,18 @@ public actor ChatClient {
                     }
                 }
             case .synchronize:
+                connectSyncsPending += 1
                 Task {
                     // Connected again: what waited for the network goes now.
                     try? await self.database.outboxRetryNow()
                     await self.synchronize()
+                    self.connectSyncsPending -= 1
+                    self.resumeFirstSyncWaitersIfDone()
                 }
             }
         }
         notify(.connection(machine.state))
-        if !machine.state.isTryingToConnect { resumeFirstSyncWaiters() }
+        resumeFirstSyncWaitersIfDone()
     }
 
     private func feed(_ event: ConnectionStateMachine.Event) { run(machine.handle(event)) }

@@ -16,6 +16,9 @@ public final class FaultPlan: Sendable {
         public var failBeforeSend = 0.1
         public var failAfterSend = 0.1
         public var failHTTP = 0.1
+        /// Closes a WebSocket as soon as it has opened (checked only when above zero, so the
+        /// seeded sequences of the other faults stay as they were).
+        public var cutAtOpen = 0.0
 
         public init() {}
     }
@@ -59,10 +62,14 @@ public final class FaultPlan: Sendable {
 public struct FaultyTransport: ChatTransport {
     let base: LiveTransport
     let plan: FaultPlan
+    let beforeList: (@Sendable () async -> Void)?
 
-    public init(serverURL: URL, token: String, plan: FaultPlan) {
+    /// `beforeList` runs before each conversation-list request (a test holds the first sync
+    /// back with it).
+    public init(serverURL: URL, token: String, plan: FaultPlan, beforeList: (@Sendable () async -> Void)? = nil) {
         base = LiveTransport(serverURL: serverURL, token: token)
         self.plan = plan
+        self.beforeList = beforeList
     }
 
     private func http() throws { if plan.roll(plan.odds.failHTTP) { throw FaultPlan.cut } }
@@ -73,6 +80,7 @@ public struct FaultyTransport: ChatTransport {
 
     public func conversations() async throws -> [Conversation] { try http(); return try await base.conversations() }
     public func conversationList(changedSince token: String?) async throws -> ConversationListSync {
+        await beforeList?()
         try http()
         return try await base.conversationList(changedSince: token)
     }
@@ -142,6 +150,11 @@ final class FaultyChannel: RealtimeChannel {
         let (stream, sink) = AsyncStream.makeStream(of: ServerEvent.self)
         events = stream
         pump = Task {
+            if plan.odds.cutAtOpen > 0, plan.roll(plan.odds.cutAtOpen) {
+                await inner.close()
+                sink.finish()
+                return
+            }
             var held: ServerEvent?
             for await event in inner.events {
                 if plan.roll(plan.odds.cutConnection) {
