@@ -152,6 +152,13 @@ import Testing
 
     /// The issue's scenario: 4 members each pipeline 300 sends into one group over their
     /// WebSocket at once; 4 readers record the seq of every `message.created` in arrival order.
+    /// A node's cluster counters, for a failure's message.
+    static func linkCounters(_ node: TestServer) -> String {
+        guard let stats = node.app.cluster?.stats else { return "-" }
+        return ["records_received", "records_dropped", "notifications_sent", "notify_failures", "spilled", "listener_restarts", "nodes_expired"]
+            .map { "\($0) \(stats.value("parley_cluster_\($0)_total"))" }.joined(separator: ", ")
+    }
+
     static func pipelinedSendersArriveInOrder(senderNodes: [TestServer], readerNodes: [TestServer], perSender: Int = 300) async throws {
         let first = senderNodes[0]
         var members: [TestUser] = []
@@ -174,6 +181,18 @@ import Testing
             _ = try await socket.connect()
             senderSockets.append(socket)
         }
+        // One message first, seen by every reader: every node's lane of the conversation has
+        // started, and what follows is the steady state. How a lane starts (settling for
+        // events still on the link) is ConversationOrderTests'; under a heavy load the link
+        // can be slower than the settle window, and then a client catches the first messages
+        // up from the store.
+        let opening: Message = try await senderSockets[0].send(
+            .sendMessage(.init(conversationId: group.id, clientMessageId: "opening", text: "opening")), timeout: .seconds(60))
+        for (index, reader) in readers.enumerated() {
+            try await reader.wait(timeout: .seconds(60), "reader \(index): the opening message") { _ in
+                reader.createdMessages.contains { $0.id == opening.id }
+            }
+        }
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             for (index, socket) in senderSockets.enumerated() {
                 for n in 0..<perSender {
@@ -187,10 +206,24 @@ import Testing
             }
             try await tasks.waitForAll()
         }
-        let total = 4 * perSender
+        let total = 4 * perSender + 1
+        let nodes = senderNodes + readerNodes.filter { node in !senderNodes.contains { $0 === node } }
         for (index, reader) in readers.enumerated() {
-            try await reader.wait(timeout: .seconds(120), "reader \(index): every message") { _ in
-                reader.createdMessages.filter { $0.conversationId == group.id && $0.type == .text }.count >= total
+            do {
+                try await reader.wait(timeout: .seconds(120), "reader \(index): every message") { _ in
+                    reader.createdMessages.filter { $0.conversationId == group.id && $0.type == .text }.count >= total
+                }
+            } catch {
+                // Which numbers are missing, and what each node's orderer and link did: a failure
+                // in CI says where to look.
+                let seen = Set(reader.createdMessages.filter { $0.conversationId == group.id }.map(\.seq))
+                let last = try await members[0].api.conversation(group.id).lastSeq
+                let missing = (1...last).filter { !seen.contains($0) }
+                let stats = nodes.map { node in
+                    "\(node.baseURL): order \(node.app.fanOut.order.stats), link \(Self.linkCounters(node))"
+                }
+                Issue.record("reader \(index) on \(readerNodes[index % readerNodes.count].baseURL) misses \(missing.count) of \(last): \(missing.prefix(40)); \(stats)")
+                throw error
             }
             let seqs = reader.createdMessages.filter { $0.conversationId == group.id && $0.type == .text }.map(\.seq)
             let afterHigher = zip(seqs, seqs.dropFirst()).filter { $0.0 > $0.1 }.count
