@@ -182,10 +182,10 @@ import Testing
             senderSockets.append(socket)
         }
         // One message first, seen by every reader: every node's lane of the conversation has
-        // started, and what follows is the steady state. How a lane starts (settling for
-        // events still on the link) is ConversationOrderTests'; under a heavy load the link
-        // can be slower than the settle window, and then a client catches the first messages
-        // up from the store.
+        // started, and what follows is the steady state. A lane that starts with its node's
+        // own commit does not wait for other nodes' earlier commits still on the link (see
+        // ConversationOrder.settleWindow): under load a node's readers missed the first 53
+        // messages live, which a client catches up from the store.
         let opening: Message = try await senderSockets[0].send(
             .sendMessage(.init(conversationId: group.id, clientMessageId: "opening", text: "opening")), timeout: .seconds(60))
         for (index, reader) in readers.enumerated() {

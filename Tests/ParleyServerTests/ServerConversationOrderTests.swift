@@ -117,35 +117,4 @@ import Testing
         order.publish(conversation, Self.event(first + 3, conversation), fromAnotherNode: true)
         #expect(delivered.of(conversation).last == first + 12 && delivered.total == 13, "settled: the next at once, a repeat dropped")
     }
-
-    /// In a cluster, this node's first commit in a conversation says nothing of the seqs below
-    /// it (another node may have committed them a moment earlier): its lane settles too, and
-    /// another node's earlier events that arrive within the window go first. Seen under load
-    /// with two nodes: the second node's first send started its lane past the first node's
-    /// 53 messages still on the link, and its readers never got them live.
-    @Test func inAClusterALaneStartedByThisNodesCommitSettlesToo() async throws {
-        let clock = ManualClock()
-        let delivered = Delivered()
-        let order = ConversationOrder(holdBound: .milliseconds(200), clock: clock.serverClock) { delivered.append($0) }
-        order.commitsAlsoElsewhere()
-        let conversation = EntityID()
-        order.expect(conversation, seq: 54)
-        order.publish(conversation, Self.event(54, conversation))
-        #expect(delivered.total == 0, "held for the settle window")
-        for seq in (1...53).reversed() { order.publish(conversation, Self.event(Int64(seq), conversation), fromAnotherNode: true) }
-        try await waitFor("the settle timer") { clock.sleepers == 1 }
-        clock.advance(by: ConversationOrder.settleWindow.timeInterval)
-        try await waitFor("the settled lane") { delivered.total == 54 }
-        #expect(delivered.of(conversation) == Array(1...54))
-        order.expect(conversation, seq: 55)
-        order.publish(conversation, Self.event(55, conversation))
-        #expect(delivered.of(conversation).last == 55, "settled: this node's next one goes at once")
-
-        // Alone (no cluster), this node's commit tells the lane where it starts: no wait.
-        let alone = ConversationOrder(holdBound: .milliseconds(200), clock: clock.serverClock) { delivered.append($0) }
-        let other = EntityID()
-        alone.expect(other, seq: 9)
-        alone.publish(other, Self.event(9, other))
-        #expect(delivered.of(other) == [9])
-    }
 }

@@ -55,13 +55,19 @@ public final class ConversationOrder: Sendable {
 
     /// How long a later event waits for an earlier one before the store is asked.
     public let holdBound: Duration
-    /// How long a new lane collects before it hands on, when it was started by another node's
-    /// event or, in a cluster, by any event: nothing tells this node which seq came before it
-    /// (alone, its own commits do, through ``expect(_:seq:)``), so the first events of a
-    /// conversation seen here are put in order among themselves first. Costs that much latency
-    /// once per conversation after a quiet minute, nothing after. An earlier event later than
-    /// that (a link slower than the window) finds the lane past it and is dropped: the
-    /// client's gap detection catches it up from the store, once.
+    /// How long a lane started by another node's event collects before it hands on: nothing
+    /// tells this node which seq came before it (this node's own commits tell it through
+    /// ``expect(_:seq:)``), so the first events of a conversation seen here are put in order
+    /// among themselves first. Costs that much latency once per conversation after a quiet
+    /// minute, nothing after.
+    ///
+    /// A lane started by this node's own commit does not wait: its message goes at once, before
+    /// the list-row frames that announce it (which do not pass through here). In a cluster,
+    /// another node may have committed the seqs just below a moment earlier; if their events
+    /// are still on the link, they find the lane past them and are dropped, and the clients
+    /// catch them up from the store when they see the gap (once per conversation and node
+    /// after a quiet minute or a restart). A settle here was tried: its wait let the row frame
+    /// overtake the message it announces.
     public static let settleWindow: Duration = .milliseconds(30)
     private let shards: [Shard]
     private let clock: ServerClock
@@ -95,38 +101,18 @@ public final class ConversationOrder: Sendable {
         (heldCount.load(ordering: .relaxed), fetchedCount.load(ordering: .relaxed), lateCount.load(ordering: .relaxed))
     }
 
-    /// Whether other nodes commit in the same conversations (a cluster): then no commit of
-    /// this node says which seq came before it.
-    private let clustered = Atomic<Bool>(false)
-
-    /// Says that other nodes commit too (the cluster link is attached): a lane that starts with
-    /// this node's own commit then settles like one started by another node's event, since the
-    /// seqs just below it may have been committed elsewhere a moment earlier, their events
-    /// still on the link.
-    public func commitsAlsoElsewhere() {
-        clustered.store(true, ordering: .relaxed)
-    }
-
     /// Tells the lane of a conversation that `seq` was committed, before its event is on its
     /// way: called in commit order (by group commit), so a lane that starts here starts at the
-    /// right place even when the events themselves then arrive from parallel tasks. In a
-    /// cluster a lane that starts here settles first (see ``commitsAlsoElsewhere()``).
+    /// right place even when the events themselves then arrive from parallel tasks.
     public func expect(_ conversationId: EntityID, seq: Int64) {
         let now = clock.now()
-        let settles = shard(conversationId).lanes.withLock { lanes -> Bool in
-            guard lanes[conversationId] == nil else {
+        shard(conversationId).lanes.withLock { lanes in
+            if lanes[conversationId] == nil {
+                lanes[conversationId] = Lane(delivered: seq - 1, lastUsed: now)
+            } else {
                 lanes[conversationId]?.lastUsed = now
-                return false
             }
-            var lane = Lane(delivered: seq - 1, lastUsed: now)
-            if clustered.load(ordering: .relaxed) {
-                lane.settling = true
-                lane.waiting = true
-            }
-            lanes[conversationId] = lane
-            return lane.settling
         }
-        if settles { settle(conversationId, since: now) }
     }
 
     /// Takes an event of a conversation: hands it on now if it is the next one (with any held
@@ -138,10 +124,9 @@ public final class ConversationOrder: Sendable {
             guard var lane = lanes[conversationId] else {
                 // A conversation not seen lately. This node's own sends announced their seq in
                 // commit order (`expect`), so a lane starting here is an edit's or another
-                // node's: in a cluster it settles a moment for an earlier one that may be close
-                // behind (committed on any node).
+                // node's: the latter settles a moment for an earlier one that may be close behind.
                 var lane = Lane(delivered: event.seq - 1, lastUsed: now)
-                if fromAnotherNode || clustered.load(ordering: .relaxed) {
+                if fromAnotherNode {
                     lane.settling = true
                     lane.waiting = true
                     lane.held[event.seq] = event

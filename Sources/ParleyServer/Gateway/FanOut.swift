@@ -198,7 +198,6 @@ public final class FanOut: Sendable {
     /// Connects this node to the others: every delivery is also offered to the relay.
     public func attach(relay: any FanOutRelay) {
         relayBox.withLock { $0 = relay }
-        order.commitsAlsoElsewhere()
     }
 
     /// The cluster link, if this node is part of one.
