@@ -14,6 +14,10 @@ public struct ServerConfiguration: Sendable {
     public var databaseURL: String?
     /// How long the start waits for PostgreSQL to answer and migrate before giving up.
     public var databaseStartTimeout: Duration = .seconds(30)
+    /// How long a write to the SQLite file waits for a lock held by another connection or
+    /// process (a backup, an operator's `sqlite3` shell) before it fails as storage trouble
+    /// (503, retried by clients). Ten seconds by default.
+    public var sqliteBusyTimeout: Duration = .seconds(10)
     /// A fixed HS256 secret (`PARLEY_JWT_SECRET`); when nil, the signing keys live in the store,
     /// shared by every node on it, and can be rotated (`parley keys`).
     public var jwtSecret: String?

@@ -104,7 +104,12 @@ import Testing
     /// counting only pongs closed it: CI saw that on a busy PostgreSQL).
     @Test func aPipeliningClientPausedByASlowStoreIsNotTakenForDead() async throws {
         let clock = ManualClock()
-        let server = try await Self.server(clock)
+        // The lock is held for as long as the test needs (real time under CI's load may pass
+        // SQLite's default busy wait of 10 s: the sends would then fail, not wait).
+        let server = try await TestServer.start {
+            $0.clock = clock.serverClock
+            $0.sqliteBusyTimeout = .seconds(300)
+        }
         defer { Task { await server.stop() } }
         let (alice, _, direct) = try await server.directPair()
         let socket = try await alice.connect()
@@ -143,10 +148,10 @@ import Testing
             }
         }
         // The server has stopped reading: a full window of sends waits for the store.
-        try await waitFor("the window full", timeout: .seconds(30)) {
+        try await waitFor("the window full", timeout: .seconds(60)) {
             server.app.fanOut.sendsAwaitingCommit == Gateway.maxPipelinedSends
         }
-        // Beats with the store stuck (SQLite's busy wait is 10 s; these take no real time).
+        // Beats with the store stuck (these take no real time).
         for _ in 0..<3 { try await Self.beat(clock, server, connections: 1) }
         release.signal()
         await withCheckedContinuation { continuation in

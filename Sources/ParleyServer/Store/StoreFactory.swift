@@ -23,7 +23,7 @@ extension ServerConfiguration {
             }
             return try await PostgresStore.connect(url: url, logger: logger, startTimeout: databaseStartTimeout)
         }
-        return try SQLiteStore(path: databasePath)
+        return try SQLiteStore(path: databasePath, busyTimeout: sqliteBusyTimeout)
     }
 }
 

@@ -14,10 +14,11 @@ public struct SQLiteStore: ParleyStore {
     /// Checkpoints the log off the commit path (files only).
     let checkpointer: WALCheckpointer?
 
-    /// Opens (creating if needed) the database file at `path` and migrates it.
-    public init(path: String) throws {
+    /// Opens (creating if needed) the database file at `path` and migrates it; a write waits
+    /// up to `busyTimeout` for another connection's lock.
+    public init(path: String, busyTimeout: Duration = .seconds(10)) throws {
         var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
+        configuration.busyMode = .timeout(busyTimeout.timeInterval)
         configuration.foreignKeysEnabled = true
         configuration.prepareDatabase { db in
             // WAL with synchronous=FULL: a commit is on disk before the send is acknowledged.
