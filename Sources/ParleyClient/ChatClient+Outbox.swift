@@ -84,7 +84,9 @@ extension ChatClient {
             flushAgain = false
             do {
                 // Nothing goes while the token is refused: the messages wait, still queued.
-                while !signInRequired, let entry = try await database.dueOutboxEntries(now: environment.now()).first {
+                while !signInRequired,
+                    let entry = try await database.dueOutboxEntries(now: environment.now())
+                        .first(where: { !cancelledSends.contains($0.request.clientMessageId) }) {
                     await deliver(entry)
                 }
             } catch is CancellationError {
@@ -94,8 +96,10 @@ extension ChatClient {
                 logger.warning("Outbox read failed", metadata: ["error": "\(error)"])
             }
         } while flushAgain
-        // Then the edits and reactions waiting for the server, in the order they were made.
+        // Then the edits and reactions waiting for the server, in the order they were made,
+        // and the deletes of messages that were on their way.
         await flushChanges()
+        await flushRevokes()
         await scheduleOutboxWake()
     }
 
@@ -104,6 +108,10 @@ extension ChatClient {
         let messageId = LocalMessage.id(senderId: userId, clientMessageId: clientMessageId)
         do {
             let request = try await prepare(entry)
+            // Deleted by the user before it ever went: it never goes (the entry is being
+            // discarded). From here to its answer, it is in flight.
+            guard !cancelledSends.contains(clientMessageId) else { return }
+            sendsInFlight.insert(clientMessageId)
             let stored: Message
             if let channel, machine.state == .connected {
                 stored = try await channel.sendMessage(request)
@@ -135,6 +143,8 @@ extension ChatClient {
             try? await database.outboxAttemptFailed(
                 clientMessageId: clientMessageId, retryAt: environment.now().addingTimeInterval(delay))
         }
+        // Its answer (or its failure) is written: no longer in flight.
+        sendsInFlight.remove(clientMessageId)
         notify(.messages(entry.conversationId))
         notify(.conversations)
     }
@@ -200,8 +210,8 @@ extension ChatClient {
     /// Edits and reactions still on their way are shown as made.
     public func presented(_ messages: [LocalMessage]) -> [LocalMessage] {
         let now = environment.now()
-        return overlayPendingChanges(messages).map { message in
-            guard message.delivery == .sending else { return message }
+        return overlayPendingRevokes(overlayPendingChanges(messages)).map { message in
+            guard message.delivery == .sending, message.deletedAt == nil else { return message }
             let started = sendStartedAt[message.id] ?? message.createdAt
             guard now.timeIntervalSince(started) >= Self.sendTimeout.seconds else { return message }
             var late = message

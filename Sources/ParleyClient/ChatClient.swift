@@ -76,6 +76,17 @@ public actor ChatClient {
     var flushChangesAgain = false
     var changeWaiters: [CheckedContinuation<Void, Never>] = []
     var changeRefusals: [Int64: ClientError] = [:]
+    /// Outbox entries being sent right now (from the moment they go until their answer is
+    /// written), by client message id (see ChatClient+Revokes).
+    var sendsInFlight: Set<String> = []
+    /// Outbox entries the user deleted before they were ever sent: never sent from then on.
+    var cancelledSends: Set<String> = []
+    /// Messages deleted while on their way, by client message id: shown deleted until the
+    /// server's copy is (see ChatClient+Revokes).
+    var revokesPending: Set<String> = []
+    var revokesLoaded = false
+    var isFlushingRevokes = false
+    var flushRevokesAgain = false
     /// List rows being read again after a missed event (see ``refreshListRow(_:)``).
     var refreshingRows: Set<EntityID> = []
     var refreshRowAgain: Set<EntityID> = []
@@ -170,7 +181,10 @@ public actor ChatClient {
         run(machine.handle(.start))
         startPolling()
         // Edits and reactions still waiting from an earlier run show at once.
-        Task { await loadPendingChanges() }
+        Task {
+            await loadPendingChanges()
+            await loadPendingRevokes()
+        }
     }
 
     /// Disconnects and stops every background task.

@@ -19,15 +19,7 @@ import Testing
         let (alice, _, direct) = try await server.directPair()
         _ = try await alice.api.send(.init(clientMessageId: "x1", text: "first"), to: direct.id)
 
-        var odds = FaultPlan.Odds()
-        odds.dropEvent = 0
-        odds.duplicateEvent = 0
-        odds.delayEvent = 0
-        odds.cutConnection = 0
-        odds.failOpen = 0
-        odds.failBeforeSend = 0
-        odds.failAfterSend = 0
-        odds.failHTTP = 0
+        var odds = FaultPlan.Odds.none
         odds.cutAtOpen = 1
         let box = Mutex<ChatClient?>(nil)
         let listRequests = Atomic<Int>(0)

@@ -21,6 +21,20 @@ public final class FaultPlan: Sendable {
         public var cutAtOpen = 0.0
 
         public init() {}
+
+        /// No fault at all (a test then turns on the one it is about).
+        public static var none: Odds {
+            var odds = Odds()
+            odds.dropEvent = 0
+            odds.duplicateEvent = 0
+            odds.delayEvent = 0
+            odds.cutConnection = 0
+            odds.failOpen = 0
+            odds.failBeforeSend = 0
+            odds.failAfterSend = 0
+            odds.failHTTP = 0
+            return odds
+        }
     }
 
     public let seed: UInt64
@@ -63,13 +77,18 @@ public struct FaultyTransport: ChatTransport {
     let base: LiveTransport
     let plan: FaultPlan
     let beforeList: (@Sendable () async -> Void)?
+    let beforeSend: (@Sendable (SendMessageRequest) async -> Void)?
 
     /// `beforeList` runs before each conversation-list request (a test holds the first sync
-    /// back with it).
-    public init(serverURL: URL, token: String, plan: FaultPlan, beforeList: (@Sendable () async -> Void)? = nil) {
+    /// back with it), `beforeSend` before each send over HTTP (a test holds a message in flight).
+    public init(
+        serverURL: URL, token: String, plan: FaultPlan, beforeList: (@Sendable () async -> Void)? = nil,
+        beforeSend: (@Sendable (SendMessageRequest) async -> Void)? = nil
+    ) {
         base = LiveTransport(serverURL: serverURL, token: token)
         self.plan = plan
         self.beforeList = beforeList
+        self.beforeSend = beforeSend
     }
 
     private func http() throws { if plan.roll(plan.odds.failHTTP) { throw FaultPlan.cut } }
@@ -98,6 +117,7 @@ public struct FaultyTransport: ChatTransport {
         return try await base.changes(id, since: since, limit: limit)
     }
     public func send(_ request: SendMessageRequest, to conversationId: EntityID) async throws -> Message {
+        await beforeSend?(request)
         if plan.roll(plan.odds.failBeforeSend) { throw FaultPlan.cut }
         let stored = try await base.send(request, to: conversationId)
         // Stored, but the answer is lost: the client cannot know, and must retry safely.

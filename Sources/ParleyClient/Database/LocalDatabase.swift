@@ -101,6 +101,18 @@ public struct LocalDatabase: Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v4-pending-revokes") { db in
+            // Messages the user deleted while they were on their way (perhaps already stored):
+            // deleted on the server once they have an id there.
+            try db.execute(sql: """
+                CREATE TABLE pending_revokes (
+                    sender_id TEXT NOT NULL,
+                    client_message_id TEXT NOT NULL,
+                    conversation_id TEXT NOT NULL,
+                    PRIMARY KEY (sender_id, client_message_id)
+                );
+                """)
+        }
         return migrator
     }
 

@@ -51,14 +51,15 @@ public struct MessageService: MessageServicing {
         return try await client.send(SendMessageRequest(clientMessageId: "", text: "", forwardOf: source), in: conversationId)
     }
 
-    /// Deletes one's own message on the server and stores the tombstone; one that never reached the server is discarded.
+    /// Deletes one's own message on the server and stores the tombstone. One not confirmed yet
+    /// is dropped if it never went, else deleted on the server once it is stored there
+    /// (``ChatClient/revokeUnsent(clientMessageId:in:)``).
     public func revoke(_ message: LocalMessage) async throws {
         guard message.senderId == client.userId else {
             throw ClientError(kind: .server, code: .forbidden, message: "Only the sender can revoke a message")
         }
         guard let id = message.serverId else {
-            // Never reached the server: revoking is discarding.
-            try await client.discard(clientMessageId: message.clientMessageId, in: message.conversationId)
+            try await client.revokeUnsent(clientMessageId: message.clientMessageId, in: message.conversationId)
             return
         }
         let tombstone = try await client.transport.deleteMessage(id, in: message.conversationId)
