@@ -135,10 +135,13 @@ let package = Package(
             path: "Examples/SDKQuickStart",
             swiftSettings: strict
         ),
+        // Caps how many tests run at once (a C constructor sets Swift Testing's width before
+        // its entry point reads it; see Tests/Parallelism/parallelism.c).
+        .target(name: "ParleyTestParallelism", path: "Tests/Parallelism"),
         .target(
             name: "ParleyTestSupport",
             dependencies: [
-                "ParleyProtocol", "ParleyServer", "ParleyClient",
+                "ParleyProtocol", "ParleyServer", "ParleyClient", "ParleyTestParallelism",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -3,6 +3,7 @@ import Logging
 import ParleyClient
 import ParleyProtocol
 import ParleyServer
+import ParleyTestParallelism
 import ServiceLifecycle
 import Synchronization
 #if canImport(FoundationNetworking)
@@ -12,6 +13,10 @@ import FoundationNetworking
 /// A real Parley server on a free loopback port, over a real SQLite file in a temporary folder,
 /// or (with `store: .postgres`) over a fresh PostgreSQL database dropped again by `stop()`.
 public final class TestServer: Sendable {
+    /// How many tests this run lets Swift Testing run at once (0: unlimited); see
+    /// Tests/Parallelism/parallelism.c.
+    public static var parallelizationWidth: Int { Int(parley_test_parallelization_width()) }
+
     /// The port it listens on.
     public let port: Int
     /// `http://127.0.0.1:<port>`.
