@@ -22,6 +22,9 @@ import Testing
     /// read everything the client wrote before it, the pong included.
     static func beat(_ clock: ManualClock, _ server: TestServer, connections: Int, answering sockets: [RealtimeConnection] = []) async throws {
         let before = server.app.fanOut.heartbeats
+        // Each heartbeat sleeps a period from the end of its last beat: moved before it is back
+        // asleep, the clock would pass it by (seen under load: the next beat never came).
+        try await waitFor("every heartbeat asleep") { clock.sleepers >= connections }
         clock.advance(by: 30)
         try await waitFor("every heartbeat beat") {
             let now = server.app.fanOut.heartbeats
