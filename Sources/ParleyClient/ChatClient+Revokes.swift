@@ -13,15 +13,21 @@ extension ChatClient {
         // Decided in one turn of the actor: not in flight now, and never sent from here on.
         if !sendsInFlight.contains(clientMessageId) {
             cancelledSends.insert(clientMessageId)
-            let dropped = try await database.discardNeverSent(clientMessageId: clientMessageId)
             // Dropped: it stays cancelled, for a flush that read the entry before (still
             // preparing it); else it may go as usual.
-            if !dropped { cancelledSends.remove(clientMessageId) }
+            let dropped: Bool
+            do {
+                dropped = try await database.discardNeverSent(clientMessageId: clientMessageId)
+            } catch {
+                cancelledSends.remove(clientMessageId)
+                throw error
+            }
             if dropped {
                 sendStartedAt[LocalMessage.id(senderId: userId, clientMessageId: clientMessageId)] = nil
                 notify(.messages(conversationId))
                 return
             }
+            cancelledSends.remove(clientMessageId)
         }
         if try await database.outboxState(clientMessageId: clientMessageId)?.state == "failed" {
             // Refused by the server: it has no copy.
