@@ -185,16 +185,23 @@ enum SQLiteRows {
     /// Reactions of the given messages: message id → emoji → users, oldest reaction first.
     static func reactions(_ db: Database, messageIds: [String]) throws -> [String: [String: [EntityID]]] {
         var result: [String: [String: [EntityID]]] = [:]
-        // Chunked to stay under SQLite's bound-parameter limit.
-        for chunk in stride(from: 0, to: messageIds.count, by: 500).map({ messageIds[$0..<min($0 + 500, messageIds.count)] }) {
-            let placeholders = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-            let rows = try Row.fetchAll(
-                db,
-                sql: "SELECT message_id, emoji, user_id FROM reactions WHERE message_id IN (\(placeholders)) ORDER BY created_at, user_id",
-                arguments: StatementArguments(Array(chunk)))
-            for row in rows {
-                result[row["message_id"], default: [:]][row["emoji"], default: []].append(try id(row["user_id"]))
-            }
+        guard !messageIds.isEmpty else { return result }
+        // The ids as one JSON array: one statement, compiled once per connection, for any
+        // number of ids (a list of placeholders compiled a statement per view).
+        var list = "["
+        for (index, id) in messageIds.enumerated() {
+            if index > 0 { list += "," }
+            list += "\"" + id + "\""
+        }
+        list += "]"
+        let rows = try Row.fetchCursor(
+            db.cachedStatement(sql: """
+                SELECT message_id, emoji, user_id FROM reactions
+                WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY created_at, user_id
+                """),
+            arguments: [list])
+        while let row = try rows.next() {
+            result[row[0], default: [:]][row[1], default: []].append(try id(row[2]))
         }
         return result
     }

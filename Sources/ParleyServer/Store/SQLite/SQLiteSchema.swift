@@ -195,6 +195,27 @@ enum SQLiteSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v10-search-per-transaction") { db in
+            // New messages are indexed once per write transaction by the store
+            // (SQLiteTransaction.indexNewMessages), not by a trigger per insert. An edit or a
+            // delete updates the index only for a row it holds (FTS5 keeps one docsize row per
+            // indexed row): a row inserted earlier in the same transaction is indexed at its
+            // end, with its text as it is then.
+            try db.execute(sql: """
+                DROP TRIGGER messages_fts_insert;
+                DROP TRIGGER messages_fts_update;
+                DROP TRIGGER messages_fts_delete;
+                CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages
+                WHEN EXISTS (SELECT 1 FROM messages_fts_docsize WHERE id = old.rowid) BEGIN
+                    INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+                END;
+                CREATE TRIGGER messages_fts_update AFTER UPDATE OF text ON messages
+                WHEN EXISTS (SELECT 1 FROM messages_fts_docsize WHERE id = old.rowid) BEGIN
+                    INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+                    INSERT INTO messages_fts (rowid, text) VALUES (new.rowid, new.text);
+                END;
+                """)
+        }
         return migrator
     }
 }

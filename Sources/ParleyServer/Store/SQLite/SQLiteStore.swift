@@ -90,6 +90,7 @@ public struct SQLiteStore: ParleyStore {
                             results.append(.failure(refused))
                         }
                     }
+                    try tx.indexNewMessages()
                     return results
                 }
             }
@@ -97,7 +98,7 @@ public struct SQLiteStore: ParleyStore {
             do {
                 return try await writer.write { db in
                     let tx = SQLiteTransaction(db: db)
-                    return jobs.map { job in
+                    let results = jobs.map { job in
                         Result {
                             var output: (any Sendable)?
                             try db.inSavepoint {
@@ -108,6 +109,8 @@ public struct SQLiteStore: ParleyStore {
                             return output!
                         }
                     }
+                    try tx.indexNewMessages()
+                    return results
                 }
             } catch {
                 // The transaction itself failed (disk full, I/O error): nothing was written.
@@ -127,7 +130,9 @@ public struct SQLiteStore: ParleyStore {
         defer { checkpointer?.noteWrite() }
         return try await writer.write { db in
             let tx = SQLiteTransaction(db: db)
-            return try InlineAsync.run { try await body(tx) }
+            let result = try InlineAsync.run { try await body(tx) }
+            try tx.indexNewMessages()
+            return result
         }
     }
 
