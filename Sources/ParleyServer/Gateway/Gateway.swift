@@ -89,21 +89,26 @@ struct Gateway: Sendable {
         guard case .text(let text) = message else {
             return reply(nil, APIError.invalid("Binary frames are not supported; send JSON text frames"), on: connection)
         }
-        let data = Data(text.utf8)
-        guard data.count <= Limits.maxPayloadBytes else {
-            return reply(FrameHeader.scanId(data), APIError.payloadTooLarge, on: connection)
+        guard text.utf8.count <= Limits.maxPayloadBytes else {
+            return reply(FrameHeader.scanId(Data(text.utf8)), APIError.payloadTooLarge, on: connection)
         }
-        // Decoded once; only a frame that does not decode is read again for its id.
+        // Decoded once (a plain send straight from its bytes, anything else by Foundation);
+        // only a frame that does not decode is read again for its id.
         let frame: ClientFrame
-        do {
-            frame = try decoder.decode(ClientFrame.self, from: data)
-        } catch {
-            // The decoder may fail on the whole frame (too deep, broken): the id is scanned alone.
-            guard let id = (try? decoder.decode(FrameHeader.self, from: data).id) ?? FrameHeader.scanId(data), !id.isEmpty else {
-                return reply(nil, APIError.invalid("A frame must be a JSON object with a string id"), on: connection)
+        if let plain = FastFrameReader.sendFrame(text) {
+            frame = plain
+        } else {
+            let data = Data(text.utf8)
+            do {
+                frame = try decoder.decode(ClientFrame.self, from: data)
+            } catch {
+                // The decoder may fail on the whole frame (too deep, broken): the id is scanned alone.
+                guard let id = (try? decoder.decode(FrameHeader.self, from: data).id) ?? FrameHeader.scanId(data), !id.isEmpty else {
+                    return reply(nil, APIError.invalid("A frame must be a JSON object with a string id"), on: connection)
+                }
+                let message = (error as? DecodingError)?.wireDescription ?? "Malformed frame"
+                return reply(id, APIError.invalid(message), on: connection)
             }
-            let message = (error as? DecodingError)?.wireDescription ?? "Malformed frame"
-            return reply(id, APIError.invalid(message), on: connection)
         }
         let id = frame.id
         guard !id.isEmpty else {
