@@ -127,6 +127,34 @@ import Testing
         #expect(throws: DecodingError.self) { try WireCoding.makeDecoder().decode([EntityID].self, from: Data("[42]".utf8)) }
         #expect(EntityID() != EntityID(), "fresh ids are random")
     }
+
+    /// New ids are version 4 UUIDs: unique, the version and variant bits set, and every one of
+    /// the 122 other bits random (set in about half of 20,000 ids; a zeroed or constant byte,
+    /// or a counter, would put some bit near 0 % or 100 %).
+    @Test func newIdsAreRandomVersionFourUUIDs() {
+        let count = 20_000
+        var seen = Set<EntityID>()
+        var ones = [Int](repeating: 0, count: 128)
+        for _ in 0..<count {
+            let id = EntityID()
+            seen.insert(id)
+            let text = id.description
+            #expect(text == text.lowercased())
+            withUnsafeBytes(of: id.uuid.uuid) { bytes in
+                for bit in 0..<128 where bytes[bit / 8] & (0x80 >> (bit % 8)) != 0 { ones[bit] += 1 }
+            }
+        }
+        #expect(seen.count == count)
+        // Version (bits 48-51) 0100, variant (bits 64-65) 10.
+        #expect([48, 49, 50, 51, 64, 65].map { ones[$0] } == [0, count, 0, 0, count, 0])
+        let random = (0..<128).filter { !(48...51).contains($0) && !(64...65).contains($0) }
+        #expect(random.count == 122)
+        for bit in random {
+            // Binomial(20,000, 0.5): the standard deviation is about 71; 6 deviations is 425.
+            #expect(abs(ones[bit] - count / 2) < 425, "bit \(bit) set in \(ones[bit]) of \(count)")
+        }
+        #expect(EntityID(EntityID().description) != nil)
+    }
 }
 
 /// The shapes of conversations and messages as the list and the chat screen read them.
