@@ -22,7 +22,7 @@ struct Durable: AsyncParsableCommand {
     var database: String?
 
     func run() async throws {
-        guard senders > 0, inFlight > 0, duration > 0 else { throw fail("bad senders, in-flight or duration") }
+        guard senders > 0, inFlight > 0, duration > 0, threads > 0 else { throw fail("bad senders, in-flight, duration or threads") }
         if database != nil && server != nil {
             throw fail("--database sets up the in-process server; with --server the running server's own database is used")
         }

@@ -54,7 +54,8 @@ struct Fanout: AsyncParsableCommand {
 
     func run() async throws {
         let options = try arguments.options()
-        guard history >= 0, history == 0 || server == nil else { throw fail("--history needs the in-process server (no --server)") }
+        guard history >= 0 else { throw fail("--history must be 0 or more") }
+        guard history == 0 || server == nil else { throw fail("--history needs the in-process server (no --server)") }
         var stop: (@Sendable () async -> Void)?
         var prepare: (@Sendable ([BenchMember]) async throws -> Void)?
         let url: URL

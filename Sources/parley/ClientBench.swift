@@ -13,6 +13,7 @@ struct ClientBench: AsyncParsableCommand {
     @Option(help: "Repetitions of the timed operations.") var repetitions: Int = 200
 
     func run() async throws {
+        guard repetitions > 0 else { throw fail("repetitions must be positive") }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-client-bench-\(UUID())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }

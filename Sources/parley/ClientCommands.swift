@@ -162,6 +162,9 @@ struct Send: AsyncParsableCommand {
     func run() async throws {
         let session = try await SDKSession.open(options)
         let id = try conversation(conversationId)
+        // What an earlier run queued waits out its backoff, which ends after that process did:
+        // a send now goes now, and the messages it queues behind go first.
+        try? await session.client.database.outboxRetryNow()
         let pending = try await clientCall { try await session.client.send(text: text, in: id) }
         await session.client.flushOutbox()
         let message = try await session.client.database.message(
@@ -209,6 +212,7 @@ struct History: AsyncParsableCommand {
     @Flag(help: "Print from the local cache without touching the network.") var offline = false
 
     func run() async throws {
+        guard (1...Limits.messagesPageMax).contains(limit) else { throw fail("--limit must be 1 to \(Limits.messagesPageMax)") }
         let session = try await SDKSession.open(options)
         let id = try conversation(conversationId)
         let me = session.profile.user.id

@@ -1,0 +1,101 @@
+import Foundation
+import ParleyBench
+import ParleyClient
+import ParleyTestSupport
+import Testing
+
+/// `parley serve`'s settings: a wrong value, from an option or from the environment, stops
+/// it at once with one line naming the setting (never a server started with something else),
+/// an option beats its environment variable, and the environment alone configures a server.
+@Suite struct CLIServeOptionTests {
+    /// One refused setting: the arguments after `serve`, the environment, and the line it prints.
+    struct Refusal: Sendable, CustomTestStringConvertible {
+        var arguments: [String]
+        var environment: [String: String] = [:]
+        var message: String
+        var testDescription: String { (arguments + environment.map { "\($0.key)=\($0.value)" }).joined(separator: " ") }
+    }
+
+    static let refusals: [Refusal] = [
+        Refusal(arguments: ["--port", "70000"], message: "port must be a number from 0 to 65535"),
+        Refusal(arguments: [], environment: ["PARLEY_PORT": "http"], message: "port must be a number from 0 to 65535"),
+        Refusal(arguments: ["--database", "mysql://db/parley"], message: "--database must be a postgres:// or postgresql:// URL"),
+        Refusal(arguments: [], environment: ["PARLEY_DATABASE_URL": "sqlite:///tmp/x"], message: "--database must be a postgres:// or postgresql:// URL"),
+        Refusal(arguments: ["--log-level", "loud"], message: "log level must be one of trace, debug, info, notice, warning, error, critical"),
+        Refusal(arguments: ["--bcrypt-cost", "3"], message: "bcrypt cost must be 4 to 31"),
+        Refusal(arguments: ["--bcrypt-cost", "32"], message: "bcrypt cost must be 4 to 31"),
+        Refusal(arguments: ["--heartbeat-seconds", "0"], message: "heartbeat must be at least 1 second"),
+        Refusal(arguments: ["--max-attachment-bytes", "0"], message: "max attachment bytes must be a positive number"),
+        Refusal(arguments: ["--request-head-timeout", "0"], message: "request head timeout must be 0 to 86400 seconds"),
+        Refusal(arguments: ["--idle-timeout", "86401"], message: "idle timeout must be 0 to 86400 seconds"),
+        Refusal(arguments: [], environment: ["PARLEY_BODY_TIMEOUT": "soon"], message: "body timeout must be 0 to 86400 seconds"),
+        Refusal(arguments: ["--max-connections", "0"], message: "max connections must be a positive number"),
+        Refusal(arguments: ["--large-group-size", "1"], message: "large group size must be a number of at least 2"),
+        Refusal(arguments: ["--rate-limits", "maybe"], message: "--rate-limits is on or off"),
+        Refusal(arguments: ["--login-limit", "10"], message: "PARLEY_LOGIN_LIMIT must be COUNT/SECONDS (for example 10/60) or off, not 10"),
+        Refusal(arguments: [], environment: ["PARLEY_UPLOAD_LIMIT": "1/0"],
+                message: "PARLEY_UPLOAD_LIMIT must be COUNT/SECONDS (for example 10/60) or off, not 1/0"),
+        Refusal(arguments: ["--drain-seconds", "601"], message: "drain seconds must be a number from 0 to 600"),
+        Refusal(arguments: [], environment: ["PARLEY_DRAIN_SECONDS": "-1"], message: "drain seconds must be a number from 0 to 600"),
+        Refusal(arguments: [], environment: ["PARLEY_JWT_SECRET": "too short"], message: "PARLEY_JWT_SECRET must be at least 32 bytes"),
+        Refusal(arguments: ["--apns-key-id", "KEY"],
+                message: "push needs all of --apns-key-file, --apns-key-id, --apns-team-id and --apns-topic"),
+        Refusal(arguments: ["--tls-cert", "/nonexistent/cert.pem"], message: "--tls-cert and --tls-key go together"),
+        Refusal(arguments: [], environment: ["PARLEY_TLS_KEY": "/nonexistent/key.pem"], message: "--tls-cert and --tls-key go together"),
+        Refusal(arguments: ["--trusted-proxy", "10.0.0.0/8", "--trusted-proxy", "10.0.0.0/99"],
+                message: "--trusted-proxy 10.0.0.0/99 is not an address or CIDR range"),
+        Refusal(arguments: [], environment: ["PARLEY_TRUSTED_PROXIES": "127.0.0.1, proxy.local"],
+                message: "--trusted-proxy proxy.local is not an address or CIDR range"),
+        // An option beats its environment variable: the bad variable is never read, and the
+        // next check is the one that speaks.
+        Refusal(arguments: ["--log-level", "info", "--bcrypt-cost", "3"], environment: ["PARLEY_LOG_LEVEL": "loud"],
+                message: "bcrypt cost must be 4 to 31"),
+        Refusal(arguments: ["--port", "0", "--heartbeat-seconds", "0"], environment: ["PARLEY_PORT": "http"],
+                message: "heartbeat must be at least 1 second"),
+        // An empty variable is no setting: the default applies.
+        Refusal(arguments: ["--max-connections=-3"], environment: ["PARLEY_PORT": "", "PARLEY_LOG_LEVEL": ""],
+                message: "max connections must be a positive number"),
+    ]
+
+    @Test(arguments: refusals)
+    func aWrongSettingStopsServeWithOneLine(_ refusal: Refusal) async throws {
+        let data = TestServer.temporaryDirectory()
+        let run = try await CLI.run(
+            ["serve", "--data-dir", data] + refusal.arguments, environment: refusal.environment.mapValues { Optional($0) }, limit: 60)
+        #expect(run.status == 1, "\(run.status): \(run.output)")
+        #expect(run.output == "parley: \(refusal.message)\n", "\(run.output)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: data).isEmpty, "nothing was opened before the check")
+    }
+
+    @Test func aValueOfTheWrongTypeIsAUsageError() async throws {
+        let run = try await CLI.run(["serve", "--port", "eighty"], limit: 60)
+        #expect(run.status == 64, "\(run.status): \(run.output)")
+        #expect(run.output.contains("--port") && run.output.contains("eighty"), "\(run.output)")
+    }
+
+    /// The environment alone, as a container runs it: every setting read, the documented
+    /// start line, and a clean exit (0) on SIGTERM.
+    @Test(.heavy) func theEnvironmentAloneConfiguresTheServerAndSIGTERMExitsZero() async throws {
+        let port = try freeLoopbackPort()
+        let data = TestServer.temporaryDirectory() + "/data"
+        let serve = try RunningCLI(["serve"], environment: [
+            "PARLEY_HOST": "127.0.0.1", "PARLEY_PORT": "\(port)", "PARLEY_DATA_DIR": data, "PARLEY_LOG_LEVEL": "info",
+            "PARLEY_BCRYPT_COST": "4", "PARLEY_DRAIN_SECONDS": "0", "PARLEY_OPEN_ORGANIZATIONS": "yes", "PARLEY_REGISTER_LIMIT": "off",
+        ])
+        defer { serve.stop() }
+        let api = ParleyAPI(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        try await waitFor("serve to listen on \(port)", timeout: .seconds(60)) {
+            (try? await api.register(.init(organization: "acme", email: "a@x.io", password: TestUser.password, displayName: "A"))) != nil
+        }
+        // PARLEY_OPEN_ORGANIZATIONS=yes: a second person joins "acme" by its name.
+        let second = try await api.register(.init(organization: "acme", email: "b@x.io", password: TestUser.password, displayName: "B"))
+        #expect(second.user.role != .admin)
+        #expect(FileManager.default.fileExists(atPath: data + "/parley.sqlite"), "the data directory from PARLEY_DATA_DIR")
+        #expect(serve.output.contains("database=\(data)/parley.sqlite host=127.0.0.1 port=\(port)"), "\(serve.output)")
+
+        serve.child.terminate()
+        let status = try await serve.waitForExit()
+        #expect(status == 0, "\(serve.output)")
+        #expect(serve.output.contains("Parley stopped"), "\(serve.output)")
+    }
+}
