@@ -4,6 +4,7 @@ import GRDB
 import ParleyBench
 import ParleyClient
 import ParleyProtocol
+import ParleyServer
 import Synchronization
 import FoundationNetworking
 
@@ -27,8 +28,10 @@ struct Durable: AsyncParsableCommand {
             throw fail("--database sets up the in-process server; with --server the running server's own database is used")
         }
         let conversationCount = min(conversations ?? senders, senders)
+        let store = Mutex<(any ParleyStore)?>(nil)
         let (url, stop) = try await benchTarget(server) {
-            let started = try await ParleySetup.startServer(databaseURL: database)
+            let started = try await ParleySetup.startApp(databaseURL: database)
+            store.withLock { $0 = started.app.store }
             return (started.url, started.stop)
         }
         // Conversation j: the senders i with i % N == j, plus one user who never connects.
@@ -50,7 +53,10 @@ struct Durable: AsyncParsableCommand {
         }
         var policy = SendPolicy()
         policy.inFlight = inFlight
+        let writes = store.withLock { $0 as? any GroupCommitting }
+        let before = writes?.writeBatchStats
         let result = try await LoadRun.run(specs: specs, policy: policy, threads: threads, warmup: warmup, duration: duration)
+        let after = writes?.writeBatchStats
         await stop?()
 
         // Floors: the same number of rows straight into a GRDB file with the store's settings.
@@ -65,6 +71,12 @@ struct Durable: AsyncParsableCommand {
         print(pad("floor: GRDB insert, 1 tx per row", 36) + String(format: "%13.0f |   (\(rows) rows from \(senders) tasks, WAL, synchronous=FULL)", floorRate))
         print(pad("floor: GRDB insert, 1 tx for all", 36) + String(format: "%13.0f |   (the ceiling group commit could reach)", batchRate))
         print(String(format: "parley / per-row floor: %.2fx; parley / one-transaction ceiling: %.3fx", result.messagesPerSecond / floorRate, result.messagesPerSecond / batchRate))
+        if let before, let after, after.batches > before.batches {
+            // What group commit did over the whole run (warm-up included): how many sends
+            // each transaction (one fsync) carried.
+            let transactions = after.batches - before.batches, carried = after.writes - before.writes
+            print(String(format: "group commit: %d transactions carried %d writes, %.1f per transaction", transactions, carried, Double(carried) / Double(transactions)))
+        }
         if let error = result.stats.firstError { print("  first error reply: \(error)") }
         printJSONLine([
             "scenario": "durable", "senders": senders, "in_flight": inFlight, "conversations": conversationCount, "duration_s": duration,

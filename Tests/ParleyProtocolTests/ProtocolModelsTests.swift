@@ -155,6 +155,28 @@ import Testing
         }
         #expect(EntityID(EntityID().description) != nil)
     }
+
+    /// Message ids are version 7 UUIDs: the first 48 bits are the time in milliseconds, so ids
+    /// made later sort later (as the stores' text index sorts them), and the rest is random.
+    @Test func timeOrderedIdsSortByTimeAndKeepTheirRandomBits() {
+        let start = Date(millisecondsSince1970: 1_760_000_000_123)
+        let ids = (0..<2_000).map { EntityID.timeOrdered(at: Date(millisecondsSince1970: 1_760_000_000_123 + Int64($0))) }
+        #expect(ids.map(\.description) == ids.map(\.description).sorted())
+        #expect(Set(ids).count == ids.count)
+        let first = ids[0].uuid.uuid
+        let milliseconds = [first.0, first.1, first.2, first.3, first.4, first.5].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        #expect(milliseconds == 1_760_000_000_123)
+        for id in ids {
+            let bytes = id.uuid.uuid
+            #expect(bytes.6 >> 4 == 7)
+            #expect(bytes.8 >> 6 == 0b10)
+            #expect(EntityID(id.description) == id)
+        }
+        // Made in the same millisecond, two ids differ in their random part.
+        let same = (0..<1_000).map { _ in EntityID.timeOrdered(at: start) }
+        #expect(Set(same).count == same.count)
+        #expect(Set(same.map { $0.description.prefix(13) }).count == 1)
+    }
 }
 
 /// The shapes of conversations and messages as the list and the chat screen read them.

@@ -14,7 +14,7 @@ extension PostgresRows {
     /// committing meanwhile (another node) throws ``SendRaceLost``: the batch runs again the
     /// usual way.
     static func insertPlainSends(_ c: PostgresConnection, _ drafts: [MessageDraft], _ logger: Logger) async throws -> [PlainSendKey: SendProbe] {
-        let ids = drafts.map { _ in UUID() }
+        let ids = drafts.map { EntityID.timeOrdered(at: $0.now).uuid }  // in index order (see EntityID.timeOrdered)
         let metadata = try drafts.map { draft in
             try draft.metadata.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) } ?? ""
         }

@@ -314,7 +314,7 @@ enum PostgresRows {
         _ c: PostgresConnection, _ draft: MessageDraft, guarded: Bool, checkOnly: Bool = false, _ logger: Logger
     ) async throws -> Insertion {
         let now = draft.now.millisecondsSince1970
-        let id = EntityID()
+        let id = EntityID.timeOrdered(at: draft.now)  // in index order (see EntityID.timeOrdered)
         let metadataJSON = try draft.metadata.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         let conversationId = draft.conversationId.uuid
         let sender = draft.senderId.uuid

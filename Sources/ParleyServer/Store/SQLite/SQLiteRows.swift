@@ -126,7 +126,7 @@ enum SQLiteRows {
             ).execute(arguments: [draft.conversationId.description, draft.senderId.description])
         }
         let message = Message(
-            id: EntityID(), conversationId: draft.conversationId, seq: seq, updatedSeq: seq,
+            id: EntityID.timeOrdered(at: draft.now), conversationId: draft.conversationId, seq: seq, updatedSeq: seq,
             senderId: draft.senderId, clientMessageId: draft.clientMessageId, type: draft.type,
             text: draft.text, replyToId: draft.replyToId,
             attachment: try draft.attachmentId.flatMap { try attachments(db, ids: [$0.description])[$0.description]?.wire },
