@@ -117,7 +117,9 @@ extension ChatClient {
                     answer = try await transport.markRead(id, upToSeq: seq)
                 }
                 doneReads[id] = seq
-                try? await database.apply(ownRead: answer, in: id, userId: userId)
+                if (try? await database.apply(ownRead: answer, in: id, userId: userId)) == .stale {
+                    await refreshListRow(id)
+                }
                 notify(.conversations)
             } catch let error as ClientError where !error.isTransient {
                 doneReads[id] = seq  // refused (e.g. no longer a participant): drop it

@@ -324,7 +324,9 @@ public actor ChatClient {
             case .conversationActivity(let activity):
                 try await apply(activity: activity)
             case .conversationUpdated(let payload):
-                try await database.store(conversation: payload.conversation)
+                if try await database.store(conversation: payload.conversation) == .stale {
+                    await refreshListRow(payload.conversation.id)
+                }
                 notify(.conversations)
                 if let synced = try await database.syncedSeq(payload.conversation.id), payload.conversation.lastSeq > synced {
                     await catchUp(payload.conversation.id)

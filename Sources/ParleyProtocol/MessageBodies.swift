@@ -129,11 +129,17 @@ public struct ReadResponse: Codable, Sendable, Equatable {
     public var readSeq: Int64
     /// The caller's unread count after the read.
     public var unreadCount: Int
+    /// The conversation's `lastSeq` the count was taken at: it counts every change up to this
+    /// seq, so a client whose row is behind does not count the events still on their way again,
+    /// and one whose row is ahead adds what it applied after it. Nil from servers before it was
+    /// sent (the client then takes the count as it is).
+    public var lastSeq: Int64?
 
-    /// An answer with this watermark and count.
-    public init(readSeq: Int64, unreadCount: Int) {
+    /// An answer with this watermark and count, taken at `lastSeq` when given.
+    public init(readSeq: Int64, unreadCount: Int, lastSeq: Int64? = nil) {
         self.readSeq = readSeq
         self.unreadCount = unreadCount
+        self.lastSeq = lastSeq
     }
 }
 

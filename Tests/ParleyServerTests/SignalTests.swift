@@ -96,16 +96,16 @@ import Testing
         let aliceSocket = try await alice.connect()
 
         let six: ReadResponse = try await aliceSocket.send(.read(.init(conversationId: direct.id, upToSeq: 6)))
-        #expect(six == ReadResponse(readSeq: 6, unreadCount: 4))
+        #expect(six == ReadResponse(readSeq: 6, unreadCount: 4, lastSeq: 10))
         let three: ReadResponse = try await aliceSocket.send(.read(.init(conversationId: direct.id, upToSeq: 3)))
-        #expect(three == ReadResponse(readSeq: 6, unreadCount: 4))
+        #expect(three == ReadResponse(readSeq: 6, unreadCount: 4, lastSeq: 10))
         let batch = try await server.raw(
             "POST", "conversations/\(direct.id)/read", token: alice.token,
             json: #"{"messageIds":["\#(sent[7].id)","\#(sent[6].id)"]}"#)
         #expect(batch.status == 200)
-        #expect(try WireCoding.makeDecoder().decode(ReadResponse.self, from: batch.body) == ReadResponse(readSeq: 8, unreadCount: 2))
+        #expect(try WireCoding.makeDecoder().decode(ReadResponse.self, from: batch.body) == ReadResponse(readSeq: 8, unreadCount: 2, lastSeq: 10))
         let clamped: ReadResponse = try await aliceSocket.send(.read(.init(conversationId: direct.id, upToSeq: 99)))
-        #expect(clamped == ReadResponse(readSeq: 10, unreadCount: 0))
+        #expect(clamped == ReadResponse(readSeq: 10, unreadCount: 0, lastSeq: 10))
 
         let receipts = try await bobEvents.wait { events in
             events.contains { if case .receipt(let r) = $0 { r.readSeq == 10 } else { false } }
@@ -190,7 +190,7 @@ import Testing
         #expect(view.unreadCount == expected)
         #expect(view.readSeq > 0 && view.readSeq <= view.lastSeq && view.lastSeq == 41)
         let final: ReadResponse = try await devices[1].send(.read(.init(conversationId: group.id, upToSeq: view.lastSeq)))
-        #expect(final == ReadResponse(readSeq: 41, unreadCount: 0))
+        #expect(final == ReadResponse(readSeq: 41, unreadCount: 0, lastSeq: 41))
         for device in devices { await device.close() }
     }
 

@@ -11,45 +11,75 @@ extension LocalDatabase {
             if replacingAll {
                 let keep = Set(conversations.map(\.id.description))
                 for id in try String.fetchAll(db, sql: "SELECT id FROM conversations") where !keep.contains(id) {
-                    try db.execute(sql: "DELETE FROM messages WHERE conversation_id = ? AND state = 'confirmed'", arguments: [id])
-                    try db.execute(sql: "DELETE FROM conversations WHERE id = ?", arguments: [id])
+                    try Self.delete(db, conversation: id)
                 }
             }
         }
     }
 
-    /// Stores one conversation view unless a newer one is already stored: views are ordered by
-    /// `lastSeq`, then by the viewer's `readSeq` (a read changes the badge without a new seq, and
-    /// an older view may arrive after it).
-    static func upsert(_ db: Database, _ conversation: Conversation) throws {
-        let body = String(decoding: try WireCoding.makeEncoder().encode(conversation), as: UTF8.self)
-        try db.execute(
-            sql: """
-                INSERT INTO conversations (id, body, last_activity_at, last_seq, read_seq) VALUES (?, ?, ?, ?, ?)
-                ON CONFLICT (id) DO UPDATE SET body = excluded.body, last_activity_at = excluded.last_activity_at,
-                    last_seq = excluded.last_seq, read_seq = excluded.read_seq
-                WHERE excluded.last_seq > conversations.last_seq
-                   OR (excluded.last_seq = conversations.last_seq AND excluded.read_seq >= conversations.read_seq)
-                """,
-            arguments: [
-                conversation.id.description, body, conversation.lastActivityAt.millisecondsSince1970, conversation.lastSeq,
-                conversation.readSeq,
-            ])
+    /// Stores one conversation view. A view with a higher `lastSeq` replaces the row; one at the
+    /// row's seq replaces it when its read is not older. The read state (`readSeq`,
+    /// `unreadCount`) is weighed apart, since views are not ordered with the events: a view
+    /// behind the row whose watermark is newer (a read on another device) still gives it, with
+    /// the count the row applied after the view added (see ``ReadState``); an older read is
+    /// ignored. `stale`: the view's read could not be taken exactly; read the conversation again.
+    @discardableResult
+    static func upsert(_ db: Database, _ conversation: Conversation) throws -> ListRowOutcome {
+        let id = conversation.id.description
+        guard let state = try readState(db, id), let stored = try storedConversation(db, conversation.id) else {
+            try write(db, conversation, .fresh(conversation))
+            return .applied
+        }
+        let merge = try merge(readSeq: conversation.readSeq, unread: conversation.unreadCount, at: conversation.lastSeq, into: state, db, id)
+        var next = stored
+        var nextState = state
+        var tookView = false
+        if conversation.lastSeq > state.lastSeq {
+            // Newer: the row jumps to it. Nothing the row applied lies after it.
+            next = conversation
+            tookView = true
+            nextState.lastSeq = conversation.lastSeq
+            nextState.logFrom = conversation.lastSeq
+            try db.execute(sql: "DELETE FROM list_changes WHERE conversation_id = ?", arguments: [id])
+        } else if conversation.lastSeq == state.lastSeq, merge != .older {
+            next = conversation
+            tookView = true
+        }
+        // Members' watermarks only move up, whichever side is older.
+        for member in (tookView ? stored : conversation).members {
+            next.raiseWatermarks(of: member.userId, read: member.readSeq, delivered: member.deliveredSeq)
+        }
+        if case .exact(let unread) = merge {
+            next.readSeq = conversation.readSeq
+            next.unreadCount = unread
+            try accept(&nextState, readSeq: conversation.readSeq, at: conversation.lastSeq, db, id)
+        } else {
+            next.readSeq = stored.readSeq
+            next.unreadCount = stored.unreadCount
+        }
+        try write(db, next, nextState)
+        return merge == .unknown ? .stale : .applied
     }
 
     /// Forgets conversations the user is no longer in (their confirmed messages with them).
     public func forget(conversations ids: [EntityID]) async throws {
         guard !ids.isEmpty else { return }
         try await writer.write { db in
-            for id in ids.map(\.description) {
-                try db.execute(sql: "DELETE FROM messages WHERE conversation_id = ? AND state = 'confirmed'", arguments: [id])
-                try db.execute(sql: "DELETE FROM conversations WHERE id = ?", arguments: [id])
-            }
+            for id in ids.map(\.description) { try Self.delete(db, conversation: id) }
         }
     }
 
-    /// Stores a conversation view (from an event or a fetch).
-    public func store(conversation: Conversation) async throws {
+    /// Drops one conversation's row, what its row remembered applying, and its confirmed messages.
+    private static func delete(_ db: Database, conversation id: String) throws {
+        try db.execute(sql: "DELETE FROM messages WHERE conversation_id = ? AND state = 'confirmed'", arguments: [id])
+        try db.execute(sql: "DELETE FROM list_changes WHERE conversation_id = ?", arguments: [id])
+        try db.execute(sql: "DELETE FROM conversations WHERE id = ?", arguments: [id])
+    }
+
+    /// Stores a conversation view (from an event or a fetch). `stale` when the view carried a
+    /// read the row could not take exactly (it is too far behind the row): read it again.
+    @discardableResult
+    public func store(conversation: Conversation) async throws -> ListRowOutcome {
         try await writer.write { db in try Self.upsert(db, conversation) }
     }
 
@@ -213,13 +243,38 @@ extension LocalDatabase {
         }
     }
 
-    /// Applies the answer to our own read: the badge and our watermark, at once.
-    public func apply(ownRead answer: ReadResponse, in conversationId: EntityID, userId: EntityID) async throws {
-        try await updateStoredConversation(conversationId) { conversation in
-            guard answer.readSeq >= conversation.readSeq else { return }
-            conversation.readSeq = answer.readSeq
-            conversation.unreadCount = answer.unreadCount
+    /// Applies the answer to our own read: the badge and our watermark, at once. The answer's
+    /// `lastSeq` says what its count covers: events up to it that arrive later are not counted
+    /// again, and what the row applied after it is added (see ``ReadState``). An answer without
+    /// it (an older server) is taken as it is unless its watermark is below the row's. `stale`:
+    /// the answer could not be taken exactly; read the conversation again.
+    @discardableResult
+    public func apply(ownRead answer: ReadResponse, in conversationId: EntityID, userId: EntityID) async throws -> ListRowOutcome {
+        try await writer.write { db in
+            let id = conversationId.description
+            guard var conversation = try Self.storedConversation(db, conversationId), var state = try Self.readState(db, id) else {
+                return .applied
+            }
+            var outcome = ListRowOutcome.applied
+            if let seq = answer.lastSeq {
+                switch try Self.merge(readSeq: answer.readSeq, unread: answer.unreadCount, at: seq, into: state, db, id) {
+                case .exact(let unread):
+                    conversation.readSeq = answer.readSeq
+                    conversation.unreadCount = unread
+                    try Self.accept(&state, readSeq: answer.readSeq, at: seq, db, id)
+                case .older:
+                    break
+                case .unknown:
+                    outcome = .stale
+                }
+            } else if answer.readSeq >= conversation.readSeq {
+                conversation.readSeq = answer.readSeq
+                conversation.unreadCount = answer.unreadCount
+                state.readSeq = answer.readSeq
+            }
             conversation.raiseWatermarks(of: userId, read: answer.readSeq, delivered: answer.readSeq)
+            try Self.write(db, conversation, state)
+            return outcome
         }
     }
 

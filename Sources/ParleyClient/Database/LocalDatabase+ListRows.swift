@@ -16,14 +16,21 @@ extension LocalDatabase {
     /// `message.updated` whose change seq is the row's next), as the server would: `lastSeq`,
     /// the last message and activity, and the viewer's unread count (another sender's countable
     /// message above `readSeq` adds one; deleting one takes it back). A change the row already
-    /// has is ignored, so an event delivered twice counts once.
+    /// has is ignored, so an event delivered twice counts once; so is, for the count, a change a
+    /// read answer ahead of the row already counted.
     public func applyToListRow(_ message: Message, changeSeq: Int64, viewer: EntityID) async throws -> ListRowOutcome {
         try await writer.write { db in
-            guard var conversation = try Self.storedConversation(db, message.conversationId) else { return .stale }
+            guard var conversation = try Self.storedConversation(db, message.conversationId),
+                var state = try Self.readState(db, message.conversationId.description)
+            else { return .stale }
             if changeSeq <= conversation.lastSeq { return .applied }
             guard changeSeq == conversation.lastSeq + 1 else { return .stale }
+            // A change a read answer ahead of the row already counted does not count again.
             let counts = message.type != .system && message.senderId != viewer && message.seq > conversation.readSeq
+                && changeSeq > state.countedSeq
             conversation.lastSeq = changeSeq
+            state.lastSeq = changeSeq
+            try Self.remember(message, changeSeq: changeSeq, viewer: viewer, in: &state, db)
             if changeSeq == message.seq {
                 // New.
                 conversation.lastMessage = message
@@ -37,7 +44,7 @@ extension LocalDatabase {
                     conversation.unreadCount = max(0, conversation.unreadCount - 1)
                 }
             }
-            try Self.upsert(db, conversation)
+            try Self.write(db, conversation, state)
             return .applied
         }
     }

@@ -11,7 +11,7 @@ import ParleyProtocol
 /// outbox), so an app update never crashes on an old cache and never loses an unsent message.
 public struct LocalDatabase: Sendable {
     /// Bump when the cache tables change shape: old caches are rebuilt, not migrated.
-    public static let cacheVersion = 2
+    public static let cacheVersion = 3
 
     /// How much history the cache keeps (seed 004: the newest 500, at most 7 days).
     public struct Retention: Sendable, Equatable {
@@ -120,7 +120,7 @@ public struct LocalDatabase: Sendable {
     static func prepareCache(_ db: Database) throws {
         let stored = try String.fetchOne(db, sql: "SELECT value FROM cache_meta WHERE key = 'cache_version'")
         guard stored != String(cacheVersion) else { return }
-        for table in ["messages", "conversations", "users"] {
+        for table in ["messages", "conversations", "users", "list_changes"] {
             try db.execute(sql: "DROP TABLE IF EXISTS \(table)")
         }
         try db.execute(sql: """
@@ -139,8 +139,18 @@ public struct LocalDatabase: Sendable {
                 last_seq INTEGER NOT NULL,
                 read_seq INTEGER NOT NULL DEFAULT 0,
                 synced_seq INTEGER,
-                has_older INTEGER NOT NULL DEFAULT 1
+                has_older INTEGER NOT NULL DEFAULT 1,
+                counted_seq INTEGER NOT NULL DEFAULT 0,
+                read_at INTEGER NOT NULL DEFAULT 0,
+                log_from INTEGER NOT NULL DEFAULT 0
             );
+            CREATE TABLE list_changes (
+                conversation_id TEXT NOT NULL,
+                change_seq INTEGER NOT NULL,
+                message_seq INTEGER NOT NULL,
+                is_delete INTEGER NOT NULL,
+                PRIMARY KEY (conversation_id, change_seq)
+            ) WITHOUT ROWID;
             CREATE TABLE messages (
                 sender_id TEXT NOT NULL,
                 client_message_id TEXT NOT NULL,

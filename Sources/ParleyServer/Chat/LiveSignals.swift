@@ -160,7 +160,7 @@ public final class LiveSignals: Sendable {
             // The reader's other devices clear their badge.
             await chat.announceConversation(conversationId, to: [identity.userId])
         }
-        return ReadResponse(readSeq: change.member.readSeq, unreadCount: change.unreadCount)
+        return ReadResponse(readSeq: change.member.readSeq, unreadCount: change.unreadCount, lastSeq: change.lastSeq)
     }
 
     /// A delivery receipt; returns the caller's watermarks after it.

@@ -140,7 +140,7 @@ enum OpenAPISchemas {
         "EditMessageRequest": object(["text": string(min: 1, max: 5000)], required: ["text"]),
         "ReactionRequest": object(["emoji": string(min: 1, max: 8)], required: ["emoji"]),
         "ReadRequest": object(["conversationId": id, "upToSeq": seq, "messageIds": array(id, maxItems: 500)]),
-        "ReadResponse": object(["readSeq": seq, "unreadCount": integer(min: 0)], required: ["readSeq", "unreadCount"]),
+        "ReadResponse": object(["readSeq": seq, "unreadCount": integer(min: 0), "lastSeq": seq], required: ["readSeq", "unreadCount"]),
         "DeliveredRequest": object(["upToSeq": seq], required: ["upToSeq"]),
         "RegisterDeviceRequest": object([
             "platform": enumeration(["ios"]), "token": string(min: 32, max: 200, pattern: "^[0-9a-fA-F]+$"),

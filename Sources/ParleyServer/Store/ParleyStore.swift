@@ -75,6 +75,8 @@ public struct WatermarkChange: Sendable, Equatable {
     public var changed: Bool
     /// Everyone in the conversation, to send the receipt to.
     public var participantIds: [EntityID]
+    /// The conversation's last seq when the count was taken (the count covers every change up to it).
+    public var lastSeq: Int64 = 0
 }
 
 /// What an edit, delete or reaction did to a message.

@@ -9,7 +9,8 @@ import ParleyProtocol
 ///   messages of the conversation); a delivery goes up to `upToSeq`. Neither is negative, and
 ///   both are clamped to the conversation's last seq.
 /// - Watermarks only rise: a receipt below them changes nothing. Delivered is never below read.
-/// - A read that moves takes the member's unread count again.
+/// - A read that moves takes the member's unread count again; the answer says the last seq the
+///   count was taken at (the conversation is locked, so no change comes in between).
 public enum ReceiptRules {
     /// Raises the user's read watermark (and delivered with it).
     public static func markRead(
@@ -29,7 +30,7 @@ public enum ReceiptRules {
         } else {
             throw APIError.invalid("A read needs upToSeq or messageIds")
         }
-        return try await raise(current.member, read: target, delivered: target, in: conversationId, tx)
+        return try await raise(current.member, read: target, delivered: target, lastSeq: current.lastSeq, in: conversationId, tx)
     }
 
     /// Raises the user's delivered watermark.
@@ -40,7 +41,8 @@ public enum ReceiptRules {
             throw APIError.notFound("Conversation")
         }
         return try await raise(
-            current.member, read: nil, delivered: try clamped(upToSeq, lastSeq: current.lastSeq), in: conversationId, tx)
+            current.member, read: nil, delivered: try clamped(upToSeq, lastSeq: current.lastSeq), lastSeq: current.lastSeq,
+            in: conversationId, tx)
     }
 
     private static func clamped(_ upToSeq: Int64, lastSeq: Int64) throws -> Int64 {
@@ -48,9 +50,10 @@ public enum ReceiptRules {
         return min(upToSeq, lastSeq)
     }
 
-    /// Moves watermarks up only; delivered is kept at or above read.
+    /// Moves watermarks up only; delivered is kept at or above read. The count is taken in the
+    /// same transaction, with the conversation locked, so it is the count at `lastSeq`.
     private static func raise(
-        _ old: Member, read: Int64?, delivered: Int64, in conversationId: EntityID, _ tx: any StoreTransaction
+        _ old: Member, read: Int64?, delivered: Int64, lastSeq: Int64, in conversationId: EntityID, _ tx: any StoreTransaction
     ) async throws -> WatermarkChange {
         let newRead = max(old.readSeq, read ?? old.readSeq)
         let newDelivered = max(old.deliveredSeq, delivered, newRead)
@@ -59,6 +62,6 @@ public enum ReceiptRules {
         if changed { try await tx.setWatermarks(moved, in: conversationId) }
         if newRead != old.readSeq { try await tx.readMoved(for: old.userId, in: conversationId) }
         let (unread, participants) = try await tx.unreadCountAndParticipants(of: old.userId, in: conversationId)
-        return WatermarkChange(member: moved, unreadCount: unread, changed: changed, participantIds: participants)
+        return WatermarkChange(member: moved, unreadCount: unread, changed: changed, participantIds: participants, lastSeq: lastSeq)
     }
 }
