@@ -98,15 +98,22 @@ public struct SQLiteStore: ParleyStore {
             do {
                 return try await writer.write { db in
                     let tx = SQLiteTransaction(db: db)
-                    let results = jobs.map { job in
-                        Result {
+                    var results: [Result<any Sendable, any Error>] = []
+                    for job in jobs {
+                        do {
                             var output: (any Sendable)?
                             try db.inSavepoint {
                                 let value: any Sendable = try InlineAsync.run { try await job.run(tx) }
                                 output = value
                                 return .commit
                             }
-                            return output!
+                            results.append(.success(output!))
+                        } catch {
+                            // SQLite rolled the whole transaction back (a full disk in a statement
+                            // without a statement journal, such as a plain insert): nothing of the
+                            // batch stands, so every job fails with this error.
+                            guard db.isInsideTransaction else { throw error }
+                            results.append(.failure(error))
                         }
                     }
                     try tx.indexNewMessages()

@@ -34,6 +34,11 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
         try db.cachedStatement(
             sql: "INSERT INTO messages_fts (rowid, text) SELECT rowid, text FROM messages WHERE rowid IN (SELECT value FROM json_each(?))"
         ).execute(arguments: [rowids])
+        // FTS5 writes the batch's segment when a savepoint opens (or at the commit): opened
+        // here, a full disk fails this statement like any insert (SQLITE_FULL, answered 503)
+        // rather than the commit.
+        try db.cachedStatement(sql: "SAVEPOINT parley_search_index").execute()
+        try db.cachedStatement(sql: "RELEASE parley_search_index").execute()
     }
 
     /// Inserts a message (``SQLiteRows/insertMessage(_:_:)``) and notes it for the search index.
