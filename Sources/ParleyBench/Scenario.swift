@@ -160,8 +160,11 @@ public struct RunResult: Sendable {
     public var connectFailures: Int
     /// The first connect error, if any.
     public var connectError: String?
-    /// Every socket's receipt log when the policy verifies, else empty.
+    /// Every connected socket's receipt log when the policy verifies, else empty.
     public var logs: [ReceiptLog]
+    /// Every member the run was to have, socket index → group (connected or not), so that
+    /// one whose socket never connected counts as missing what it should have received.
+    public var members: [Int: Int] = [:]
 
     /// Positively acknowledged sends per second in the measurement window.
     public var messagesPerSecond: Double { Double(stats.acked) / seconds }
@@ -228,14 +231,20 @@ public enum LoadRun {
         await generator.closeAll()
         await generator.shutdown()
         return RunResult(
-            stats: stats, seconds: elapsed.seconds, connectFailures: connected.failed, connectError: connected.firstError, logs: logs)
+            stats: stats, seconds: elapsed.seconds, connectFailures: connected.failed, connectError: connected.firstError, logs: logs,
+            members: Dictionary(specs.map { ($0.index, $0.group) }, uniquingKeysWith: { first, _ in first }))
     }
 
     /// Exactly-once check over receipt logs: every positively acked message of every sender
-    /// arrived once at every other member of its group.
+    /// arrived once at every other member of its group. A member of `result.members` without a
+    /// log (its socket never connected) received nothing: all it should have had is missing.
     public static func verify(_ result: RunResult) -> (expected: Int, delivered: Int, missing: Int, duplicates: Int, strays: Int) {
         var byGroup: [Int: [ReceiptLog]] = [:]
         for log in result.logs { byGroup[log.group, default: []].append(log) }
+        let logged = Set(result.logs.map(\.socket))
+        for (socket, group) in result.members where !logged.contains(socket) {
+            byGroup[group, default: []].append(ReceiptLog(socket: socket, group: group, counts: [:], acked: 0))
+        }
         var expected = 0, delivered = 0, missing = 0, duplicates = 0, strays = 0
         for (_, logs) in byGroup {
             let senders = logs.filter { $0.acked > 0 }

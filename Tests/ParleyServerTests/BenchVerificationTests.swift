@@ -36,6 +36,23 @@ import Testing
         #expect(check.missing == 0 && check.duplicates == 0 && check.strays == 0)
     }
 
+    /// A member whose socket never connected has no log, but it was to receive its group's
+    /// messages: they are all missing (the report used to say "missing 0" for it).
+    @Test func aMemberThatNeverConnectedMissesEverythingItWasSent() {
+        let logs = Self.perfectGroup(0, first: 0, acked: [3, 2]) + Self.perfectGroup(1, first: 2, acked: [4, 0])
+        let members = [0: 0, 1: 0, 4: 0, 2: 1, 3: 1]
+        let check = LoadRun.verify(RunResult(stats: LoadStats(), seconds: 1, connectFailures: 1, connectError: nil, logs: logs, members: members))
+        // Connected: 2 + 3 in group 0, 4 + 0 in group 1; socket 4 of group 0 missed all 3 + 2.
+        #expect(check.expected == 2 + 3 + 4 + 0 + 5)
+        #expect(check.missing == 5)
+        #expect(check.delivered == 9)
+        #expect(check.duplicates == 0 && check.strays == 0)
+        // Every member connected: the members change nothing.
+        let complete = LoadRun.verify(RunResult(
+            stats: LoadStats(), seconds: 1, connectFailures: 0, connectError: nil, logs: logs, members: [0: 0, 1: 0, 2: 1, 3: 1]))
+        #expect(complete.expected == 9 && complete.missing == 0 && complete.delivered == 9)
+    }
+
     @Test func noLogsExpectNothing() {
         let check = Self.check([])
         let figures: [Int] = [check.expected, check.delivered, check.missing, check.duplicates, check.strays]
