@@ -385,9 +385,9 @@ import Testing
         // A read far beyond the end is clamped to lastSeq, and a lower one never moves it back.
         let read = try await server.call("POST", "\(c)/read", token: world.bob.token, json: #"{"upToSeq":\#(Int64.max)}"#)
         #expect(read.status == 200)
-        #expect(try decoder.decode(ReadResponse.self, from: read.body) == ReadResponse(readSeq: lastSeq, unreadCount: 0))
+        #expect(try decoder.decode(ReadResponse.self, from: read.body) == ReadResponse(readSeq: lastSeq, unreadCount: 0, lastSeq: lastSeq))
         let back = try await server.call("POST", "\(c)/read", token: world.bob.token, json: #"{"upToSeq":0}"#)
-        #expect(try decoder.decode(ReadResponse.self, from: back.body) == ReadResponse(readSeq: lastSeq, unreadCount: 0))
+        #expect(try decoder.decode(ReadResponse.self, from: back.body) == ReadResponse(readSeq: lastSeq, unreadCount: 0, lastSeq: lastSeq))
         let delivered = try await server.call("POST", "\(c)/delivered", token: world.alice.token, json: #"{"upToSeq":\#(Int64.max)}"#)
         #expect(delivered.status == 200)
         #expect(try decoder.decode(Member.self, from: delivered.body) == Member(userId: world.alice.id, readSeq: 0, deliveredSeq: lastSeq))

@@ -208,6 +208,10 @@ import Testing
         try await tmux.waitFor("ada", "Planning")
         try command("hello team")
         try await tmux.waitFor("ada", "hello team")
+        // Edited only once Ada's client has the server's answer (its mark): stored on the
+        // server is not enough, the answer may still be on its way to her client, which then
+        // rightly says the message has not reached the server yet.
+        try await tmux.waitFor("ada", "✓")
         let group = try #require(try await carolAPI.conversations().first { $0.name == "Planning" })
         try await waitFor("Carol to have it") { try await carolAPI.messages(group.id).messages.contains { $0.text == "hello team" } }
 
