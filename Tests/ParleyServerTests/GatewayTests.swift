@@ -149,3 +149,59 @@ struct RawFrameProbe {
         return try WireCoding.makeDecoder().decode(Reply.self, from: data)
     }
 }
+
+/// The gateway reads a plain `message.send` with `FastFrameReader` and any other frame with
+/// Foundation: the same send spelt both ways (and in other spellings each way takes) is
+/// stored and answered alike, and what the fast reader leaves alone is still accepted or
+/// refused as Foundation decides.
+@Suite struct GatewayFrameReadingTests {
+    struct SentReply: Decodable {
+        var replyTo: String?
+        var ok: Bool
+        var data: Message?
+        var error: ErrorInfo?
+    }
+
+    @Test func fastAndFoundationReadingsOfASendAgree() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, bob, direct) = try await server.directPair()
+        let socket = try await alice.connect()
+        func send(_ frame: String) async throws -> SentReply {
+            try WireCoding.makeDecoder().decode(SentReply.self, from: try await socket.sendRawAwaitingReply(frame))
+        }
+        let c = direct.id.description
+        let text = #"\"quoted\" \\ tab\t line\n é \u00e9 \ud83d\ude00"#
+        // Read by the fast reader: a plain send, white space, keys in another order, escapes.
+        let fast = try await send(#"{ "data" : {"text":"\#(text)","clientMessageId":"f1","conversationId":"\#(c.uppercased())"}, "id":"a","type":"message.send" }"#)
+        // Left to Foundation by an unknown key (which Foundation ignores) and by metadata.
+        let ignored = try await send(#"{"id":"b","type":"message.send","extra":[1,{"x":null}],"data":{"conversationId":"\#(c)","clientMessageId":"f2","text":"\#(text)"}}"#)
+        let withMetadata = try await send(#"{"id":"c","type":"message.send","data":{"conversationId":"\#(c)","clientMessageId":"f3","text":"\#(text)","metadata":{"k":"v"}}}"#)
+        for (reply, id) in [(fast, "a"), (ignored, "b"), (withMetadata, "c")] {
+            #expect(reply.ok && reply.replyTo == id, "\(id): \(String(describing: reply.error))")
+            #expect(reply.data?.text == "\"quoted\" \\ tab\t line\n é é 😀", "\(id)")
+            #expect(reply.data?.conversationId == direct.id, "\(id)")
+        }
+        #expect(withMetadata.data?.metadata == ["k": "v"])
+        #expect([fast, ignored, withMetadata].compactMap { $0.data?.seq } == [1, 2, 3].map { direct.lastSeq + Int64($0) })
+        // A reply, read fast, names its target; a retry of the same clientMessageId returns the original.
+        let target = try #require(fast.data)
+        let reply = try await send(#"{"id":"d","type":"message.send","data":{"conversationId":"\#(c)","clientMessageId":"f4","text":"re","replyToId":"\#(target.id)"}}"#)
+        #expect(reply.data?.replyToId == target.id)
+        let retry = try await send(#"{"id":"e","type":"message.send","data":{"conversationId":"\#(c)","clientMessageId":"f1","text":"other"}}"#)
+        #expect(retry.ok && retry.data?.id == target.id && retry.data?.text == target.text)
+        // Refusals the fast reader leaves to Foundation keep their answers.
+        let lone = try await send(#"{"id":"f","type":"message.send","data":{"conversationId":"\#(c)","clientMessageId":"f5","text":"\ud83d alone"}}"#)
+        let badId = try await send(#"{"id":"g","type":"message.send","data":{"conversationId":"nope","clientMessageId":"f6","text":"x"}}"#)
+        let badType = try await send(#"{"id":"h","type":"message.send","data":{"conversationId":"\#(c)","clientMessageId":"f7","text":"x","type":"sticker"}}"#)
+        for (refused, id) in [(badId, "g"), (badType, "h")] {
+            #expect(!refused.ok && refused.replyTo == id && refused.error?.code == .invalidRequest, "\(id)")
+        }
+        // Foundation decides a lone surrogate; whichever it is, nothing half-written: Bob sees
+        // exactly the messages that were answered ok, once each.
+        let accepted = [fast, ignored, withMetadata, reply, lone].filter(\.ok).compactMap(\.data?.id)
+        let seen = try await bob.api.messages(direct.id, limit: 50).messages.map(\.id)
+        #expect(seen == accepted)
+        await socket.close()
+    }
+}
