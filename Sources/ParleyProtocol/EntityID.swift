@@ -22,7 +22,7 @@ public struct EntityID: Hashable, Comparable, Sendable, Codable, CustomStringCon
     /// each, so a group commit of a hundred sends rewrote about a hundred pages of that index
     /// (and the WAL and the checkpoint copied them); ids in time order fill its last page.
     /// They tell no more than the message's `createdAt` already does, and stay unguessable.
-    public static func timeOrdered(at date: Date = Date()) -> EntityID {
+    public static func timeOrdered(at date: Date) -> EntityID {
         var bytes = randomUUID().uuid
         let milliseconds = UInt64(max(0, date.millisecondsSince1970))  // as the message's createdAt
         bytes.0 = UInt8(truncatingIfNeeded: milliseconds >> 40)

@@ -53,11 +53,13 @@ private struct JSONSubsetReader {
         return ClientFrame(id: id, command: .sendMessage(request))
     }
 
+    /// The keys of a plain send's `data`.
+    private static let sendKeys: Set<String> = ["conversationId", "clientMessageId", "text", "type", "replyToId", "attachmentId", "forwardOf"]
+
     private mutating func sendRequest() -> SendMessageRequest? {
         var fields: [String: String] = [:]
-        let known: Set<String> = ["conversationId", "clientMessageId", "text", "type", "replyToId", "attachmentId", "forwardOf"]
         let complete = object { reader, key in
-            guard known.contains(key), fields[key] == nil, let value = reader.string() else { return false }
+            guard Self.sendKeys.contains(key), fields[key] == nil, let value = reader.string() else { return false }
             fields[key] = value
             return true
         }

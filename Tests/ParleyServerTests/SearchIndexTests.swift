@@ -99,15 +99,7 @@ import Testing
     @Test(arguments: StoreKind.available)
     func aBatchRunAgainAfterAFailedWriteIndexesWhatItStored(kind: StoreKind) async throws {
         try await withStore(kind) { store, fixture in
-            try await fixture.execute(kind == .sqlite
-                ? ["CREATE TRIGGER poison BEFORE INSERT ON messages WHEN NEW.text LIKE 'poison%' BEGIN SELECT RAISE(ABORT, 'poisoned'); END"]
-                : [
-                    """
-                    CREATE FUNCTION poison() RETURNS trigger AS $$
-                    BEGIN IF NEW.text LIKE 'poison%' THEN RAISE EXCEPTION 'poisoned'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql
-                    """,
-                    "CREATE TRIGGER poison BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION poison()",
-                ])
+            try await fixture.poisonInserts(textLike: "poison%")
             let world = try await RulesWorld.make(store)
             // Queued without waiting, as a connection pipelines them: they share transactions.
             let pending = (0..<60).map { n in

@@ -149,15 +149,7 @@ extension StoreConformanceTests {
     @Test(arguments: StoreKind.available)
     func aWriteThatFailsInABatchFailsAloneAndLeavesNoGap(kind: StoreKind) async throws {
         try await withStore(kind) { store, fixture in
-            try await fixture.execute(kind == .sqlite
-                ? ["CREATE TRIGGER poison BEFORE INSERT ON messages WHEN NEW.text = 'poison' BEGIN SELECT RAISE(ABORT, 'poisoned'); END"]
-                : [
-                    """
-                    CREATE FUNCTION poison() RETURNS trigger AS $$
-                    BEGIN IF NEW.text = 'poison' THEN RAISE EXCEPTION 'poisoned'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql
-                    """,
-                    "CREATE TRIGGER poison BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION poison()",
-                ])
+            try await fixture.poisonInserts(textLike: "poison")
             let now = Date()
             let alice = try await store.register(organization: "acme", email: "a@x.io", displayName: "A", passwordHash: "x", now: now)
             let bob = try await store.register(organization: "acme", email: "b@x.io", displayName: "B", passwordHash: "x", now: now)

@@ -730,6 +730,20 @@ struct StoreFixture: Sendable {
         return try await PostgresStore.connect(url: database!.url, logger: logger, startTimeout: .seconds(120))
     }
 
+    /// Makes every insert of a message whose text is LIKE `pattern` fail (a write error the
+    /// store did not expect, as a broken disk or constraint would give), on either store.
+    func poisonInserts(textLike pattern: String) async throws {
+        try await execute(kind == .sqlite
+            ? ["CREATE TRIGGER poison BEFORE INSERT ON messages WHEN NEW.text LIKE '\(pattern)' BEGIN SELECT RAISE(ABORT, 'poisoned'); END"]
+            : [
+                """
+                CREATE FUNCTION poison() RETURNS trigger AS $$
+                BEGIN IF NEW.text LIKE '\(pattern)' THEN RAISE EXCEPTION 'poisoned'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql
+                """,
+                "CREATE TRIGGER poison BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION poison()",
+            ])
+    }
+
     /// Runs SQL on the fixture's database beside the store (a trigger, a fault to inject).
     func execute(_ statements: [String]) async throws {
         if let path {

@@ -188,12 +188,7 @@ enum SQLiteRows {
         guard !messageIds.isEmpty else { return result }
         // The ids as one JSON array: one statement, compiled once per connection, for any
         // number of ids (a list of placeholders compiled a statement per view).
-        var list = "["
-        for (index, id) in messageIds.enumerated() {
-            if index > 0 { list += "," }
-            list += "\"" + id + "\""
-        }
-        list += "]"
+        let list = "[\"" + messageIds.joined(separator: "\",\"") + "\"]"  // ids are UUIDs: nothing to escape
         let rows = try Row.fetchCursor(
             db.cachedStatement(sql: """
                 SELECT message_id, emoji, user_id FROM reactions
