@@ -146,6 +146,9 @@ import FoundationNetworking
         _ = try await alice.api.addParticipants(group.id, userIds: [carol.id])
         _ = try await alice.api.removeParticipant(group.id, userId: carol.id)
         let first = try await Self.send(alice, "first", to: direct.id)
+        // Its notification is out before the second message exists: two notifications in
+        // flight at once may reach APNs in either order.
+        #expect(await push.apns.waitForRequests(1, timeout: .seconds(30)).count == 1)
         _ = try await alice.api.editMessage(first.id, in: direct.id, text: "first, edited")
         _ = try await alice.api.react(first.id, in: direct.id, emoji: "🎉")
         _ = try await alice.api.deleteMessage(first.id, in: direct.id)
