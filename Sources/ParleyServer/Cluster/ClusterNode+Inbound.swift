@@ -40,7 +40,7 @@ extension ClusterNode {
             // Another node deactivated a user: refuse their token here too, close their sockets.
             let fields = rest.split(separator: " ")
             guard fields.count == 2, let user = EntityID(String(fields[0])), let organization = EntityID(String(fields[1])) else { return }
-            onDeactivated.withLock { $0 }?(user, organization)
+            onDeactivated.function?(user, organization)
         case "O":
             let fields = rest.split(separator: " ", maxSplits: 2)
             guard fields.count == 3, let organization = EntityID(String(fields[0])) else { return }

@@ -38,8 +38,8 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
     let wakeSink: AsyncStream<Void>.Continuation
     let ready = Mutex<Bool>(false)
     /// Called with users whose node died and who are online nowhere else.
-    let onUsersLost = Mutex<(@Sendable ([Identity]) async -> Void)?>(nil)
-    let onDeactivated = Mutex<(@Sendable (EntityID, EntityID) -> Void)?>(nil)
+    let onUsersLost = HandlerSlot<@Sendable ([Identity]) async -> Void>()
+    let onDeactivated = HandlerSlot<@Sendable (EntityID, EntityID) -> Void>()
     /// Counters: records sent, received, spilled; listener restarts.
     public let stats = Metrics()
     /// Runs the connection pool from creation until the node leaves.
@@ -62,12 +62,12 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
 
     /// What to do about users whose node died (announce them offline).
     public func onUsersLost(_ handler: @escaping @Sendable ([Identity]) async -> Void) {
-        onUsersLost.withLock { $0 = handler }
+        onUsersLost.set(handler)
     }
 
     /// Called with each user another node deactivated.
     public func onUserDeactivated(_ handler: @escaping @Sendable (EntityID, EntityID) -> Void) {
-        onDeactivated.withLock { $0 = handler }
+        onDeactivated.set(handler)
     }
 
     /// Tells every other node (an `X` record) to refuse the user's token and close their
@@ -313,7 +313,7 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
             guard let user = EntityID(row.user), let organization = EntityID(row.organization), !fanOut.isOnline(user) else { continue }
             orphans[user] = Identity(userId: user, organizationId: organization)
         }
-        if !orphans.isEmpty, let handler = onUsersLost.withLock({ $0 }) {
+        if !orphans.isEmpty, let handler = onUsersLost.function {
             await handler(Array(orphans.values))
         }
     }

@@ -72,7 +72,7 @@ public final class ConversationOrder: Sendable {
     private let shards: [Shard]
     private let clock: ServerClock
     private let deliver: @Sendable (Event) -> Void
-    private let missing = Mutex<MissingEvents?>(nil)
+    private let missing = HandlerSlot<MissingEvents>()
     private let heldCount = Atomic<Int>(0)
     private let fetchedCount = Atomic<Int>(0)
     private let lateCount = Atomic<Int>(0)
@@ -91,7 +91,7 @@ public final class ConversationOrder: Sendable {
 
     /// Where missing events are read from when a hold runs out (the store).
     public func attach(missingEvents: @escaping MissingEvents) {
-        missing.withLock { $0 = missingEvents }
+        missing.set(missingEvents)
     }
 
     /// Events held for an earlier one, events read from the store after a hold ran out, and
@@ -225,7 +225,7 @@ public final class ConversationOrder: Sendable {
         }
         guard let gap else { return }
         var fetched: [Event] = []
-        if let viewer = gap.viewer, let read = missing.withLock({ $0 }) {
+        if let viewer = gap.viewer, let read = missing.function {
             fetched = await read(conversationId, viewer, gap.after, gap.before)
         }
         let now = clock.now()

@@ -58,11 +58,11 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
     /// How many transactions ran and how many jobs they carried (for benchmarks).
     private let counters = Mutex<(batches: Int, jobs: Int)>((0, 0))
     /// Told each batch's size and how long its transaction took (metrics).
-    private let observer = Mutex<(@Sendable (Int, Duration) -> Void)?>(nil)
+    private let observer = HandlerSlot<@Sendable (Int, Duration) -> Void>()
 
     /// Calls `observer` after every batch with its size and its transaction's duration.
     func observe(_ observer: @escaping @Sendable (Int, Duration) -> Void) {
-        self.observer.withLock { $0 = observer }
+        self.observer.set(observer)
     }
 
     /// `lanes` transactions may be committing at once: 1 for SQLite (one writer); more for
@@ -114,7 +114,7 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
             guard !batch.isEmpty else { return }
             let started = ContinuousClock.now
             let results = await execute(batch.map(\.job))
-            observer.withLock { $0 }?(batch.count, ContinuousClock.now - started)
+            observer.function?(batch.count, ContinuousClock.now - started)
             counters.withLock {
                 $0.batches += 1
                 $0.jobs += batch.count
