@@ -196,7 +196,10 @@ public enum ServerEvent: Codable, Sendable, Equatable {
     private enum CodingKeys: String, CodingKey { case type, data }
 
     /// Thrown for an event type this version does not know; readers skip such frames.
-    public struct UnknownType: Error, Sendable { public var type: String }
+    public struct UnknownType: Error, Sendable {
+        /// The frame's `type`, as the server sent it.
+        public var type: String
+    }
 
     /// Decodes `data` by the frame's `type`; throws ``UnknownType`` for a type it does not know.
     public init(from decoder: any Decoder) throws {

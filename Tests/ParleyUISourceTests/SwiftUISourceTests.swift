@@ -62,6 +62,50 @@ import Testing
         }
     }
 
+    /// Issue 11's documentation bar, over every module (not only the screens): each public or
+    /// open declaration, and each requirement of a public protocol, carries a doc comment.
+    @Test func everyPublicDeclarationOfEveryModuleIsDocumented() throws {
+        var checked = 0
+        var missing: [String] = []
+        for folder in ["Sources/ParleyProtocol", "Sources/ParleyServer", "Sources/ParleyClient", "Sources/ParleyTerminal",
+                       "Sources/ParleyBench", "Sources/ParleyUI", "Sources/parley"] {
+            for file in Self.swiftFiles(under: folder) {
+                let audit = Audit(viewMode: .sourceAccurate)
+                audit.walk(try Self.parse(file))
+                checked += audit.checked
+                missing += audit.undocumented.map { "\(Self.relative(file)): \($0)" }
+            }
+        }
+        #expect(checked > 500, "the audit sees the public API (\(checked) declarations)")
+        #expect(missing.isEmpty, "undocumented public declarations:\n\(missing.joined(separator: "\n"))")
+    }
+
+    /// The audit itself: an undocumented public function, property, protocol requirement and
+    /// type are caught; documented, internal and private ones are not.
+    @Test func theDocumentationAuditCatchesWhatItMust() {
+        let audit = Audit(viewMode: .sourceAccurate)
+        audit.walk(Parser.parse(source: """
+            /// Documented.
+            public struct A {
+                public var bare: Int
+                /// Documented.
+                public var documented: Int
+                var internalOne: Int
+                private func hidden() {}
+                @discardableResult public func noted() -> Int { 0 }
+            }
+            public protocol P {
+                func requirement()
+                /// Documented.
+                var documented: Int { get }
+            }
+            protocol Internal { func quiet() }
+            public typealias Alias = Int
+            public actor Worker {}
+            """))
+        #expect(Set(audit.undocumented) == ["bare: Int", "noted", "requirement", "Alias", "Worker", "P"], "\(audit.undocumented)")
+    }
+
     /// What the SDK declares: member names and initializer/function parameter lists by type.
     @Test func everySDKTypeMemberAndLabelTheScreensUseExists() throws {
         let sdk = Declarations(viewMode: .sourceAccurate)
@@ -154,6 +198,10 @@ struct SampleError: Error, CustomStringConvertible {
 final class Audit: SyntaxVisitor {
     var forced: [String] = []
     var undocumented: [String] = []
+    /// How many public declarations were looked at.
+    var checked = 0
+    /// Inside a public protocol, whose requirements are public without a modifier.
+    private var publicProtocols = 0
 
     override func visit(_ node: ForceUnwrapExprSyntax) -> SyntaxVisitorContinueKind {
         forced.append(node.trimmedDescription)
@@ -166,7 +214,9 @@ final class Audit: SyntaxVisitor {
     }
 
     private func check(_ node: some SyntaxProtocol, modifiers: DeclModifierListSyntax, name: String) {
-        guard modifiers.contains(where: { $0.name.tokenKind == .keyword(.public) || $0.name.tokenKind == .keyword(.open) }) else { return }
+        let isPublic = modifiers.contains { $0.name.tokenKind == .keyword(.public) || $0.name.tokenKind == .keyword(.open) }
+        guard isPublic || publicProtocols > 0 else { return }
+        checked += 1
         let documented = node.leadingTrivia.contains { piece in
             if case .docLineComment = piece { return true }
             if case .docBlockComment = piece { return true }
@@ -204,6 +254,37 @@ final class Audit: SyntaxVisitor {
         check(node, modifiers: node.modifiers, name: node.bindings.trimmedDescription)
         return .visitChildren
     }
+
+    override func visit(_ node: ProtocolDeclSyntax) -> SyntaxVisitorContinueKind {
+        check(node, modifiers: node.modifiers, name: node.name.text)
+        if node.modifiers.contains(where: { $0.name.tokenKind == .keyword(.public) }) { publicProtocols += 1 }
+        return .visitChildren
+    }
+
+    override func visitPost(_ node: ProtocolDeclSyntax) {
+        if node.modifiers.contains(where: { $0.name.tokenKind == .keyword(.public) }) { publicProtocols -= 1 }
+    }
+
+    override func visit(_ node: ActorDeclSyntax) -> SyntaxVisitorContinueKind {
+        check(node, modifiers: node.modifiers, name: node.name.text)
+        return .visitChildren
+    }
+
+    override func visit(_ node: TypeAliasDeclSyntax) -> SyntaxVisitorContinueKind {
+        check(node, modifiers: node.modifiers, name: node.name.text)
+        return .visitChildren
+    }
+
+    override func visit(_ node: SubscriptDeclSyntax) -> SyntaxVisitorContinueKind {
+        check(node, modifiers: node.modifiers, name: "subscript" + node.parameterClause.trimmedDescription)
+        return .visitChildren
+    }
+
+    override func visit(_ node: AssociatedTypeDeclSyntax) -> SyntaxVisitorContinueKind {
+        check(node, modifiers: node.modifiers, name: node.name.text)
+        return .visitChildren
+    }
+
 }
 
 /// One parameter: its argument label (nil for `_`) and whether it has a default.

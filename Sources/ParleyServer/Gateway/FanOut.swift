@@ -231,6 +231,7 @@ public final class FanOut: Sendable {
     let heartbeatPings = Atomic<Int>(0)
     let heartbeatCloses = Atomic<Int>(0)
 
+    /// How many frames wait in each open connection's outgoing queue (for the metrics and tests).
     public var queueDepths: [Int] {
         table.state.withLock { $0.byUser.values.flatMap { $0.values } }.map(\.queueDepth)
     }
