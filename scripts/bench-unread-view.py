@@ -1,13 +1,20 @@
 #!/usr/bin/env python3
 # The view of a conversation with a large unread backlog against a fresh one, from outside:
-#   scripts/bench-unread-view.py http://127.0.0.1:8080 60000   (the server started with --open-organizations)
+#   scripts/bench-unread-view.py http://127.0.0.1:8080 60000
+# against `parley serve --open-organizations --rate-limits off`: the default send limit (20 a
+# second per user) refuses the backlog's sends with 429.
 import json, urllib.request, time, statistics, sys, concurrent.futures, uuid
 BASE = sys.argv[1]; N = int(sys.argv[2])
 def call(method, path, token=None, body=None):
     req = urllib.request.Request(BASE + "/api/v1" + path, data=json.dumps(body).encode() if body is not None else None, method=method)
     if body is not None: req.add_header("content-type", "application/json")
     if token: req.add_header("authorization", "Bearer " + token)
-    with urllib.request.urlopen(req, timeout=60) as r: return json.loads(r.read() or b"{}")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r: return json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as error:
+        if error.code == 429:
+            sys.exit(f"{method} {path}: 429, rate limited; start the server with --rate-limits off")
+        raise
 org = "bench-" + uuid.uuid4().hex[:8]
 a = call("POST", "/auth/register", body={"organization": org, "email": "a@b.io", "password": "password-a", "displayName": "A"})
 b = call("POST", "/auth/register", body={"organization": org, "email": "b@b.io", "password": "password-b", "displayName": "B"})
