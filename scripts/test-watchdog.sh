@@ -30,8 +30,7 @@ while kill -0 "$test_pid" 2>/dev/null; do
 import re, sys, collections
 started, ended = collections.Counter(), collections.Counter()
 for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
-    m = re.search(r"Test case passing .* to (\S+?\() ?.*started\.$", line)
-    if m:
+    if "Test case passing" in line:
         continue  # a case of a parameterized test; the test itself is counted below
     m = re.search(r"◇ Test (\S+?\().*started\.$", line)
     if m:

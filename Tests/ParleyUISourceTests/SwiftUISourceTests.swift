@@ -195,7 +195,7 @@ struct SampleError: Error, CustomStringConvertible {
 }
 
 /// Force unwraps, `try!`, and public declarations without a `///` comment.
-final class Audit: SyntaxVisitor {
+final class Audit: SyntaxAnyVisitor {
     var forced: [String] = []
     var undocumented: [String] = []
     /// How many public declarations were looked at.
@@ -213,78 +213,40 @@ final class Audit: SyntaxVisitor {
         return .visitChildren
     }
 
-    private func check(_ node: some SyntaxProtocol, modifiers: DeclModifierListSyntax, name: String) {
-        let isPublic = modifiers.contains { $0.name.tokenKind == .keyword(.public) || $0.name.tokenKind == .keyword(.open) }
-        guard isPublic || publicProtocols > 0 else { return }
-        checked += 1
-        let documented = node.leadingTrivia.contains { piece in
-            if case .docLineComment = piece { return true }
-            if case .docBlockComment = piece { return true }
-            return false
+    /// Every declaration with modifiers (types, functions, initializers, properties, subscripts,
+    /// type aliases, ...), but imports and extensions, which document nothing of their own.
+    override func visitAny(_ node: Syntax) -> SyntaxVisitorContinueKind {
+        guard node.is(DeclSyntax.self), !node.is(ImportDeclSyntax.self), !node.is(ExtensionDeclSyntax.self),
+              let modifiers = node.asProtocol(WithModifiersSyntax.self)?.modifiers else { return .visitChildren }
+        let isPublic = Self.isPublic(modifiers)
+        if isPublic || publicProtocols > 0 {
+            checked += 1
+            let documented = node.leadingTrivia.contains { piece in
+                if case .docLineComment = piece { return true }
+                if case .docBlockComment = piece { return true }
+                return false
+            }
+            if !documented { undocumented.append(Self.name(of: node)) }
         }
-        if !documented { undocumented.append(name) }
-    }
-
-    override func visit(_ node: StructDeclSyntax) -> SyntaxVisitorContinueKind {
-        check(node, modifiers: node.modifiers, name: node.name.text)
+        if isPublic, node.is(ProtocolDeclSyntax.self) { publicProtocols += 1 }
         return .visitChildren
     }
 
-    override func visit(_ node: ClassDeclSyntax) -> SyntaxVisitorContinueKind {
-        check(node, modifiers: node.modifiers, name: node.name.text)
-        return .visitChildren
+    override func visitAnyPost(_ node: Syntax) {
+        if let declaration = node.as(ProtocolDeclSyntax.self), Self.isPublic(declaration.modifiers) { publicProtocols -= 1 }
     }
 
-    override func visit(_ node: EnumDeclSyntax) -> SyntaxVisitorContinueKind {
-        check(node, modifiers: node.modifiers, name: node.name.text)
-        return .visitChildren
+    static func isPublic(_ modifiers: DeclModifierListSyntax) -> Bool {
+        modifiers.contains { $0.name.tokenKind == .keyword(.public) || $0.name.tokenKind == .keyword(.open) }
     }
 
-    override func visit(_ node: FunctionDeclSyntax) -> SyntaxVisitorContinueKind {
-        check(node, modifiers: node.modifiers, name: node.name.text)
-        return .visitChildren
+    static func name(of node: Syntax) -> String {
+        if let initializer = node.as(InitializerDeclSyntax.self) { return "init" + initializer.signature.parameterClause.trimmedDescription }
+        if let subscriptDecl = node.as(SubscriptDeclSyntax.self) { return "subscript" + subscriptDecl.parameterClause.trimmedDescription }
+        if let variable = node.as(VariableDeclSyntax.self) { return variable.bindings.trimmedDescription }
+        if let named = node.asProtocol(NamedDeclSyntax.self) { return named.name.text }
+        return String(node.trimmedDescription.prefix(60))
     }
-
-    override func visit(_ node: InitializerDeclSyntax) -> SyntaxVisitorContinueKind {
-        check(node, modifiers: node.modifiers, name: "init" + node.signature.parameterClause.trimmedDescription)
-        return .visitChildren
-    }
-
-    override func visit(_ node: VariableDeclSyntax) -> SyntaxVisitorContinueKind {
-        check(node, modifiers: node.modifiers, name: node.bindings.trimmedDescription)
-        return .visitChildren
-    }
-
-    override func visit(_ node: ProtocolDeclSyntax) -> SyntaxVisitorContinueKind {
-        check(node, modifiers: node.modifiers, name: node.name.text)
-        if node.modifiers.contains(where: { $0.name.tokenKind == .keyword(.public) }) { publicProtocols += 1 }
-        return .visitChildren
-    }
-
-    override func visitPost(_ node: ProtocolDeclSyntax) {
-        if node.modifiers.contains(where: { $0.name.tokenKind == .keyword(.public) }) { publicProtocols -= 1 }
-    }
-
-    override func visit(_ node: ActorDeclSyntax) -> SyntaxVisitorContinueKind {
-        check(node, modifiers: node.modifiers, name: node.name.text)
-        return .visitChildren
-    }
-
-    override func visit(_ node: TypeAliasDeclSyntax) -> SyntaxVisitorContinueKind {
-        check(node, modifiers: node.modifiers, name: node.name.text)
-        return .visitChildren
-    }
-
-    override func visit(_ node: SubscriptDeclSyntax) -> SyntaxVisitorContinueKind {
-        check(node, modifiers: node.modifiers, name: "subscript" + node.parameterClause.trimmedDescription)
-        return .visitChildren
-    }
-
-    override func visit(_ node: AssociatedTypeDeclSyntax) -> SyntaxVisitorContinueKind {
-        check(node, modifiers: node.modifiers, name: node.name.text)
-        return .visitChildren
-    }
-
 }
 
 /// One parameter: its argument label (nil for `_`) and whether it has a default.
