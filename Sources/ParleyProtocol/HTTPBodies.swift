@@ -130,6 +130,21 @@ public struct AuthResponse: Codable, Sendable, Equatable {
     }
 }
 
+/// `POST /auth/ticket`: a one-use ticket for opening the WebSocket as `/ws?ticket=`, so a
+/// browser's access token never goes into a URL (which proxies and servers log).
+public struct SocketTicket: Codable, Sendable, Equatable {
+    /// The ticket: valid for one upgrade within 30 seconds.
+    public var ticket: String
+    /// When it stops being accepted.
+    public var expiresAt: Date
+
+    /// A ticket valid until `expiresAt`.
+    public init(ticket: String, expiresAt: Date) {
+        self.ticket = ticket
+        self.expiresAt = expiresAt
+    }
+}
+
 /// `GET /users?q=`: the caller's organization only.
 public struct UsersResponse: Codable, Sendable, Equatable {
     /// The matching users, sorted by display name.

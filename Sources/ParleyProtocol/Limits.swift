@@ -34,6 +34,41 @@ public enum Limits {
         text.utf8.contains(0)
     }
 
+    /// Whether `text` holds a character no name may contain: a C0 or C1 control (ESC, and with
+    /// it every terminal escape sequence; tabs and line breaks too), DEL, a bidirectional
+    /// embedding, override or isolate (U+202A–U+202E, U+2066–U+2069: "invoice\u{202E}gnp.exe"
+    /// shows as "invoiceexe.png"), or a line or paragraph separator. Display names, organization
+    /// and group names and file names are refused (`invalid_request`) when it is true; message
+    /// text may hold line breaks and is left to clients, which show it as text.
+    public static func containsUnsafeCharacters(_ text: String) -> Bool {
+        text.unicodeScalars.contains(where: isUnsafe)
+    }
+
+    /// `text` with each character ``containsUnsafeCharacters(_:)`` refuses replaced by U+FFFD
+    /// (line breaks too unless `keepingNewlines`): for what the server derives from text stored
+    /// before names were checked (push titles, download file names).
+    public static func neutralized(_ text: String, keepingNewlines: Bool = false) -> String {
+        guard text.unicodeScalars.contains(where: isUnsafe) else { return text }
+        var out = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            if scalar == "\n" && keepingNewlines {
+                out.append(scalar)
+            } else if scalar == "\t" {
+                out.append(" ")
+            } else {
+                out.append(isUnsafe(scalar) ? "\u{FFFD}" : scalar)
+            }
+        }
+        return String(out)
+    }
+
+    private static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069, 0x2028, 0x2029: true
+        default: false
+        }
+    }
+
     /// `text` trimmed of leading and trailing whitespace and newlines, as the server stores it.
     public static func trimmed(_ text: String) -> String {
         text.trimmingCharacters(in: .whitespacesAndNewlines)

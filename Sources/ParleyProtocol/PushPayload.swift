@@ -137,11 +137,12 @@ public struct PushNotificationPayload: Codable, Sendable, Equatable {
         if body.count > Self.maxBodyCharacters {
             body = String(body.prefix(Self.maxBodyCharacters - 1)) + "…"
         }
-        body = Self.fitted(body, maxJSONBytes: Self.maxBodyJSONBytes)
+        // What others typed is shown by the system as text: no controls or direction overrides.
+        body = Self.fitted(Limits.neutralized(body, keepingNewlines: true), maxJSONBytes: Self.maxBodyJSONBytes)
         self.init(
             aps: APS(
                 alert: APS.Alert(
-                    title: Self.fitted(senderName, maxJSONBytes: Self.maxTitleJSONBytes),
+                    title: Self.fitted(Limits.neutralized(senderName), maxJSONBytes: Self.maxTitleJSONBytes),
                     subtitle: messageCount > 1 ? "\(messageCount) new messages" : nil, body: body),
                 badge: badge, threadId: message.conversationId.description),
             conversationId: message.conversationId, messageId: message.id, senderId: message.senderId,

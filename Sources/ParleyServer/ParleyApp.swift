@@ -200,7 +200,7 @@ public struct ParleyApp: Sendable {
             heartbeatSeconds: configuration.heartbeatSeconds, clock: configuration.clock, health: health)
         let logger = self.logger
         api.ws("ws") { request, _ in
-            _ = try await authenticator.identity(for: request)
+            _ = try await authenticator.grant(for: request, allowingQueryToken: true, consumingTicket: false)
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
             await gateway.serve(
@@ -304,6 +304,9 @@ public struct ParleyApp: Sendable {
             services.append(.init(service: TLSReloader(box: tls, logger: logger), successTerminationBehavior: .ignore))
         }
         services += [.init(service: app), .init(service: ConnectionCloser(fanOut: fanOut))]
+        services.append(.init(
+            service: SessionSweeper(authenticator: Authenticator(tokens: tokens, accounts: accounts), fanOut: fanOut),
+            successTerminationBehavior: .ignore))
         // Signals go through the drainer (SIGTERM drains first), not straight to the group.
         let box = SignalDrainer.GroupBox()
         if !shutdownSignals.isEmpty {
@@ -359,5 +362,32 @@ struct ConnectionCloser: Service {
     func run() async throws {
         try? await gracefulShutdown()
         fanOut.closeAll()
+    }
+}
+
+/// Ends the WebSockets whose token would be refused now, whether or not their client sends
+/// anything: once a second it reads the signing keys again when they are stale (so a key
+/// retired on any node, or in the database, is seen within seconds) and closes, with 4001, every
+/// connection whose token expired, whose key was retired or whose account was deactivated.
+/// Each command is also checked as it arrives (``Gateway``); this covers the silent ones.
+struct SessionSweeper: Service {
+    let authenticator: Authenticator
+    let fanOut: FanOut
+    static let period: Duration = .seconds(1)
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: Self.period)
+                sweep(now: Date())
+            }
+        }
+    }
+
+    /// One pass: returns how many connections it closed.
+    @discardableResult
+    func sweep(now: Date) -> Int {
+        authenticator.tokens.refreshIfStale()
+        return fanOut.closeEndedSessions(code: Gateway.sessionEndedCloseCode) { authenticator.endOfSession($0, now: now) }
     }
 }

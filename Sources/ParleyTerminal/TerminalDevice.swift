@@ -60,22 +60,37 @@ public final class TerminalDevice {
             tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw)
         }
         write(Self.enterSequence)
-        let original = self.original
+        signalSources = Self.installSignalHandlers(restoring: original, resized: resized)
+    }
+
+    /// Handlers for SIGTERM, SIGHUP and SIGINT (restore the terminal, exit 128 + the signal) and
+    /// SIGWINCH (one element on ``resizes``).
+    ///
+    /// Written outside the main actor on purpose: a closure formed in a `@MainActor` method is
+    /// isolated to the main actor, and Swift 6 checks that isolation when it runs; Dispatch runs
+    /// these on one of its own queues, where that check traps (SIGILL: the client crashed on
+    /// every resize and on SIGTERM, leaving the terminal raw). These closures touch only
+    /// sendable values and C calls.
+    nonisolated private static func installSignalHandlers(
+        restoring original: termios?, resized: AsyncStream<Void>.Continuation
+    ) -> [any DispatchSourceSignal] {
+        var sources: [any DispatchSourceSignal] = []
         for number in [SIGTERM, SIGHUP, SIGINT] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                Self.restore(original)
+                restore(original)
                 _exit(128 + number)
             }
             source.resume()
-            signalSources.append(source)
+            sources.append(source)
         }
         signal(SIGWINCH, SIG_IGN)
         let resize = DispatchSource.makeSignalSource(signal: SIGWINCH, queue: .global())
-        resize.setEventHandler { [resized] in resized.yield() }
+        resize.setEventHandler { resized.yield() }
         resize.resume()
-        signalSources.append(resize)
+        sources.append(resize)
+        return sources
     }
 
     /// The terminal as it was: cooked mode, the main screen, a visible cursor.

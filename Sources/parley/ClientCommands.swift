@@ -21,7 +21,7 @@ struct Register: AsyncParsableCommand {
         }
         try Profile(server: url.absoluteString, token: auth.token, user: auth.user).save(to: options.profileDirectory)
         let role = auth.user.role == .admin ? ", admin of \(organization)" : ""
-        print("Registered \(auth.user.displayName) <\(auth.user.email)> (\(auth.user.id))\(role)")
+        TerminalOutput.say("Registered \(TerminalOutput.inline(auth.user.displayName)) <\(TerminalOutput.inline(auth.user.email))> (\(auth.user.id))\(role)")
     }
 }
 
@@ -38,7 +38,7 @@ struct Login: AsyncParsableCommand {
             try await options.api(url).login(.init(organization: organization, email: email, password: password))
         }
         try Profile(server: url.absoluteString, token: auth.token, user: auth.user).save(to: options.profileDirectory)
-        print("Logged in as \(auth.user.displayName) <\(auth.user.email)>")
+        TerminalOutput.say("Logged in as \(TerminalOutput.inline(auth.user.displayName)) <\(TerminalOutput.inline(auth.user.email))>")
     }
 }
 
@@ -53,7 +53,7 @@ struct InviteCommand: AsyncParsableCommand {
     func run() async throws {
         let (_, api) = try options.session()
         let invite = try await clientCall { try await api.createInvite(.init(email: email, maxUses: maxUses, expiresInHours: hours)) }
-        print(invite.code)
+        TerminalOutput.say(invite.code)
     }
 }
 
@@ -77,15 +77,15 @@ struct Members: AsyncParsableCommand {
         if let makeMember { _ = try await clientCall { try await api.setRole(.member, of: try id(makeMember)) } }
         if let deactivate {
             try await clientCall { try await api.deactivate(try id(deactivate)) }
-            print("deactivated \(deactivate)")
+            TerminalOutput.say("deactivated \(deactivate)")
         }
         if let allowDomains {
             let domains = allowDomains.split(separator: ",").map { String($0) }.filter { !$0.isEmpty }
             let organization = try await clientCall { try await api.setAllowedEmailDomains(domains) }
-            print("allowed domains: \(organization.allowedEmailDomains.joined(separator: ", "))")
+            TerminalOutput.say("allowed domains: \(organization.allowedEmailDomains.joined(separator: ", "))")
         }
         for user in try await clientCall({ try await api.users() }) {
-            print("\(user.id)  \(user.role?.rawValue ?? "member")  \(user.displayName) <\(user.email)>")
+            TerminalOutput.say("\(user.id)  \(user.role?.rawValue ?? "member")  \(TerminalOutput.inline(user.displayName)) <\(TerminalOutput.inline(user.email))>")
         }
     }
 }
@@ -99,7 +99,7 @@ struct Users: AsyncParsableCommand {
         let (_, api) = try options.session()
         for user in try await clientCall({ try await api.users(matching: query) }) {
             let status = user.isOnline ? "online" : user.lastSeenAt.map { "seen \(Terminal.clock($0))" } ?? "offline"
-            print("\(user.id)  \(user.displayName) <\(user.email)>  \(status)")
+            TerminalOutput.say("\(user.id)  \(TerminalOutput.inline(user.displayName)) <\(TerminalOutput.inline(user.email))>  \(status)")
         }
     }
 }
@@ -116,8 +116,8 @@ struct Conversations: AsyncParsableCommand {
             let title = conversation.name ?? conversation.participantIds.filter { $0 != profile.user.id }
                 .map { names[$0] ?? "?" }.joined(separator: ", ")
             let unread = conversation.unreadCount > 0 ? "  (\(conversation.unreadCount) unread)" : ""
-            let last = conversation.lastMessage.map { "  — \($0.text.prefix(60))" } ?? ""
-            print("\(conversation.id)  [\(conversation.type.rawValue)] \(title)\(unread)\(last)")
+            let last = conversation.lastMessage.map { "  — \(TerminalOutput.inline(String($0.text.prefix(60))))" } ?? ""
+            TerminalOutput.say("\(conversation.id)  [\(conversation.type.rawValue)] \(TerminalOutput.inline(title))\(unread)\(last)")
         }
     }
 }
@@ -132,7 +132,7 @@ struct OpenDirect: AsyncParsableCommand {
         let (_, api) = try options.session()
         let other = try await findUser(email, api: api)
         let conversation = try await clientCall { try await api.createConversation(.init(type: .direct, participantIds: [other.id])) }
-        print(conversation.id)
+        TerminalOutput.say(conversation.id.description)
     }
 }
 
@@ -148,7 +148,7 @@ struct OpenGroup: AsyncParsableCommand {
         var ids: [EntityID] = []
         for email in emails { ids.append(try await findUser(email, api: api).id) }
         let conversation = try await clientCall { try await api.createConversation(.init(type: .group, participantIds: ids, name: name)) }
-        print(conversation.id)
+        TerminalOutput.say(conversation.id.description)
     }
 }
 
@@ -173,9 +173,9 @@ struct Send: AsyncParsableCommand {
         case .failed(let reason)?:
             throw fail("refused: \(reason) (kept as failed; it will not be sent)")
         case .sending?, .notSent?, nil:
-            print("queued (server unreachable); `parley sync` delivers it")
+            TerminalOutput.say("queued (server unreachable); `parley sync` delivers it")
         default:
-            print("sent #\(message?.seq ?? 0) \(message?.serverId?.description ?? "")")
+            TerminalOutput.say("sent #\(message?.seq ?? 0) \(message?.serverId?.description ?? "")")
         }
     }
 }
@@ -190,7 +190,7 @@ struct Sync: AsyncParsableCommand {
         try? await session.refreshDirectory()
         let report = await session.client.synchronize()
         let delivered = before.queued - report.queued - (report.failed - before.failed)
-        print("delivered \(delivered) queued message\(delivered == 1 ? "" : "s"); \(report.queued) still queued; \(report.failed) refused")
+        TerminalOutput.say("delivered \(delivered) queued message\(delivered == 1 ? "" : "s"); \(report.queued) still queued; \(report.failed) refused")
         if report.signInRequired {
             throw fail("the server refused this profile's token; `parley login` again (\(report.queued) message(s) kept queued)")
         }
@@ -219,7 +219,7 @@ struct History: AsyncParsableCommand {
         let messages: [LocalMessage]
         if offline {
             messages = try await session.client.database.messages(in: id, viewer: me, limit: limit)
-            if messages.isEmpty { print("(nothing cached for this conversation)") }
+            if messages.isEmpty { TerminalOutput.say("(nothing cached for this conversation)") }
         } else {
             try? await session.refreshDirectory()
             messages = try await clientCall { try await session.client.openConversation(id, limit: limit) }
@@ -227,7 +227,7 @@ struct History: AsyncParsableCommand {
         }
         let fresh = offline ? messages : try await session.client.database.messages(in: id, viewer: me, limit: limit)
         let names = Dictionary(uniqueKeysWithValues: try await session.client.database.users().map { ($0.id, $0.displayName) })
-        for message in fresh { print(MessageLine.render(message, names: names)) }
+        for message in fresh { TerminalOutput.say(MessageLine.render(message, names: names)) }
     }
 }
 
@@ -238,18 +238,20 @@ enum MessageLine {
     }
 
     static func render(_ message: LocalMessage, names: [EntityID: String]) -> String {
-        let who = names[message.senderId] ?? String(message.senderId.description.prefix(8))
+        let who = TerminalOutput.inline(names[message.senderId] ?? String(message.senderId.description.prefix(8)))
+        // Continuation lines of a message are indented: none can pass for another message's line.
+        let text = TerminalOutput.block(message.text, indent: "    ")
         let body: String = switch message.type {
-        case .system: "* \(who) \(message.text)"
-        case .text: "\(who): \(message.text)"
-        default: "\(who): [\(message.type.rawValue)] \(message.text)"
+        case .system: "* \(who) \(text)"
+        case .text: "\(who): \(text)"
+        default: "\(who): [\(message.type.rawValue)] \(text)"
         }
         let edited = message.editedAt != nil ? " (edited)" : ""
         let deleted = message.deletedAt != nil ? " (deleted)" : ""
         let status: String = switch message.delivery {
         case .sending: " (sending)"
         case .notSent: " (not sent yet; retrying)"
-        case .failed(let reason): " (failed: \(reason))"
+        case .failed(let reason): " (failed: \(TerminalOutput.inline(reason)))"
         case .sent: " ✓"
         case .delivered: " ✓✓"
         case .read: " ✓✓ read"

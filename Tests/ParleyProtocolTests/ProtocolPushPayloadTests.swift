@@ -114,7 +114,8 @@ import Testing
         #expect(body.count <= PushNotificationPayload.maxBodyCharacters)
         let kept = body.dropLast()
         #expect(!kept.isEmpty)
-        #expect(text.unicodeScalars.starts(with: kept.unicodeScalars), "the body is the start of the text")
+        // Controls are shown as U+FFFD: the start of the text as a notification shows it.
+        #expect(Limits.neutralized(text, keepingNewlines: true).unicodeScalars.starts(with: kept.unicodeScalars), "the body is the start of the text")
     }
 
     /// A display name is at most 100 characters, not 100 bytes: a name of decorated letters
@@ -130,7 +131,8 @@ import Testing
     }
 
     /// Seeded: whatever the text and the sender's name, the payload fits in 4 KB, the body is at
-    /// most 240 characters, and a text that fits is shown whole (trimmed).
+    /// most 240 characters, and a text that fits is shown whole (trimmed), with its control
+    /// characters (other than line breaks) shown as U+FFFD.
     @Test func randomTextsAlwaysFitAndShortOnesAreWhole() throws {
         var rng = ProtocolRandom(seed: 0xA9_45)
         let heavy = ["👨‍👩‍👧‍👦", "\u{0489}", "\u{0336}", "\"", "\\", "\u{1}", "\n", "漢", "a", " ", "🇫🇷", "e\u{301}"]
@@ -147,8 +149,10 @@ import Testing
             #expect(payload.aps.alert.body.count <= PushNotificationPayload.maxBodyCharacters, "round \(round)")
             let trimmed = Limits.trimmed(text)
             if !trimmed.isEmpty, trimmed.count <= PushNotificationPayload.maxBodyCharacters, trimmed.utf8.count <= 300 {
-                #expect(payload.aps.alert.body == trimmed, "round \(round)")
+                #expect(payload.aps.alert.body == Limits.neutralized(trimmed, keepingNewlines: true), "round \(round)")
             }
+            #expect(!payload.aps.alert.title.unicodeScalars.contains { $0.value < 0x20 }, "round \(round): no control in a title")
+            #expect(!payload.aps.alert.body.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "round \(round): none in a body")
         }
     }
 }

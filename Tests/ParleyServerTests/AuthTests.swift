@@ -1,4 +1,5 @@
 import Foundation
+import HummingbirdBcrypt
 import ParleyClient
 import ParleyProtocol
 import ParleyServer
@@ -113,6 +114,32 @@ import Testing
             #expect(blob.range(of: Data(TestUser.password.utf8)) == nil)
         }
         let stored = try await server.app.store.credentials(organization: "acme", email: "gina@x.io")
-        #expect(stored?.passwordHash.hasPrefix("$2") == true)
+        #expect(stored?.passwordHash.hasPrefix(PasswordHasher.prehashPrefix + "$2") == true)
+    }
+
+    /// bcrypt reads 72 bytes: passwords that differ only after that must not open each
+    /// other's account; a hash made before the digest step still verifies.
+    @Test func passwordsLongerThanBcryptReadsAreCheckedWhole() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let long = String(repeating: "p", count: 80) + "-right"
+        let sameStart = String(repeating: "p", count: 80) + "-wrong"
+        let body = try JSONSerialization.data(withJSONObject: [
+            "organization": "acme", "email": "long@x.io", "password": long, "displayName": "Long",
+        ])
+        #expect(try await server.raw("POST", "auth/register", body: body).status == 201)
+        let api = server.api()
+        _ = try await api.login(.init(organization: "acme", email: "long@x.io", password: long))
+        await #expect(throws: ClientError.self, "the first 72 bytes are not the password") {
+            _ = try await api.login(.init(organization: "acme", email: "long@x.io", password: sameStart))
+        }
+        // An account from before: its plain bcrypt hash is still checked as it was made.
+        let hasher = PasswordHasher(cost: 4)
+        let legacy = Bcrypt.hash(TestUser.password, cost: 4)
+        #expect(try await hasher.verify(TestUser.password, hash: legacy))
+        #expect(try await !hasher.verify("not the password", hash: legacy))
+        let fresh = try await hasher.hash(TestUser.password)
+        #expect(try await hasher.verify(TestUser.password, hash: fresh))
+        #expect(try await !hasher.verify(TestUser.password + "x", hash: fresh))
     }
 }

@@ -53,6 +53,29 @@ import FoundationNetworking
         _ = alice
     }
 
+    /// Someone who knows Alice's address fails on purpose from elsewhere: they are throttled,
+    /// Alice (from her own address) is not locked out.
+    @Test func failingOnPurposeFromOneAddressDoesNotLockTheOwnerOutElsewhere() async throws {
+        let clock = ManualClock()
+        let server = try await TestServer.start {
+            $0.clock = clock.serverClock
+            $0.rateLimits = RateLimitSettings()
+            $0.trustedProxies = ["127.0.0.1"]
+        }
+        defer { Task { await server.stop() } }
+        _ = try await server.register("alice@x.io")
+        func login(_ password: String, from address: String) async throws -> Int {
+            try await server.exchange(
+                "POST", "auth/login", body: Data(#"{"organization":"acme","email":"alice@x.io","password":"\#(password)"}"#.utf8),
+                headers: ["X-Forwarded-For": address]
+            ).status
+        }
+        for _ in 1...10 { #expect(try await login("guess", from: "203.0.113.66") == 401) }
+        #expect(try await login("guess", from: "203.0.113.66") == 429, "the attacker's address is throttled")
+        #expect(try await login(TestUser.password, from: "203.0.113.66") == 429, "and cannot try the right one there")
+        #expect(try await login(TestUser.password, from: "198.51.100.20") == 200, "Alice, elsewhere, signs in")
+    }
+
     @Test func aSendFloodGetsRateLimitedRepliesAndStoresOnlyWhatWasAccepted() async throws {
         let clock = ManualClock()
         let server = try await Self.limited(clock) { $0.sendsPerUser = RateLimit(burst: 20, perSecond: 5) }

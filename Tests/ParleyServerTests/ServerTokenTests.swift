@@ -328,7 +328,8 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let alice = try await server.register("alice@x.io")
-        #expect(try await server.raw("GET", "users/me?token=\(alice.token)").status == 200)
+        // HTTP routes read the header only: a token in a URL ends up in proxies' and servers' logs.
+        #expect(try await server.raw("GET", "users/me?token=\(alice.token)").status == 401)
         #expect(try await server.raw("GET", "users/me?token=\(alice.token)", headers: ["Authorization": "Basic Zm9vOmJhcg=="]).status == 401)
         #expect(try await server.raw("GET", "users/me", headers: ["Authorization": "bearer \(alice.token)"]).status == 200)
         #expect(try await server.raw("GET", "users/me", headers: ["Authorization": "BEARER \(alice.token)"]).status == 200)

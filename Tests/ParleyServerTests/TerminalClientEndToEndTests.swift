@@ -10,7 +10,7 @@ import Testing
 /// `parley chat` as people use it: two real terminals (tmux) running the real binary against a
 /// real server, read back with `capture-pane`. The screens are saved under
 /// `.build/test-screens/` for a person to look at.
-@Suite(.serialized) struct TerminalClientEndToEndTests {
+@Suite(.serialized, .needs("tmux")) struct TerminalClientEndToEndTests {
     /// A tmux server of this test's own (its own socket), so nothing else's sessions are touched.
     struct Tmux {
         let socket = "parley-test-\(UUID().uuidString.prefix(8))"
@@ -78,6 +78,28 @@ import Testing
         let serverOption = server.map { " --server \($0.absoluteString)" } ?? ""
         // After the client ends: its exit status on the restored screen.
         return "\(binary) chat --profile \(profile)\(serverOption); echo \"chat exited $?\"; sleep 60"
+    }
+
+    /// A real `parley serve` with Ada and Bob registered, and Bob's direct conversation with Ada
+    /// holding his `firstMessage`. The caller stops the server.
+    struct AdaAndBob {
+        let server: ServeProcess
+        let ada: AuthResponse, bob: AuthResponse
+        let bobAPI: ParleyAPI
+        let direct: Conversation
+        var url: URL { server.url }
+
+        static func start(_ name: String, arguments: [String] = [], firstMessage: String) async throws -> AdaAndBob {
+            let server = try ServeProcess(name: name, arguments: arguments)
+            try await server.waitUntilReady()
+            let api = ParleyAPI(baseURL: server.url)
+            let ada = try await api.register(.init(organization: "acme", email: "ada@x.io", password: TestUser.password, displayName: "Ada"))
+            let bob = try await api.register(.init(organization: "acme", email: "bob@x.io", password: TestUser.password, displayName: "Bob"))
+            let bobAPI = ParleyAPI(baseURL: server.url, token: bob.token)
+            let direct = try await bobAPI.createConversation(.init(type: .direct, participantIds: [ada.user.id]))
+            _ = try await bobAPI.send(.init(clientMessageId: "first", text: firstMessage), to: direct.id)
+            return AdaAndBob(server: server, ada: ada, bob: bob, bobAPI: bobAPI, direct: direct)
+        }
     }
 
     static func count(_ text: String, in screen: String) -> Int { screen.components(separatedBy: text).count - 1 }

@@ -6,23 +6,16 @@ import Testing
 
 /// Pasting into the real `parley chat` in a real terminal (tmux, whose `paste-buffer -p`
 /// brackets the text only if the program turned bracketed paste on), against a real server.
-@Suite(.serialized) struct TerminalPasteEndToEndTests {
+@Suite(.serialized, .needs("tmux")) struct TerminalPasteEndToEndTests {
     typealias Tmux = TerminalClientEndToEndTests.Tmux
 
     /// The bug as a person hit it: three pasted lines, one starting with "/quit", used to go out
     /// as two messages and quit the client. Now the paste waits on the input line, Enter sends it
     /// as one message with its line breaks, and on exit the shell gets no paste markers.
     @Test(.heavy) func aPastedParagraphIsOneMessageAndRunsNoCommand() async throws {
-        let server = try ServeProcess(name: "terminal-paste")
-        defer { server.stop() }
-        try await server.waitUntilReady()
-        let url = server.url
-        let api = ParleyAPI(baseURL: url)
-        let ada = try await api.register(.init(organization: "acme", email: "ada@x.io", password: TestUser.password, displayName: "Ada"))
-        let bob = try await api.register(.init(organization: "acme", email: "bob@x.io", password: TestUser.password, displayName: "Bob"))
-        let bobAPI = ParleyAPI(baseURL: url, token: bob.token)
-        let direct = try await bobAPI.createConversation(.init(type: .direct, participantIds: [ada.user.id]))
-        _ = try await bobAPI.send(.init(clientMessageId: "b1", text: "paste me your notes"), to: direct.id)
+        let cast = try await TerminalClientEndToEndTests.AdaAndBob.start("terminal-paste", firstMessage: "paste me your notes")
+        defer { cast.server.stop() }
+        let (url, ada, bobAPI, direct) = (cast.url, cast.ada, cast.bobAPI, cast.direct)
         let tmux = Tmux()
         defer { tmux.kill() }
         let profile = try TerminalClientEndToEndTests.profile(for: ada, server: url)

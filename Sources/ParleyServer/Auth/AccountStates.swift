@@ -24,6 +24,11 @@ public final class AccountStates: Sendable {
         }
     }
 
+    /// Whether the user is known here to be deactivated (memory only: for checks on every frame).
+    public func isKnownInactive(_ userId: EntityID) -> Bool {
+        states.withLock { $0[userId].map { !$0.isActive } ?? false }
+    }
+
     /// Records a deactivation (from this node's route or another node's record).
     public func deactivated(_ userId: EntityID, organizationId: EntityID) {
         states.withLock { $0[userId] = UserState(organizationId: organizationId, isActive: false) }

@@ -11,15 +11,46 @@ public struct Identity: Sendable, Equatable {
     public var organizationId: EntityID
 }
 
+/// What a verified token says beyond who it stands for: which key signed it and until when it
+/// is valid. A WebSocket keeps it for as long as it is open, so the session ends when the
+/// token would no longer be accepted (expiry, a retired key).
+public struct TokenGrant: Sendable, Equatable {
+    /// Who the token stands for.
+    public var identity: Identity
+    /// The id of the signing key that verified it.
+    public var keyId: String
+    /// When it stops being valid.
+    public var expiresAt: Date
+}
+
 /// The claims of a Parley access token.
 struct AccessClaims: JWTPayload {
     var sub: SubjectClaim
     var org: String
     var iat: IssuedAtClaim
     var exp: ExpirationClaim
+    /// Set only on other kinds of token (a socket ticket): an access token has none.
+    var use: String?
 
     func verify(using algorithm: some JWTAlgorithm) async throws {
         try exp.verifyNotExpired()
+        guard use == nil else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "not an access token") }
+    }
+}
+
+/// The claims of a socket ticket: one WebSocket upgrade, within ``TokenService/ticketLifetime``,
+/// for the session of the access token it was asked with (`sexp`: that token's expiry).
+struct TicketClaims: JWTPayload {
+    var sub: SubjectClaim
+    var org: String
+    var exp: ExpirationClaim
+    var jti: IDClaim
+    var use: String
+    var sexp: Double
+
+    func verify(using algorithm: some JWTAlgorithm) async throws {
+        try exp.verifyNotExpired()
+        guard use == TokenService.ticketUse else { throw JWTError.claimVerificationFailure(failedClaim: nil, reason: "not a ticket") }
     }
 }
 
@@ -35,13 +66,18 @@ struct AccessClaims: JWTPayload {
 public final class TokenService: Sendable {
     /// How long a token is valid.
     public let lifetime: Duration
-    /// How often the keys are read again from the store.
-    public static let refreshInterval: Duration = .seconds(60)
+    /// How often the keys are read again from the store: a key retired on any node (or by
+    /// `parley keys retire` on the database) stops verifying tokens, and ends the WebSockets
+    /// opened with them, on every node within about this time.
+    public static let refreshInterval: Duration = .seconds(5)
     private static let missReloadInterval: Duration = .seconds(1)
 
     private struct Ring {
         var collection: JWTKeyCollection
         var signingKid: String
+        /// The live keys' ids, and the one that checks tokens without a `kid` (the oldest).
+        var liveKids: Set<String>
+        var defaultKid: String
         var loadedAt: ContinuousClock.Instant
         var lastMissReload: ContinuousClock.Instant?
         var refreshing = false
@@ -82,23 +118,79 @@ public final class TokenService: Sendable {
     /// The identity a token stands for; `unauthorized` when it is forged, malformed, expired
     /// or signed with a key that is unknown or retired.
     public func verify(_ token: String) async throws -> Identity {
+        try await grant(for: token).identity
+    }
+
+    /// The identity a token stands for with the key that verified it and its expiry (for a
+    /// WebSocket, which must end when the token would be refused); `unauthorized` as ``verify(_:)``.
+    public func grant(for token: String) async throws -> TokenGrant {
         guard token.utf8.count < 4096 else { throw APIError.unauthorized }
         refreshIfStale()
         // The ring holds live keys only: a token of a retired or unknown key fails here (its
         // kid finds no key, and the default key's signature does not match).
-        if let identity = await identity(from: token) { return identity }
+        if let grant = await grant(from: token) { return grant }
         // Perhaps signed with a key another node has just added: read the keys (at most once a
         // second), then try once more.
-        guard await reloadAfterMiss(), let identity = await identity(from: token) else { throw APIError.unauthorized }
-        return identity
+        guard await reloadAfterMiss(), let grant = await grant(from: token) else { throw APIError.unauthorized }
+        return grant
     }
 
-    private func identity(from token: String) async -> Identity? {
-        let collection = ring.withLock { $0.collection }
+    private func grant(from token: String) async -> TokenGrant? {
+        let (collection, defaultKid) = ring.withLock { ($0.collection, $0.defaultKid) }
         guard let claims = try? await collection.verify(token, as: AccessClaims.self),
             let userId = EntityID(claims.sub.value), let organizationId = EntityID(claims.org)
         else { return nil }
-        return Identity(userId: userId, organizationId: organizationId)
+        return TokenGrant(
+            identity: Identity(userId: userId, organizationId: organizationId),
+            keyId: Self.keyId(of: token) ?? defaultKid, expiresAt: claims.exp.value)
+    }
+
+    /// How long a socket ticket may wait for its upgrade.
+    public static let ticketLifetime: TimeInterval = 30
+    static let ticketUse = "ws"
+    private let usedTickets = Mutex<[String: Date]>([:])
+
+    /// A ticket for one WebSocket upgrade (`/ws?ticket=`) standing for `grant`'s session: a
+    /// browser cannot put its token in a header there, and a URL ends up in logs, so the URL
+    /// carries this instead; it is valid for ``ticketLifetime`` and once (on this node), and the
+    /// socket it opens ends when the access token would have.
+    public func ticket(for grant: TokenGrant, now: Date = Date()) async throws -> (ticket: String, expiresAt: Date) {
+        refreshIfStale()
+        let expiresAt = now.addingTimeInterval(Self.ticketLifetime)
+        let claims = TicketClaims(
+            sub: .init(value: grant.identity.userId.description), org: grant.identity.organizationId.description,
+            exp: .init(value: expiresAt), jti: .init(value: "\(EntityID())"), use: Self.ticketUse,
+            sexp: grant.expiresAt.timeIntervalSince1970)
+        let (collection, kid) = ring.withLock { ($0.collection, $0.signingKid) }
+        return (try await collection.sign(claims, kid: JWKIdentifier(string: kid)), expiresAt)
+    }
+
+    /// The session a ticket stands for, used up by this call unless `consuming` is false (the
+    /// upgrade's check before the socket opens); `unauthorized` when it is forged, expired,
+    /// already used here, or its key or session has ended.
+    public func redeem(ticket: String, consuming: Bool = true, now: Date = Date()) async throws -> TokenGrant {
+        guard ticket.utf8.count < 4096 else { throw APIError.unauthorized }
+        refreshIfStale()
+        let (collection, defaultKid) = ring.withLock { ($0.collection, $0.defaultKid) }
+        guard let claims = try? await collection.verify(ticket, as: TicketClaims.self),
+            let userId = EntityID(claims.sub.value), let organizationId = EntityID(claims.org)
+        else { throw APIError.unauthorized }
+        let fresh = usedTickets.withLock { used -> Bool in
+            used = used.filter { $0.value > now }
+            guard used[claims.jti.value] == nil else { return false }
+            if consuming { used[claims.jti.value] = claims.exp.value }
+            return true
+        }
+        let expiresAt = Date(timeIntervalSince1970: claims.sexp)
+        guard fresh, expiresAt > now else { throw APIError.unauthorized }
+        return TokenGrant(
+            identity: Identity(userId: userId, organizationId: organizationId), keyId: Self.keyId(of: ticket) ?? defaultKid,
+            expiresAt: expiresAt)
+    }
+
+    /// Whether tokens signed with this key are still accepted (false once it is retired here).
+    public func isLive(keyId: String) -> Bool {
+        ring.withLock { $0.liveKids.contains(keyId) }
     }
 
     /// Reads the keys from the store now (rotation tools and tests call this; requests do it
@@ -127,8 +219,10 @@ public final class TokenService: Sendable {
         return (try? await reloadKeys()) != nil
     }
 
-    /// Starts a background read of the keys when the last one is older than the interval.
-    private func refreshIfStale() {
+    /// Starts a background read of the keys when the last one is older than the interval (each
+    /// request does; so does the gateway's session sweep, so retirements are seen when no
+    /// request comes).
+    func refreshIfStale() {
         guard reload != nil else { return }
         let start = ring.withLock { ring -> Bool in
             guard !ring.refreshing, ContinuousClock.now - ring.loadedAt >= Self.refreshInterval else { return false }
@@ -153,7 +247,8 @@ public final class TokenService: Sendable {
             guard key.secret.count >= 32 else { throw APIError(.internal, "A signing key must be at least 32 bytes long") }
             await collection.add(hmac: HMACKey(from: key.secret), digestAlgorithm: .sha256, kid: JWKIdentifier(string: key.kid))
         }
-        return Ring(collection: collection, signingKid: newest.kid, loadedAt: .now)
+        return Ring(
+            collection: collection, signingKid: newest.kid, liveKids: Set(live.map(\.kid)), defaultKid: oldest.kid, loadedAt: .now)
     }
 
     /// The `kid` of a token's header, if it has one (tools and tests; verification lets JWTKit

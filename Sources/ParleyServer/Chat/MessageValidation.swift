@@ -93,6 +93,9 @@ enum MessageValidation {
         guard !trimmed.isEmpty, trimmed.count <= Limits.maxConversationNameCharacters, !Limits.containsNul(trimmed) else {
             throw APIError.invalid("name must be 1–\(Limits.maxConversationNameCharacters) characters")
         }
+        guard !Limits.containsUnsafeCharacters(trimmed) else {
+            throw APIError.invalid("name must not contain control characters or bidirectional overrides")
+        }
         return trimmed
     }
 }

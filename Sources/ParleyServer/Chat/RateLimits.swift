@@ -45,7 +45,7 @@ public struct RateLimit: Sendable, Equatable {
 public struct RateLimitSettings: Sendable, Equatable {
     /// `false` turns every limit off (benchmarks).
     public var enabled = true
-    /// Failed logins per account (nil: no limit).
+    /// Failed logins per account from one client address (nil: no limit).
     public var loginFailuresPerAccount: RateLimit? = .count(10, per: 60)
     /// Failed logins per client address (nil: no limit).
     public var loginFailuresPerAddress: RateLimit? = .count(30, per: 60)

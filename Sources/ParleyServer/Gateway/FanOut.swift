@@ -22,16 +22,29 @@ public final class LiveConnection: Sendable {
         var finished = false
     }
 
+    /// How long a connection the server decided to close may stay open after its close frame
+    /// was queued: a client that never answers the close (or never reads) is cut off then.
+    public static let closeGrace: TimeAmount = .seconds(3)
+
     let id: Int
     let identity: Identity
+    /// What the token it was opened with allows (nil in tests that build connections by hand):
+    /// the session ends when the token would be refused.
+    let grant: TokenGrant?
     private let state = Mutex(State())
     private let outbound: WebSocketOutboundWriter
+    private let channel: (any Channel)?
 
     /// A connection whose queue starts with `first` (its `hello`): nothing can be queued before it.
-    init(id: Int, identity: Identity, outbound: WebSocketOutboundWriter, first: ByteBuffer? = nil) {
+    init(
+        id: Int, identity: Identity, grant: TokenGrant? = nil, outbound: WebSocketOutboundWriter, channel: (any Channel)? = nil,
+        first: ByteBuffer? = nil
+    ) {
         self.id = id
         self.identity = identity
+        self.grant = grant
         self.outbound = outbound
+        self.channel = channel
         if let first {
             state.withLock { state in
                 state.queue.append(first)
@@ -61,16 +74,24 @@ public final class LiveConnection: Sendable {
     }
 
     /// Sends what is queued, then closes with this code (the first close asked for wins).
+    /// From then on nothing more is queued, the gateway handles no further command of it, and
+    /// its channel is closed after ``closeGrace`` whatever the client does.
     func close(_ code: WebSocketErrorCode, reason: String) {
-        let startWriter = state.withLock { state -> Bool in
-            guard state.close == nil, !state.finished else { return false }
+        let (first, startWriter) = state.withLock { state -> (Bool, Bool) in
+            guard state.close == nil, !state.finished else { return (false, false) }
             state.close = (code, reason)
-            guard !state.writing else { return false }
+            guard !state.writing else { return (true, false) }
             state.writing = true
-            return true
+            return (true, true)
         }
         if startWriter { Task { await self.write() } }
+        if first, let channel {
+            channel.eventLoop.scheduleTask(in: Self.closeGrace) { channel.close(promise: nil) }
+        }
     }
+
+    /// Whether the server has decided to close this connection (it then takes no more commands).
+    var isClosing: Bool { state.withLock { $0.close != nil } }
 
     /// The close code and reason, if the server decided to close.
     var requestedClose: (code: WebSocketErrorCode, reason: String)? { state.withLock { $0.close } }
@@ -172,10 +193,13 @@ public final class FanOut: Sendable {
     ///
     /// The connection is created with `hello` already queued before any delivery can find it,
     /// so no event (another user's presence, a message) can reach the socket ahead of it.
-    func register(_ identity: Identity, outbound: WebSocketOutboundWriter, hello: ByteBuffer) -> (connection: LiveConnection, isFirst: Bool) {
+    func register(
+        _ identity: Identity, grant: TokenGrant? = nil, outbound: WebSocketOutboundWriter, channel: (any Channel)? = nil, hello: ByteBuffer
+    ) -> (connection: LiveConnection, isFirst: Bool) {
         table.state.withLock { state in
             state.nextId += 1
-            let connection = LiveConnection(id: state.nextId, identity: identity, outbound: outbound, first: hello)
+            let connection = LiveConnection(
+                id: state.nextId, identity: identity, grant: grant, outbound: outbound, channel: channel, first: hello)
             let isFirst = state.byUser[identity.userId]?.isEmpty ?? true
             state.byUser[identity.userId, default: [:]][connection.id] = connection
             return (connection, isFirst)
@@ -307,6 +331,20 @@ public final class FanOut: Sendable {
     public func closeConnections(of userId: EntityID, code: Int, reason: String) {
         let connections = table.state.withLock { $0.byUser[userId].map { Array($0.values) } ?? [] }
         for connection in connections { connection.close(WebSocketErrorCode(codeNumber: code), reason: reason) }
+    }
+
+    /// Closes each connection whose session `end` says is over (with its reason), and returns
+    /// how many it closed. Called by the session sweep.
+    @discardableResult
+    func closeEndedSessions(code: Int, _ end: (TokenGrant) -> String?) -> Int {
+        let all = table.state.withLock { $0.byUser.values.flatMap(\.values) }
+        var closed = 0
+        for connection in all where !connection.isClosing {
+            guard let grant = connection.grant, let reason = end(grant) else { continue }
+            connection.close(WebSocketErrorCode(codeNumber: code), reason: reason)
+            closed += 1
+        }
+        return closed
     }
 
     /// Closes every connection (server shutdown: "going away", so clients reconnect elsewhere).

@@ -3,6 +3,7 @@ import Hummingbird
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import NIOWebSocket
 import ParleyProtocol
 
 /// The WebSocket endpoint: `hello`, commands with exactly one reply each, and event delivery.
@@ -25,22 +26,26 @@ struct Gateway: Sendable {
     let health: StoreHealth?
     /// Largest WebSocket message read at all; bigger ones close the connection (1009).
     static let transportLimit = 1 << 20
+    /// The close code of a session that ended because its token would be refused now (account
+    /// deactivated, token expired, signing key retired): the client must sign in or renew.
+    static let sessionEndedCloseCode = MembershipService.deactivatedCloseCode
     /// Sends of one connection waiting for their commit at once; the reader waits beyond it.
     static let maxPipelinedSends = 64
 
     func serve(
         inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, request: Request, channel: any Channel, logger: Logger
     ) async {
-        let identity: Identity
+        let grant: TokenGrant
         let user: User
         do {
-            identity = try await authenticator.identity(for: request)
-            guard let found = try await store.user(id: identity.userId) else { throw APIError.unauthorized }
+            grant = try await authenticator.grant(for: request, allowingQueryToken: true)
+            guard let found = try await store.user(id: grant.identity.userId) else { throw APIError.unauthorized }
             user = found
         } catch {
             try? await outbound.close(.policyViolation, reason: "unauthorized")
             return
         }
+        let identity = grant.identity
         var me = user
         me.isOnline = true
         me.lastSeenAt = nil
@@ -50,7 +55,8 @@ struct Gateway: Sendable {
             return
         }
         // `hello` is queued inside registration: nothing fanned out can overtake it.
-        let (connection, isFirst) = fanOut.register(identity, outbound: outbound, hello: ByteBuffer(bytes: helloFrame))
+        let (connection, isFirst) = fanOut.register(
+            identity, grant: grant, outbound: outbound, channel: channel, hello: ByteBuffer(bytes: helloFrame))
         if isFirst { await signals.cameOnline(identity) }
         var logger = logger
         logger[metadataKey: "userId"] = "\(identity.userId)"
@@ -69,6 +75,14 @@ struct Gateway: Sendable {
         let decoder = WireCoding.makeDecoder()
         do {
             for try await message in inbound.messages(maxSize: Self.transportLimit) {
+                // Authorization is checked where it is used: a connection the server decided to
+                // close, or whose token would now be refused (expired, key retired, account
+                // deactivated), handles nothing more, whatever the client sends.
+                guard !connection.isClosing else { break }
+                if let reason = authenticator.endOfSession(grant, now: Date()) {
+                    connection.close(WebSocketErrorCode(codeNumber: Self.sessionEndedCloseCode), reason: reason)
+                    break
+                }
                 await handle(message, on: connection, window: window, decoder: decoder, logger: logger)
             }
         } catch {

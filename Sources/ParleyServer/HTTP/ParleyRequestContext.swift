@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import NIOCore
 import HummingbirdWebSocket
@@ -11,7 +12,9 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
     /// The handler reference a WebSocket upgrade sets.
     public let webSocket: WebSocketHandlerReference<Self>
     /// Set by ``AuthMiddleware`` on authenticated routes.
-    public var identity: Identity?
+    public var identity: Identity? { grant?.identity }
+    /// The verified token of an authenticated route: who, which key, until when.
+    public var grant: TokenGrant?
     /// The client's IP address (per-address rate limits): the peer's, or the one a trusted
     /// proxy forwarded (``ClientAddressMiddleware``).
     public internal(set) var clientAddress: String?
@@ -33,27 +36,55 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
     }
 }
 
-/// Reads the bearer token (header, or `?token=` for WebSocket clients that cannot set headers),
-/// verifies it, and checks the user still exists.
+/// Reads the bearer token (the `Authorization` header; `?token=` only where a WebSocket client
+/// cannot set headers), verifies it, and checks the user still exists and is active.
 struct Authenticator: Sendable {
     let tokens: TokenService
     let accounts: AccountStates
 
+    /// The caller of an HTTP route: the `Authorization: Bearer` header only (a token in a URL
+    /// ends up in proxies' and servers' logs).
     func identity(for request: Request) async throws -> Identity {
+        try await grant(for: request, allowingQueryToken: false).identity
+    }
+
+    /// The caller and what their token allows: the header, or for a WebSocket upgrade
+    /// (`allowingQueryToken`) a one-use `?ticket=` (``TokenService/ticket(for:now:)``) or
+    /// `?token=`, since browsers' WebSocket API cannot set headers.
+    /// The upgrade's first check leaves a ticket unused (`consumingTicket` false); the socket,
+    /// once open, uses it up.
+    func grant(for request: Request, allowingQueryToken: Bool, consumingTicket: Bool = true) async throws -> TokenGrant {
         var token: String?
         if let header = request.headers[.authorization] {
             let parts = header.split(separator: " ", maxSplits: 1)
             if parts.count == 2, parts[0].lowercased() == "bearer" { token = String(parts[1]) }
-        } else {
+        } else if allowingQueryToken {
+            if let ticket = request.uri.queryParameters.get("ticket") {
+                return try await checked(try await tokens.redeem(ticket: String(ticket), consuming: consumingTicket))
+            }
             token = request.uri.queryParameters.get("token")
         }
         guard let token, !token.isEmpty else { throw APIError.unauthorized }
-        let identity = try await tokens.verify(token)
+        return try await checked(try await tokens.grant(for: token))
+    }
+
+    /// `grant` if its user exists, is active and is of its organization.
+    private func checked(_ grant: TokenGrant) async throws -> TokenGrant {
         // From memory after the first request: a deactivated user is refused at once.
-        guard let state = try await accounts.state(of: identity.userId), state.isActive,
-            state.organizationId == identity.organizationId
+        guard let state = try await accounts.state(of: grant.identity.userId), state.isActive,
+            state.organizationId == grant.identity.organizationId
         else { throw APIError.unauthorized }
-        return identity
+        return grant
+    }
+
+    /// Why an open session must end now, or nil while its token would still be accepted: the
+    /// token expired, its signing key was retired, or the account was deactivated. Memory only
+    /// (no database, no signature): checked before every command of a WebSocket and by the sweep.
+    func endOfSession(_ grant: TokenGrant, now: Date) -> String? {
+        if accounts.isKnownInactive(grant.identity.userId) { return "account deactivated" }
+        if now >= grant.expiresAt { return "token expired" }
+        if !tokens.isLive(keyId: grant.keyId) { return "signed out: signing key retired" }
+        return nil
     }
 }
 
@@ -64,7 +95,7 @@ struct AuthMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var context = context
-        context.identity = try await authenticator.identity(for: request)
+        context.grant = try await authenticator.grant(for: request, allowingQueryToken: false)
         return try await next(request, context)
     }
 }

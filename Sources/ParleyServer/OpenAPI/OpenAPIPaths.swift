@@ -29,8 +29,11 @@ extension OpenAPIDocument {
                 "200": ["description": "The file, with a strict Content-Security-Policy"] as Schema,
             ], errors: [404]),
         ]) { first, _ in first },
-        "/api/v1/ws": ["get": op("operations", "The WebSocket (upgrade; the token as bearer or ?token=); frames in docs/protocol.md",
-                                 query: [query("token", S.string(), "The access token, for clients that cannot set headers")], [
+        "/api/v1/ws": ["get": op("operations", "The WebSocket (upgrade; the token as bearer, or ?ticket= from /auth/ticket, or ?token=); frames in docs/protocol.md",
+                                 query: [
+                                     query("ticket", S.string(), "A one-use ticket from POST /auth/ticket (browsers: keeps the token out of URLs)"),
+                                     query("token", S.string(), "The access token, for clients that cannot set headers"),
+                                 ], [
             "101": answer("Switching to the WebSocket protocol"),
         ], errors: [404])],
     ] }
@@ -42,6 +45,8 @@ extension OpenAPIDocument {
         "/api/v1/auth/login": ["post": op("auth", "Sign in", auth: false, body: jsonBody("LoginRequest"),
                                           ["200": answer("Signed in", "AuthResponse")], errors: [401, 429])],
         "/api/v1/auth/refresh": ["post": op("auth", "A fresh token for a valid one", ["200": answer("A new token", "AuthResponse")])],
+        "/api/v1/auth/ticket": ["post": op("auth", "A one-use ticket for opening the WebSocket as /ws?ticket= (30 s)",
+                                           ["200": answer("A ticket", "SocketTicket")])],
         "/api/v1/auth/logout": ["post": op("devices", "Unregister one push device, or all of the caller's",
                                            body: jsonBody("LogoutRequest", required: false), ["204": noContent])],
         "/api/v1/devices": ["post": op("devices", "Register a push device", body: jsonBody("RegisterDeviceRequest"), ["204": noContent])],

@@ -106,6 +106,7 @@ enum OpenAPISchemas {
         ], required: ["organization", "email", "password"]),
         "LogoutRequest": object(["deviceToken": string(min: 32, max: 200, pattern: "^[0-9a-fA-F]+$")]),
         "AuthResponse": object(["token": string(), "user": ref("User")], required: ["token", "user"]),
+        "SocketTicket": object(["ticket": string(), "expiresAt": ref("Timestamp")], required: ["ticket", "expiresAt"]),
         "UserResponse": object(["user": ref("User")], required: ["user"]),
         "UsersResponse": object(["users": array(ref("User"))], required: ["users"]),
         "UpdateUserRequest": object(["role": enumeration(["admin", "member"])], required: ["role"]),

@@ -100,13 +100,38 @@ struct AttachmentController: Sendable {
         return contentType
     }
 
-    /// A file name: 1–200 characters, no slashes.
+    /// A file name: 1–200 characters, no slashes, no control characters or bidirectional
+    /// overrides (which would disguise its extension).
     static func fileName(_ text: String?) throws -> String {
         let name = Limits.trimmed(text ?? "attachment")
-        guard (1...200).contains(name.count), !name.contains("/"), !Limits.containsNul(name) else {
-            throw APIError.invalid("name must be 1–200 characters without slashes")
+        guard (1...200).contains(name.count), !name.contains("/"), !name.contains("\\"), !Limits.containsUnsafeCharacters(name) else {
+            throw APIError.invalid("name must be 1–200 characters without slashes, control characters or bidirectional overrides")
         }
         return name
+    }
+
+    /// `Content-Disposition` for a download (RFC 6266): `filename` is an ASCII stand-in (other
+    /// characters, quotes and backslashes become "_") for old clients, `filename*` the name in
+    /// UTF-8 (RFC 8187). Controls and bidirectional overrides stored before names were checked
+    /// are neutralised in both, so "invoice\u{202E}gnp.exe" cannot pass for a picture.
+    static func contentDisposition(fileName: String) -> String {
+        let name = Limits.neutralized(fileName)
+        let fallback = String(String.UnicodeScalarView(name.unicodeScalars.map { scalar in
+            (0x20...0x7E).contains(scalar.value) && scalar != "\"" && scalar != "\\" ? scalar : "_"
+        }))
+        // attr-char of RFC 8187: ALPHA / DIGIT / "!#$&+-.^_`|~"; everything else percent-encoded.
+        var encoded = ""
+        for byte in name.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            case _ where "!#$&+-.^_`|~".utf8.contains(byte):
+                encoded.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                encoded += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+            }
+        }
+        return "attachment; filename=\"\(fallback)\"; filename*=UTF-8''\(encoded)"
     }
 
     @Sendable func download(_ request: Request, context: ParleyRequestContext) async throws -> Response {
@@ -119,7 +144,11 @@ struct AttachmentController: Sendable {
         var headers: HTTPFields = [
             .contentType: attachment.contentType, .acceptRanges: "bytes", .eTag: "\"\(attachment.sha256)\"",
             .cacheControl: "private, max-age=31536000, immutable",
-            .contentDisposition: "attachment; filename=\"\(attachment.name.replacingOccurrences(of: "\"", with: "'"))\"",
+            .contentDisposition: Self.contentDisposition(fileName: attachment.name),
+            // Never rendered as what it claims or seems to be: the browser saves it, a type it
+            // would guess from the bytes is not used, and were it opened anyway it runs nothing.
+            .xContentTypeOptions: "nosniff",
+            .contentSecurityPolicy: "default-src 'none'; sandbox",
         ]
         if let tags = request.headers[.ifNoneMatch], tags.split(separator: ",").contains(where: {
             let tag = $0.trimmingCharacters(in: .whitespaces)

@@ -18,6 +18,15 @@ struct AuthController: Sendable {
         group.post("auth/register", use: register)
         group.post("auth/login", use: login)
         authenticated.post("auth/refresh", use: refresh)
+        authenticated.post("auth/ticket", use: ticket)
+    }
+
+    /// A one-use ticket for opening the WebSocket (`/ws?ticket=`), so the access token never
+    /// goes into a URL (browsers cannot set headers on a WebSocket upgrade).
+    @Sendable func ticket(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        guard let grant = context.grant else { throw APIError.unauthorized }
+        let (ticket, expiresAt) = try await tokens.ticket(for: grant)
+        return try JSONResponse.make(SocketTicket(ticket: ticket, expiresAt: expiresAt))
     }
 
     /// A fresh token for a valid one (an active user's): clients renew before expiry.
@@ -31,10 +40,17 @@ struct AuthController: Sendable {
         var request = request
         let body = try await request.decodeJSON(RegisterRequest.self)
         let organization = try Self.organization(body.organization)
+        guard !Limits.containsUnsafeCharacters(organization) else {
+            throw APIError.invalid("organization must not contain control characters or bidirectional overrides")
+        }
         let email = try Self.email(body.email)
         let displayName = Limits.trimmed(body.displayName)
         guard !displayName.isEmpty, displayName.count <= Limits.maxDisplayNameCharacters, !Limits.containsNul(displayName) else {
             throw APIError.invalid("displayName must be 1–\(Limits.maxDisplayNameCharacters) characters")
+        }
+        // Shown to everyone in the organization, in browsers, terminals and notifications.
+        guard !Limits.containsUnsafeCharacters(displayName) else {
+            throw APIError.invalid("displayName must not contain control characters or bidirectional overrides")
         }
         guard Limits.passwordLength.contains(body.password.count) else {
             throw APIError.invalid(
@@ -59,9 +75,12 @@ struct AuthController: Sendable {
         let body = try await request.decodeJSON(LoginRequest.self)
         let failure = APIError(.unauthorized, "Invalid organization, email or password")
         // Throttled by failures: a right password after too many wrong ones waits too, so
-        // guessing cannot go on; each failure counts for the account and for the address.
-        let account = Limits.trimmed(body.organization).lowercased() + "/" + Limits.trimmed(body.email).lowercased()
+        // guessing cannot go on; each failure counts for the account as tried from this
+        // address, and for the address. Keyed by the pair, someone who knows an address cannot
+        // lock its owner out from everywhere else by failing on purpose.
         let address = RateLimiter.addressKey(context.clientAddress)
+        let account = (address ?? "local") + " " + Limits.trimmed(body.organization).lowercased() + "/"
+            + Limits.trimmed(body.email).lowercased()
         if let limits {
             let wait = [limits.check(.loginAccount, account), address.flatMap { limits.check(.loginAddress, $0) }].compactMap { $0 }.max()
             if let wait {
@@ -99,7 +118,7 @@ struct AuthController: Sendable {
         let parts = email.split(separator: "@", omittingEmptySubsequences: false)
         guard email.count <= 254, parts.count == 2, !parts[0].isEmpty, parts[1].contains("."),
             !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
-            !email.contains(where: { $0.isWhitespace || $0.isNewline }), !Limits.containsNul(email)
+            !email.contains(where: { $0.isWhitespace || $0.isNewline }), !Limits.containsUnsafeCharacters(email)
         else { throw APIError.invalid("email is not a valid address") }
         return email
     }

@@ -47,13 +47,31 @@ export class Socket {
     this.connect();
   }
 
-  connect() {
+  async connect() {
     clearTimeout(this.timer);
     const token = getToken();
-    if (!token || this.stopped) return;
+    if (!token || this.stopped || this.askingTicket) return;
     this.setState('connecting');
+    // The token never goes into the socket's URL (proxies and servers log URLs): a one-use
+    // ticket, asked for over HTTP with the token in a header, opens the socket instead.
+    let ticket;
+    this.askingTicket = true;
+    try {
+      const res = await fetch('/api/v1/auth/ticket', { method: 'POST', headers: { Authorization: `Bearer ${token}` } });
+      if (res.status === 401) { this.onAuthFailed(); return; }
+      if (!res.ok) throw new Error(`ticket: ${res.status}`);
+      ticket = (await res.json()).ticket;
+    } catch {
+      if (this.stopped) return;
+      this.setState('offline');
+      this.retryLater();
+      return;
+    } finally {
+      this.askingTicket = false;
+    }
+    if (this.stopped || (this.ws && this.ws.readyState <= 1)) return;
     const proto = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    const ws = new WebSocket(`${proto}//${location.host}/api/v1/ws?token=${encodeURIComponent(token)}`);
+    const ws = new WebSocket(`${proto}//${location.host}/api/v1/ws?ticket=${encodeURIComponent(ticket)}`);
     this.ws = ws;
     this.ready = false;
     ws.onmessage = (e) => this.handleFrame(e.data);
@@ -101,19 +119,26 @@ export class Socket {
     for (const [, p] of this.pending) { clearTimeout(p.timer); p.reject(new ApiError('disconnected', 'Connection lost')); }
     this.pending.clear();
     if (this.stopped) return;
-    if (e.code === 4001) { this.onAuthFailed(); return; }
     this.setState('offline');
-    if (!wasReady) {
+    // 4001: the session ended (account deactivated, key retired, or the token this socket was
+    // opened with expired after the client renewed it). Only the current token can tell.
+    if (!wasReady || e.code === 4001) {
       // The upgrade may have been refused for a bad token (401): ask over HTTP once.
       try {
         const res = await fetch('/api/v1/users/me', { headers: { Authorization: `Bearer ${getToken()}` } });
         if (res.status === 401) { this.onAuthFailed(); return; }
       } catch { /* server down: keep retrying */ }
     }
+    this.retryLater();
+  }
+
+  // Backoff with jitter: 0.5 s doubling to 30 s.
+  retryLater() {
     const base = Math.min(30000, 500 * 2 ** this.attempt);
     const delay = base / 2 + Math.random() * base / 2;
     this.attempt = Math.min(this.attempt + 1, 10);
     this.nextRetryAt = Date.now() + delay;
+    clearTimeout(this.timer);
     this.timer = setTimeout(() => this.connect(), delay);
   }
 
