@@ -66,8 +66,12 @@ public struct ChatScreen: Sendable, Equatable {
     public var masked = false
     /// The bottom line: a notice, an error, or the key hints.
     public var status: String?
-    /// Search results or help text shown in place of the chat.
-    public var overlay: [String]?
+    /// Search results or help text shown in place of the chat (a new one starts at its top).
+    public var overlay: [String]? {
+        didSet { overlayScroll = 0 }
+    }
+    /// How many of the overlay's wrapped lines are scrolled off its top (PgUp/PgDn).
+    public var overlayScroll = 0
     /// The heading above ``overlay``, if any.
     public var overlayTitle: String?
 
@@ -187,8 +191,8 @@ public struct ChatScreen: Sendable, Equatable {
         let available = height - 1 - typingRows
         let content: [String]
         if let overlay {
-            var text = overlayTitle.map { [Style.bold.apply(" " + TerminalText.sanitize($0))] } ?? []
-            text += overlay.map { " " + TerminalText.truncate(TerminalText.sanitize($0), to: width - 1) }
+            var text = overlayTitle.map { [Style.bold.apply(TerminalText.truncate(" " + TerminalText.sanitize($0), to: width))] } ?? []
+            text += Self.overlayWindow(overlay, scroll: overlayScroll, width: width, rows: available - text.count)
             content = Array(text.prefix(available))
         } else {
             let all = timelineLines(width: width)
@@ -378,5 +382,35 @@ public struct ChatScreen: Sendable, Equatable {
         let palette = [167, 172, 107, 73, 140, 175, 109, 137]
         let sum = name.unicodeScalars.reduce(0) { ($0 &* 31 &+ Int($1.value)) & 0xFFFF }
         return palette[sum % palette.count]
+    }
+}
+
+extension ChatScreen {
+    /// The overlay's lines wrapped to the pane (a long line goes on, indented, instead of being
+    /// cut off) and, when they need more than `rows`, the window `scroll` shows with a last line
+    /// saying where it is and that PgUp/PgDn move it.
+    static func overlayWindow(_ overlay: [String], scroll: Int, width: Int, rows: Int) -> [String] {
+        guard rows > 0, width > 4 else { return [] }
+        var wrapped: [String] = []
+        for line in overlay.map({ TerminalText.sanitize($0) }) {
+            // A line in two columns ("/dm EMAIL      a direct conversation") that does not fit
+            // becomes its first column, then the rest indented below it.
+            var pieces: [String]
+            if TerminalText.width(line) > width - 2, let gap = line.range(of: "   ") {
+                let rest = line[gap.upperBound...].trimmingCharacters(in: .whitespaces)
+                pieces = TerminalText.wrap(String(line[..<gap.lowerBound]), to: width - 2)
+                    + TerminalText.wrap(rest, to: width - 4).map { "  " + $0 }
+            } else {
+                pieces = TerminalText.wrap(line, to: width - 2)
+                pieces = pieces.prefix(1) + pieces.dropFirst().map { "  " + $0 }
+            }
+            wrapped += pieces.isEmpty ? [""] : pieces.map { " " + $0 }
+        }
+        guard wrapped.count > rows else { return wrapped }
+        guard rows > 1 else { return [Style.dim.apply(TerminalText.truncate(" PgDn: more", to: width))] }
+        let shown = rows - 1
+        let start = min(max(0, scroll), wrapped.count - shown)
+        let position = " \(start + 1)–\(start + shown)/\(wrapped.count) PgUp/PgDn"
+        return Array(wrapped[start..<start + shown]) + [Style.dim.apply(TerminalText.truncate(position, to: width))]
     }
 }

@@ -176,8 +176,9 @@ public final class TerminalChat {
             let users = Dictionary((directory?.users ?? []).map { ($0.id, $0) }, uniquingKeysWith: { $1 })
             screen.rows = list.rows.map { row in
                 let peer = row.conversation.type == .direct ? row.conversation.participantIds.first { $0 != me } : nil
+                // Titled now, not when the list was loaded: names that came since replace "Someone".
                 return ChatScreen.Row(
-                    id: row.id, title: row.title,
+                    id: row.id, title: ChatPresentation.title(row.conversation, me: me ?? EntityID(), names: names.lookup),
                     preview: ChatPresentation.preview(row.conversation, me: me ?? EntityID(), names: names.lookup),
                     unread: row.unreadCount, online: peer.map { users[$0]?.isOnline ?? false },
                     typing: typingByConversation[row.id] ?? nil)
@@ -189,7 +190,7 @@ public final class TerminalChat {
             screen.timeline = ChatPresentation.timeline(chat.messages, me: me, names: names.lookup)
             screen.typingLine = chat.typingLine
             if let row = list?.rows.first(where: { $0.id == chat.conversationId }) {
-                screen.chatTitle = row.title
+                screen.chatTitle = ChatPresentation.title(row.conversation, me: me, names: names.lookup)
                 let users = Dictionary((directory?.users ?? []).map { ($0.id, $0) }, uniquingKeysWith: { $1 })
                 screen.chatSubtitle = ChatPresentation.subtitle(row.conversation, me: me, users: users)
             }
@@ -264,6 +265,11 @@ public final class TerminalChat {
             } else {
                 screen.focus = .list
             }
+        case .pageUp where screen.overlay != nil:
+            screen.overlayScroll = max(0, screen.overlayScroll - 10)
+        case .pageDown where screen.overlay != nil:
+            // Bounded when drawn (the wrapped length depends on the width).
+            screen.overlayScroll = min(screen.overlayScroll + 10, (screen.overlay?.count ?? 0) * 4)
         case .pageUp:
             let (width, height) = device.size()
             if screen.pageUp(width: width, height: height), let chat, chat.canLoadOlder { await chat.loadOlder() }

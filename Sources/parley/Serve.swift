@@ -6,11 +6,21 @@ import ParleyServer
 /// `parley serve`: the server on its embedded SQLite store.
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the Parley server (SQLite in the data directory, or PostgreSQL with --database).")
+        abstract: "Run the Parley server (SQLite in the data directory, or PostgreSQL with --database).",
+        discussion: """
+            Every option can also be set by its environment variable; the option wins over the variable. \
+            The first start creates the data directory, the database and the key that signs access tokens \
+            (kept in the database; see `parley keys`).
+
+            Environment only: PARLEY_JWT_SECRET (at least 32 bytes) signs tokens with that one secret \
+            instead of the keys in the database. PARLEY_CLUSTER_HEARTBEAT_MS (default 2000) and \
+            PARLEY_CLUSTER_DEAD_AFTER_MS (default 10000): how often a node of a PostgreSQL cluster says \
+            it is alive, and how long the others wait before they count a silent node as dead.
+            """)
 
     @Option(help: "Address to listen on (env PARLEY_HOST; default 127.0.0.1).") var host: String?
     @Option(help: "Port to listen on (env PARLEY_PORT; default 8080).") var port: Int?
-    @Option(name: .customLong("data-dir"), help: "Database and secret folder (env PARLEY_DATA_DIR; default ./parley-data).")
+    @Option(name: .customLong("data-dir"), help: "Folder of the SQLite database (parley.sqlite) and, on SQLite, of uploaded files (attachments/); created on first start (env PARLEY_DATA_DIR; default ./parley-data).")
     var dataDirectory: String?
     @Option(
         name: .customLong("database"),
@@ -46,7 +56,7 @@ struct Serve: AsyncParsableCommand {
 
     @Option(name: .customLong("rate-limits"), help: "on, or off to turn every rate limit off, e.g. for benchmarks (env PARLEY_RATE_LIMITS; default on).")
     var rateLimits: String?
-    @Option(name: .customLong("login-limit"), help: "Failed logins per account, COUNT/SECONDS or off (env PARLEY_LOGIN_LIMIT; default 10/60).")
+    @Option(name: .customLong("login-limit"), help: "Failed logins per account from one address, COUNT/SECONDS or off (env PARLEY_LOGIN_LIMIT; default 10/60).")
     var loginLimit: String?
     @Option(name: .customLong("login-address-limit"), help: "Failed logins per client address (env PARLEY_LOGIN_ADDRESS_LIMIT; default 30/60).")
     var loginAddressLimit: String?
@@ -61,7 +71,7 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("upload-limit"), help: "Upload bytes per user (env PARLEY_UPLOAD_LIMIT; default 209715200/60: 200 MB a minute).")
     var uploadLimit: String?
 
-    @Flag(name: .customLong("open-organizations"), help: "Let anyone join an existing organization by its name, as v1 did (env PARLEY_OPEN_ORGANIZATIONS=1; demos and tests only).")
+    @Flag(name: .customLong("open-organizations"), help: "Let anyone join an existing organization by its name (env PARLEY_OPEN_ORGANIZATIONS=1; default off: joining needs an invite or an allowed email domain; demos and tests only).")
     var openOrganizations = false
 
     @Option(name: .customLong("attachments-dir"), help: "Keep uploaded files in this folder (env PARLEY_ATTACHMENTS_DIR; default <data-dir>/attachments on SQLite, the database itself on PostgreSQL; shared storage for several nodes).")
@@ -69,29 +79,29 @@ struct Serve: AsyncParsableCommand {
 
     @Option(name: .customLong("tls-cert"), help: "Serve HTTPS and WSS with this PEM certificate chain (env PARLEY_TLS_CERT; with --tls-key; reloaded on SIGHUP).")
     var tlsCertificate: String?
-    @Option(name: .customLong("tls-key"), help: "The certificate's PEM private key (env PARLEY_TLS_KEY).")
+    @Option(name: .customLong("tls-key"), help: "The certificate's PEM private key (env PARLEY_TLS_KEY; with --tls-cert; reloaded on SIGHUP).")
     var tlsKey: String?
-    @Option(name: .customLong("trusted-proxy"), help: "A reverse proxy (address or CIDR range, repeatable; env PARLEY_TRUSTED_PROXIES, comma-separated) whose X-Forwarded-For names the client for per-address limits.")
+    @Option(name: .customLong("trusted-proxy"), help: "A reverse proxy (address or CIDR range, repeatable; env PARLEY_TRUSTED_PROXIES, comma-separated) whose X-Forwarded-For names the client for per-address limits (default: none; the header is ignored).")
     var trustedProxies: [String] = []
 
     @Option(name: .customLong("web-root"), help: "Serve the web client from this folder, read again on every request, instead of the built-in files (env PARLEY_WEB_ROOT; for working on the client).")
     var webRoot: String?
-    @Flag(name: .customLong("no-web-client"), help: "Do not serve the web client at / (the API only).")
+    @Flag(name: .customLong("no-web-client"), help: "Serve the API only, without the web client at / (default: the web client is served at /).")
     var noWebClient = false
 
-    @Option(name: .customLong("node-id"), help: "This node's name in a PostgreSQL cluster (env PARLEY_NODE_ID; default random).")
+    @Option(name: .customLong("node-id"), help: "This node's name in a PostgreSQL cluster, letters, digits, - and _ (env PARLEY_NODE_ID; default node- and 8 random characters; unused on SQLite).")
     var nodeId: String?
 
-    @Option(name: .customLong("apns-key-file"), help: "APNs .p8 signing key; with key id, team id and topic turns push on (env PARLEY_APNS_KEY_FILE).")
+    @Option(name: .customLong("apns-key-file"), help: "APNs .p8 signing key; with key id, team id and topic turns push on (env PARLEY_APNS_KEY_FILE; default: push off).")
     var apnsKeyFile: String?
     @Option(name: .customLong("apns-key-id"), help: "The APNs key's id (env PARLEY_APNS_KEY_ID).") var apnsKeyId: String?
     @Option(name: .customLong("apns-team-id"), help: "The Apple developer team id (env PARLEY_APNS_TEAM_ID).") var apnsTeamId: String?
     @Option(name: .customLong("apns-topic"), help: "The app's bundle id (env PARLEY_APNS_TOPIC).") var apnsTopic: String?
-    @Option(name: .customLong("apns-sandbox-url"), help: "Override of the sandbox APNs host (env PARLEY_APNS_SANDBOX_URL).")
+    @Option(name: .customLong("apns-sandbox-url"), help: "The sandbox APNs server, an https:// URL, e.g. a test APNs (env PARLEY_APNS_SANDBOX_URL; default https://api.sandbox.push.apple.com).")
     var apnsSandboxURL: String?
-    @Option(name: .customLong("apns-production-url"), help: "Override of the production APNs host (env PARLEY_APNS_PRODUCTION_URL).")
+    @Option(name: .customLong("apns-production-url"), help: "The production APNs server, an https:// URL (env PARLEY_APNS_PRODUCTION_URL; default https://api.push.apple.com).")
     var apnsProductionURL: String?
-    @Option(name: .customLong("apns-ca-file"), help: "Extra PEM root to trust for the APNs host, for a test APNs (env PARLEY_APNS_CA_FILE).")
+    @Option(name: .customLong("apns-ca-file"), help: "Also trust the PEM root certificate in this file for the APNs server, for a test APNs (env PARLEY_APNS_CA_FILE).")
     var apnsCAFile: String?
 
     func run() async throws {
@@ -196,7 +206,7 @@ struct Serve: AsyncParsableCommand {
         do {
             try await app.run()
         } catch {
-            throw fail("server stopped: \(error)")
+            throw fail("server stopped: \(ServeFailure.describe(error, host: configuration.host, port: configuration.port))")
         }
         logger.info("Parley stopped")
     }

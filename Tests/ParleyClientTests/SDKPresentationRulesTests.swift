@@ -365,4 +365,25 @@ import Testing
         #expect(ChatPresentation.subtitle(solo, me: world.me, users: [:]) == "250 members")
         #expect(ChatPresentation.subtitle(world.conversation(lastSeq: 0), me: world.me, users: [:]) == "")
     }
+
+    /// A title is worked out when shown: a direct chat listed before the directory arrived
+    /// (a first sign-in) says "Someone" only until the name is known, then the name.
+    @Test func aConversationTitleFollowsNamesThatArriveLater() {
+        let me = EntityID(), bob = EntityID(), carol = EntityID()
+        let direct = Conversation(
+            id: EntityID(), type: .direct, participantIds: [me, bob], createdAt: Date(), lastActivityAt: Date(), lastSeq: 0,
+            unreadCount: 0, readSeq: 0, members: [])
+        var known: [EntityID: String] = [:]
+        #expect(ChatPresentation.title(direct, me: me, names: { known[$0] }) == "Someone")
+        known[bob] = "Bob"
+        #expect(ChatPresentation.title(direct, me: me, names: { known[$0] }) == "Bob")
+        var group = direct
+        group.participantIds = [me, bob, carol]
+        #expect(ChatPresentation.title(group, me: me, names: { known[$0] }) == "Bob, Someone")
+        group.name = "Planning"
+        #expect(ChatPresentation.title(group, me: me, names: { known[$0] }) == "Planning")
+        group.name = nil
+        group.participantIds = [me]
+        #expect(ChatPresentation.title(group, me: me, names: { known[$0] }) == "Just you")
+    }
 }

@@ -414,13 +414,18 @@ import Testing
 
     /// Overlays (help, search results) are cut to the pane; a long title is cut where it
     /// reaches the edge, never skipping to a character further on.
-    @Test func overlaysAreCutToThePane() {
+    @Test func overlaysAreWrappedToThePane() {
         var screen = Self.chat([])
         screen.overlayTitle = String(repeating: "a", count: 18) + "日z"
         screen.overlay = ChatCommand.helpLines
         let text = screen.render(width: 20, height: 30).map(ChatScreen.stripStyles)
-        #expect(text[2] == " " + String(repeating: "a", count: 18) + " ")
-        #expect(text[3] == " /dm EMAIL         …")
+        // The title is cut (and says so); the lines are wrapped, not cut: what does not fit on
+        // one goes on, indented, and PgUp/PgDn reach what does not fit on the screen.
+        #expect(text[2] == " " + String(repeating: "a", count: 18) + "…")
+        #expect(text[3] == " /dm EMAIL" + String(repeating: " ", count: 10))
+        let joined = text.joined(separator: " ")
+        #expect(joined.contains("a direct") && joined.contains("conversation"), "\(text)")
+        #expect(joined.contains("PgUp/PgDn"), "\(text)")
         #expect(text.allSatisfy { TerminalText.width($0) == 20 })
     }
 

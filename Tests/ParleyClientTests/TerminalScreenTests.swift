@@ -232,4 +232,30 @@ import Testing
         narrow.focus = .list
         #expect(narrow.render(width: 50, height: 20).map(ChatScreen.stripStyles).joined().contains("Conversations"))
     }
+
+    /// /help at 100 columns (the chat pane beside the list is narrower than its lines) and in a
+    /// short window: nothing is cut off, long lines go on indented, and PgDn shows the rest.
+    @Test(arguments: [(100, 30), (60, 12), (40, 10)])
+    func helpIsWrappedNotCutAndScrollsWhenTooLong(width: Int, height: Int) {
+        var screen = Self.screen()
+        screen.focus = .input
+        screen.overlayTitle = "Commands (Esc closes)"
+        screen.overlay = ChatCommand.helpLines
+        var seen = ""
+        for _ in 0..<20 {
+            let lines = screen.render(width: width, height: height).map(ChatScreen.stripStyles)
+            #expect(lines.count == height)
+            #expect(lines.allSatisfy { TerminalText.width($0) == width }, "every line fits exactly")
+            seen += lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+            guard lines.contains(where: { $0.contains("PgUp/PgDn") }) else { break }
+            screen.overlayScroll += 3
+        }
+        // Every word of every help line was on screen at some point: nothing was cut off.
+        let words = Set(ChatCommand.helpLines.joined(separator: " ").split(separator: " ").map(String.init))
+        let shown = Set(seen.split(separator: " ").map(String.init))
+        #expect(words.subtracting(shown).isEmpty, "cut off at \(width)x\(height): \(words.subtracting(shown).sorted())")
+        // A new overlay starts at its top.
+        screen.overlay = ["one"]
+        #expect(screen.overlayScroll == 0)
+    }
 }

@@ -270,14 +270,16 @@ import Testing
         await server.stop()
     }
 
-    /// `parley tail` prints each event as one line as it arrives, and exits 2 when the
-    /// connection ends.
-    @Test(.heavy) func tailPrintsEventsAsTheyArriveAndExitsTwoWhenTheServerGoes() async throws {
+    /// `parley tail` prints each event as one line as it arrives; when the server goes it says
+    /// so on stderr and reconnects like every other client, printing once what was sent while
+    /// it was away.
+    @Test(.heavy) func tailPrintsEventsAsTheyArriveAndReconnectsWhenTheServerComesBack() async throws {
         let cast = try await Cast.start()
         let tail = try RunningCLI(["tail", "--profile", cast.bob], environment: [:])
         defer { tail.stop() }
         try await tail.waitForOutput("Connected as Bob; waiting for events (Ctrl-C to stop)")
-        let api = cast.server.api(token: try cast.token(cast.alice))
+        let aliceToken = try cast.token(cast.alice)
+        let api = cast.server.api(token: aliceToken)
         let id = try #require(EntityID(cast.direct))
         let sent = try await api.send(SendMessageRequest(clientMessageId: "tail-1", text: "hello tail"), to: id)
         let prefix = "[\(cast.direct.prefix(8))] "
@@ -287,9 +289,44 @@ import Testing
         try await tail.waitForOutput(prefix + "updated #1 ")
         #expect(tail.output.contains(" Alice: hello tail, edited (edited)"), "\(tail.output)")
 
+        let (directory, port) = (cast.server.dataDirectory, cast.server.port)
         await cast.server.stop()
+        // Down long enough for tail's backoff to grow (0.5 s doubling): its next try comes after
+        // the message below is stored, so it is caught up, not received live.
+        try await waitFor("four tries", timeout: .seconds(60)) { tail.output.components(separatedBy: "parley tail: connection lost").count > 4 }
+        #expect(tail.child.isRunning, "tail keeps going:\n\(tail.output)")
+        let again = try await TestServer.start(dataDirectory: directory, port: port)
+        defer { Task { await again.stop() } }
+        let back = again.api(token: aliceToken)
+        _ = try await back.send(SendMessageRequest(clientMessageId: "tail-2", text: "while tail was away"), to: id)
+        do {
+            // #2 was the edit: every change takes the next seq.
+            try await tail.waitForOutput(prefix + "#3 ", timeout: .seconds(60))
+        } catch {
+            Issue.record("tail's output:\n\(tail.output)")
+            throw error
+        }
+        try await tail.waitForOutput("parley tail: reconnected")
+        _ = try await back.send(SendMessageRequest(clientMessageId: "tail-3", text: "after the reconnect"), to: id)
+        try await tail.waitForOutput(" Alice: after the reconnect\n")
+        for text in [" Alice: while tail was away\n", " Alice: after the reconnect\n", " Alice: hello tail\n"] {
+            #expect(tail.output.components(separatedBy: text).count == 2, "printed once: \(text)\n\(tail.output)")
+        }
+    }
+
+    /// A tail whose account is deactivated is told so and stops (exit 1), instead of retrying.
+    @Test func tailStopsWhenItsAccountIsDeactivated() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let admin = try await server.register("admin@x.io")
+        let bob = try await CLI.register("bob@x.io", name: "Bob", server: server.baseURL)
+        let tail = try RunningCLI(["tail", "--profile", bob], environment: [:])
+        defer { tail.stop() }
+        try await tail.waitForOutput("Connected as Bob")
+        let bobIdText = try #require((try CLI.session(bob)["user"] as? [String: Any])?["id"] as? String)
+        try await admin.api.deactivate(try #require(EntityID(bobIdText)))
         let status = try await tail.waitForExit()
-        #expect(status == 2, "\(tail.output)")
-        #expect(CLI.lines(tail.output).last?.hasPrefix("parley: ") == true, "\(tail.output)")
+        #expect(status == 1, "\(tail.output)")
+        #expect(tail.output.contains("signed out by the server"), "\(tail.output)")
     }
 }

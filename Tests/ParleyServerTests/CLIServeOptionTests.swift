@@ -1,4 +1,10 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 import ParleyBench
 import ParleyClient
 import ParleyTestSupport
@@ -97,5 +103,31 @@ import Testing
         let status = try await serve.waitForExit()
         #expect(status == 0, "\(serve.output)")
         #expect(serve.output.contains("Parley stopped"), "\(serve.output)")
+    }
+
+    /// What an operator reads: a load balancer's TCP probe or a TLS client that gives up logs no
+    /// error line, and a second server on a taken port says so in words, not errno 98.
+    @Test(.heavy) func probesLogNoErrorAndATakenPortIsSaidPlainly() async throws {
+        let port = try freeLoopbackPort()
+        let serve = try RunningCLI(["serve", "--port", "\(port)", "--data-dir", TestServer.temporaryDirectory()], environment: [
+            "PARLEY_BCRYPT_COST": "4", "PARLEY_DRAIN_SECONDS": "0",
+        ])
+        defer { serve.stop() }
+        try await serve.waitForOutput("Web client at", timeout: .seconds(60))
+        for opening: [UInt8] in [[], [0x16, 0x03, 0x01, 0x00], Array("GET / HT".utf8)] {
+            try await offPool {
+                let socket = try RawWebSocket.connectLoopback(port: port)
+                defer { Glibc.close(socket) }
+                if !opening.isEmpty { _ = opening.withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+            }
+        }
+        let second = try await CLI.run(["serve", "--port", "\(port)", "--data-dir", TestServer.temporaryDirectory()])
+        #expect(second.status != 0)
+        #expect(second.output.contains("127.0.0.1:\(port) is already in use") && !second.output.contains("errno"), "\(second.output)")
+        // The probes were handled (a real request after them is answered), then the log is read.
+        let health = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/health")!)
+        #expect((health.1 as? HTTPURLResponse)?.statusCode == 200)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(!serve.output.lowercased().contains(" error "), "no error line for probes:\n\(serve.output)")
     }
 }

@@ -11,7 +11,7 @@ import FoundationNetworking
 /// Attachments on a cluster: every node on one PostgreSQL serves every attachment (the bytes
 /// are chunks in the database, not files on the node that took the upload), with ranges,
 /// ETags and resumable uploads that change node half way.
-@Suite(.enabled(if: TestDatabase.serverURL != nil)) struct ClusterAttachmentTests {
+@Suite(.needsPostgres) struct ClusterAttachmentTests {
     /// Bytes that span several 256 KiB pieces and end inside one.
     static let big: Data = {
         var generator = SeededGenerator(seed: 21)

@@ -14,7 +14,7 @@ import FoundationNetworking
 /// the organization only); a node that joins late or restarts; the records a node receives
 /// (its own, malformed, repeated); and push, which must not buzz a user online on another
 /// node. Runs when PARLEY_TEST_POSTGRES_URL is set, like ClusterTests.
-@Suite(.enabled(if: TestDatabase.serverURL != nil)) struct ClusterRelayEventTests {
+@Suite(.needsPostgres) struct ClusterRelayEventTests {
     /// Another node on the database `url` names, listening before it returns.
     static func node(on url: String, configure: (inout ServerConfiguration) -> Void = { _ in }) async throws -> TestServer {
         let node = try await TestServer.start { configuration in

@@ -11,7 +11,7 @@ import FoundationNetworking
 /// Several nodes on one PostgreSQL act as one service: messages, typing, receipts and
 /// presence cross nodes through LISTEN/NOTIFY; a dead node's users expire; a node that may
 /// have missed notifications makes its clients resync. Runs when PARLEY_TEST_POSTGRES_URL is set.
-@Suite(.enabled(if: TestDatabase.serverURL != nil)) struct ClusterTests {
+@Suite(.needsPostgres) struct ClusterTests {
     static let secret = String(repeating: "cluster-secret-", count: 4)
 
     /// Fast heartbeats (a node expired by mistake rejoins within one), but a node is declared

@@ -244,7 +244,7 @@ import Testing
 
     /// Senders split across two nodes of one PostgreSQL, readers across both: each node puts
     /// its own commits and the other's notifications in one order.
-    @Test(.enabled(if: TestDatabase.serverURL != nil))
+    @Test(.needsPostgres)
     func sendersOnTwoNodesReachEveryReaderInSeqOrder() async throws {
         let (a, b) = try await ClusterTests.twoNodes()
         defer { Task { await b.stop(); await a.stop() } }

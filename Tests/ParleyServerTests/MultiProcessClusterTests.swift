@@ -11,7 +11,7 @@ import FoundationNetworking
 /// Two `parley serve` processes on one PostgreSQL, driven from outside: one is killed with
 /// SIGKILL mid-conversation; its users are expired and announced offline by the survivor, and
 /// a client that moves to the survivor ends with every message exactly once, in order.
-@Suite(.enabled(if: TestDatabase.serverURL != nil)) struct MultiProcessClusterTests {
+@Suite(.needsPostgres) struct MultiProcessClusterTests {
     typealias Node = ServeProcess
 
     @Test(.heavy) func aNodeKilledMidConversationLosesNothing() async throws {

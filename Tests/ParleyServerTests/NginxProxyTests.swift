@@ -12,7 +12,7 @@ import FoundationNetworking
 /// Parley behind a reverse proxy: the nginx configuration shipped in `deploy/nginx` runs for
 /// real (nginx from Debian's package, which `.ci/run` installs) in front of a real server, and
 /// `--trusted-proxy` decides whose `X-Forwarded-For` counts.
-@Suite struct NginxProxyTests {
+@Suite(.needs("nginx")) struct NginxProxyTests {
     static var nginx: String? {
         ["/usr/sbin/nginx", "/usr/bin/nginx", "/usr/local/sbin/nginx"].first { FileManager.default.isExecutableFile(atPath: $0) }
     }

@@ -171,7 +171,7 @@ import Testing
 
     /// On two nodes of one PostgreSQL: a deactivation on A closes the user's socket on B and
     /// B refuses the token.
-    @Test(.enabled(if: TestDatabase.serverURL != nil))
+    @Test(.needsPostgres)
     func deactivationReachesEveryNode() async throws {
         let a = try await TestServer.start(store: .postgres) { $0.openOrganizations = false }
         let url = try #require(a.database?.url)

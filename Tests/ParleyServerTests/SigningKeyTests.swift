@@ -115,7 +115,7 @@ import Testing
 
     /// Two nodes on one PostgreSQL, neither given PARLEY_JWT_SECRET: a token from one works on
     /// the other, and so does a key rotated on the database while both run.
-    @Test(.enabled(if: TestDatabase.serverURL != nil))
+    @Test(.needsPostgres)
     func nodesWithoutASharedSecretAcceptEachOthersTokens() async throws {
         let a = try await TestServer.start(store: .postgres)
         let url = try #require(a.database?.url)

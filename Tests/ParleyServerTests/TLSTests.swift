@@ -119,7 +119,7 @@ import FoundationNetworking
     /// itself (its "protocol version" alert, number 70, proves the old version was offered and
     /// turned down, not that the client gave up), while 1.2 and 1.3 handshake. OpenSSL's
     /// command-line client, at security level 0 so that it does offer the old versions.
-    @Test(.heavy) func onlyTLS12AndNewerAreAccepted() async throws {
+    @Test(.heavy, .needs("openssl")) func onlyTLS12AndNewerAreAccepted() async throws {
         let openssl = try #require(
             ["/usr/bin/openssl", "/usr/local/bin/openssl"].first { FileManager.default.isExecutableFile(atPath: $0) },
             "openssl is not installed (.ci/run installs it)")

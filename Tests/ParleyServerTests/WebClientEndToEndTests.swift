@@ -10,7 +10,7 @@ import Testing
 /// The web client served by `parley serve`, used by two people in two headless Chromium
 /// contexts through a real server (killed and restarted for the offline outbox), and a third
 /// person in `parley chat` in a terminal. Screenshots go to `.build/test-screens/`.
-@Suite(.serialized) struct WebClientEndToEndTests {
+@Suite(.serialized, .needs("chromium"), .needs("tmux")) struct WebClientEndToEndTests {
     static let screens: String = {
         let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent(".build/test-screens").path
@@ -67,7 +67,7 @@ import Testing
             try await ada.fill("#auth-password", "wrongpass1")
             try await ada.click("#auth-login")
             try await ada.waitFor("document.querySelector('#auth-error').textContent.length > 0", "the error")
-            try await Self.register(ada, url, organization: "Acme", email: "ada@acme.io", name: "Ada <b>Lovelace</b>")
+            try await Self.register(ada, url, organization: "Acme", email: "ada@acme.io", name: "Ada Lovelace")
             try await Self.register(bob, url, organization: "acme", email: "bob@acme.io", name: "Bob")
 
             // Ada opens a direct chat and writes something that looks like HTML.
@@ -81,7 +81,7 @@ import Testing
             let row = "#conversation-list [data-conversation-id=\"\(direct)\"]"
             try await bob.waitFor("document.querySelector('\(row) .unread')?.textContent === '1'", "Bob's unread badge")
             try await bob.waitFor("document.querySelector('\(row) .presence')?.classList.contains('online')", "Ada online")
-            try await bob.waitFor("document.querySelector('\(row) .name').textContent === 'Ada <b>Lovelace</b>'", "the name as text")
+            try await bob.waitFor("document.querySelector('\(row) .name').textContent === 'Ada Lovelace'", "the name")
             try await ada.waitFor("\(Self.messages(hostile))[0]?.dataset.status === 'delivered'", "delivered")
 
             // Bob opens it: read on Ada's side; nothing of the text became HTML.
@@ -111,9 +111,16 @@ import Testing
             try await bob.eval("\(Self.messages("oops, wrong chat"))[0].querySelector('.action-delete').click(), true")
             try await ada.waitFor("\(Self.messages("oops, wrong chat")).length === 0 && document.querySelector('#messages .text.deleted')", "the delete")
 
-            // An image and a file, with upload progress, shown on both sides.
+            // An image and a file, with upload progress, shown on both sides. The picture is
+            // drawn for the occasion (a sky over a hill), not a screenshot of the app itself.
             let image = Self.screens + "/web-upload-source.png"
-            try await ada.screenshot(image)
+            let painter = try await browser.newPage("picture", width: 480, height: 300)
+            let picture = "<body style='margin:0;height:100vh;background:"
+                + "radial-gradient(circle at 75% 28%, #ffe082 0 9%, transparent 10%),"
+                + "radial-gradient(ellipse at 30% 120%, #66bb6a 0 55%, transparent 56%),"
+                + "linear-gradient(#90caf9, #e3f2fd 70%, #a5d6a7 70%)'>"
+            try await painter.goto("data:text/html," + picture.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+            try await painter.screenshot(image)
             let notes = TestServer.temporaryDirectory() + "/meeting-notes.txt"
             try "some notes\n".write(toFile: notes, atomically: true, encoding: .utf8)
             try await ada.setFiles("#attach-input", [image])
@@ -138,6 +145,18 @@ import Testing
             try await bob.screenshot(Self.screens + "/web-chat-phone.png")
             try await bob.click("#back")
             try await bob.screenshot(Self.screens + "/web-list-phone.png")
+            // A name that looks like HTML is shown as the text it is, in the list and the chat.
+            let api = ParleyAPI(baseURL: url)
+            let mallory = try await api.register(.init(
+                organization: "acme", email: "mallory@acme.io", password: TestUser.password, displayName: "Mallory <b>x</b><img src=x onerror=alert(1)>"))
+            let malloryAPI = ParleyAPI(baseURL: url, token: mallory.token)
+            let bobId = try #require(try await malloryAPI.users(matching: "bob@acme.io").first?.id)
+            let pest = try await malloryAPI.createConversation(.init(type: .direct, participantIds: [bobId]))
+            _ = try await malloryAPI.send(.init(clientMessageId: "m1", text: "hi"), to: pest.id)
+            let pestRow = "#conversation-list [data-conversation-id=\"\(pest.id)\"]"
+            try await bob.waitFor(
+                "document.querySelector('\(pestRow) .name')?.textContent === 'Mallory <b>x</b><img src=x onerror=alert(1)>'", "the name as text")
+            #expect(try await bob.eval("document.querySelectorAll('#conversation-list b, #conversation-list img').length") as? Int == 0)
             try await bob.click(row)
             try await bob.viewport(width: 1280, height: 800)
 

@@ -12,7 +12,7 @@ public enum StoreKind: String, Sendable, CustomStringConvertible, CaseIterable {
 
     /// The kinds this run covers: `[.sqlite]`, plus `.postgres` when `PARLEY_TEST_POSTGRES_URL` is set.
     public static var available: [StoreKind] {
-        TestDatabase.serverURL == nil ? [.sqlite] : [.sqlite, .postgres]
+        TestDatabase.serverURL == nil && !TestTools.required ? [.sqlite] : [.sqlite, .postgres]
     }
 
     public var description: String { rawValue }

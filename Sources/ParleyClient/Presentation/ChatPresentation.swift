@@ -226,6 +226,15 @@ public enum ChatPresentation {
         return line.count > max ? String(line.prefix(max - 1)) + "…" : line
     }
 
+    /// A conversation's title: its name, else the other participants' names ("Someone" for one
+    /// not known yet), else "Just you". Worked out when shown, so a name that arrives after the
+    /// list (the directory loads after a first sign-in) replaces "Someone" at the next frame.
+    public static func title(_ conversation: Conversation, me: EntityID, names: (EntityID) -> String?) -> String {
+        if let name = conversation.name { return name }
+        let others = conversation.participantIds.filter { $0 != me }.map { names($0) ?? "Someone" }
+        return others.isEmpty ? "Just you" : others.joined(separator: ", ")
+    }
+
     /// A conversation list row's preview: "You: hi", "Ada: hello", "📎 file", "No messages yet".
     public static func preview(_ conversation: Conversation, me: EntityID, names: (EntityID) -> String?) -> String {
         guard let last = conversation.lastMessage else { return "No messages yet" }

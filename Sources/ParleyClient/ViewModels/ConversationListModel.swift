@@ -140,9 +140,7 @@ public final class ConversationListModel {
             }
         }
         rows = conversations.map { conversation in
-            let title = conversation.name ?? conversation.participantIds.filter { $0 != me }
-                .map { names($0) ?? "Someone" }.joined(separator: ", ")
-            return ConversationRow(conversation: conversation, title: title.isEmpty ? "Just you" : title)
+            ConversationRow(conversation: conversation, title: ChatPresentation.title(conversation, me: me, names: names))
         }
     }
 }

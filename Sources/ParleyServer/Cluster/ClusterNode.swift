@@ -54,7 +54,8 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
         self.logger = logger
         var postgres = configuration.postgres
         postgres.options.maximumConnections = max(postgres.options.maximumConnections, 4)
-        let client = PostgresClient(configuration: postgres, backgroundLogger: logger)
+        let client = PostgresClient(
+            configuration: postgres, backgroundLogger: QuietedLogMessages.quieting([QuietedLogMessages.leaseBeforeRun], in: logger))
         self.client = client
         poolRunner = Task { await client.run() }
         (wake, wakeSink) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))

@@ -99,7 +99,10 @@ struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
     }
 
     func handle(value: Value, logger: Logger) async {
-        await inner.handle(value: value, logger: logger)
+        // A connection that closes before its first request (a load balancer's TCP probe, a
+        // TLS client that gives up) is logged by the WebSocket library as an upgrade error: an
+        // operator would see an error line per probe. It is the client's doing: debug level.
+        await inner.handle(value: value, logger: QuietedLogMessages.quieting([QuietedLogMessages.upgradeError], in: logger))
     }
 }
 

@@ -6,6 +6,7 @@ import * as client from '/web/client.js';
 import * as outbox from '/web/outbox.js';
 import { initList, renderList } from '/web/views-list.js';
 import { initChat, renderChat, renderTyping, resetComposer, scrollToLatest } from '/web/views-chat.js';
+import { initInvites, closeInvites, readJoinLink } from '/web/views-invites.js';
 
 const BANNER = { online: 'Connected', offline: 'Offline: messages will be sent when the connection returns', connecting: 'Connecting…', syncing: 'Syncing…' };
 
@@ -34,6 +35,28 @@ function setAuthMode(mode) {
   $('#auth-mode-register').setAttribute('aria-selected', String(mode === 'register'));
   $('#auth-password').autocomplete = mode === 'login' ? 'current-password' : 'new-password';
   $('#auth-error').textContent = '';
+  if (mode === 'login') $('#auth-note').hidden = true;
+}
+
+// A join link (`/#join=CODE&organization=NAME`, made by an admin in the Invite panel): read
+// once and taken out of the address bar, so the code is not left in history or on screen.
+// Signed out, it opens the sign-up form with the code (and the organization) filled in;
+// signed in, it is ignored.
+function takeJoinLink() {
+  const join = readJoinLink();
+  if (!join) return;
+  history.replaceState(history.state, '', location.pathname + location.search);
+  if (document.body.dataset.screen === 'main' || getToken()) return;
+  setAuthMode('register');
+  $('#auth-invite').value = join.code;
+  if (join.organization) $('#auth-organization').value = join.organization;
+  const note = $('#auth-note');
+  note.textContent = join.organization
+    ? `You are invited to join ${join.organization}. Create your account to accept.`
+    : 'You are invited: type the organization\'s name and create your account to accept.';
+  note.hidden = false;
+  const first = ['#auth-organization', '#auth-email', '#auth-password', '#auth-display-name'].map((id) => $(id)).find((e) => !e.value.trim());
+  (first || $('#auth-register')).focus();
 }
 
 async function authenticate(kind) {
@@ -59,6 +82,8 @@ async function authenticate(kind) {
     const res = await api('POST', kind === 'register' ? '/auth/register' : '/auth/login', body);
     saveSession(res.token, res.user);
     $('#auth-password').value = '';
+    $('#auth-invite').value = '';
+    $('#auth-note').hidden = true;
     await enterMain(res.user);
   } catch (e) {
     err.textContent = e.message;
@@ -84,6 +109,8 @@ async function signOut(callServer) {
   clearSession();
   resetStore();
   resetComposer();
+  closeInvites();
+  for (const id of ['#new-chat-panel', '#forward-panel']) $(id).hidden = true;
   renderList(); renderChat();
   setScreen('auth');
 }
@@ -137,6 +164,7 @@ function boot() {
   initAuth();
   initList({ openChat, showError });
   initChat({ showError });
+  initInvites();
   client.init({ onAuthFailed: () => { signOut(false); $('#auth-error').textContent = 'Your session has ended. Please sign in again.'; }, onError: showError });
   onUnauthorized(() => client.socket.onAuthFailed());
   $('#logout').addEventListener('click', () => signOut(true));
@@ -144,6 +172,7 @@ function boot() {
   document.addEventListener('keydown', (e) => {
     if (e.key === 'Escape') {
       for (const id of ['#new-chat-panel', '#forward-panel']) $(id).hidden = true;
+      closeInvites();
       for (const p of document.querySelectorAll('.react-picker:not([hidden])')) p.hidden = true;
     }
   });
@@ -159,6 +188,8 @@ function boot() {
   const user = getSavedUser();
   if (token && user) enterMain(user).catch(showError);
   else setScreen('auth');
+  takeJoinLink();
+  window.addEventListener('hashchange', takeJoinLink);
 }
 
 boot();

@@ -2,6 +2,7 @@
 import { h, $, setChildren, clear, formatListTime, debounce } from '/web/dom.js';
 import { store, sortedConversations, conversationName, peerId, typingText, userName, lastPending } from '/web/store.js';
 import * as client from '/web/client.js';
+import { isAdmin, openInvites, renderInviteAccess } from '/web/views-invites.js';
 
 let openChat = () => {};
 let showError = () => {};
@@ -70,6 +71,7 @@ export function renderList() {
   if (store.listHasMore) rows.push(h('li', { class: 'list-more' }, h('button', { type: 'button', class: 'link', onclick: () => client.loadMoreConversations().catch(showError) }, 'Load more')));
   setChildren(list, rows);
   $('#me-name').textContent = store.me?.displayName || '';
+  renderInviteAccess();
 }
 
 // ---- search ----
@@ -149,7 +151,7 @@ function initNewChat() {
           renderSelected();
         },
       }, h('span', { class: `presence${u.isOnline ? ' online' : ''}` }), h('span', { class: 'user-name' }, u.displayName), h('span', { class: 'user-email' }, u.email)))));
-      if (!users.length) setChildren(results, h('li', { class: 'muted pad' }, 'Nobody found.'));
+      if (!users.length) setChildren(results, nobodyFound(close));
     } catch (e) { $('#new-chat-error').textContent = e.message; }
   }, 200);
   search.addEventListener('input', run);
@@ -163,6 +165,24 @@ function initNewChat() {
       openChat(conv.id);
     } catch (e) { err.textContent = e.message; }
   });
+}
+
+// Nobody to start a chat with: say how people get in (only admins can invite, in the web
+// client or with `parley invite`).
+function nobodyFound(closeNewChat) {
+  const found = h('p', { class: 'nobody-title' }, 'Nobody found.');
+  if (isAdmin()) {
+    return h('li', { class: 'nobody pad', id: 'new-chat-nobody' }, found,
+      h('p', null, 'People join your organization with an invite.'),
+      h('button', {
+        type: 'button', id: 'new-chat-invite', class: 'text-btn accent',
+        onclick: () => { closeNewChat(); openInvites($('#new-chat')); },
+      }, 'Invite people'));
+  }
+  const admins = [...store.users.values()].filter((u) => u.role === 'admin' && u.id !== store.me?.id).map((u) => u.displayName);
+  const who = admins.length === 1 || admins.length === 2 ? admins.join(' or ') : 'an admin of your organization';
+  return h('li', { class: 'nobody pad', id: 'new-chat-nobody' }, found,
+    h('p', null, `New people join with an invite: ask ${who} to invite them.`));
 }
 
 function renderSelected() {

@@ -27,7 +27,8 @@ public final class PostgresStore: ParleyStore {
     /// A store on a pool with this configuration; it connects lazily and does not migrate
     /// (use ``connect(url:logger:startTimeout:)``, or call ``migrate()`` before use).
     public init(configuration: PostgresClient.Configuration, logger: Logger) {
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let client = PostgresClient(
+            configuration: configuration, backgroundLogger: QuietedLogMessages.quieting([QuietedLogMessages.leaseBeforeRun], in: logger))
         self.client = client
         self.logger = logger
         runner = Task { await client.run() }

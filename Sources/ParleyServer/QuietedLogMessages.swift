@@ -1,0 +1,47 @@
+import Logging
+
+/// A log handler that passes every record through, except a few known messages of libraries
+/// that are not the operator's concern at their level, which it lowers to debug:
+/// - the WebSocket library's "Error handling upgrade result" for a connection closed before
+///   its first request (a load balancer's TCP probe, a TLS client that gives up): an error
+///   line per probe otherwise;
+/// - PostgresNIO's warning that a connection was leased before `PostgresClient.run()` began:
+///   the store starts `run()` in a task and uses the pool at once, and the lease simply waits
+///   for it; every PostgreSQL node logged it at start.
+struct QuietedLogMessages: LogHandler {
+    var wrapped: any LogHandler
+    let messages: Set<String>
+
+    static let upgradeError = "Error handling upgrade result"
+    static let leaseBeforeRun =
+        "Trying to lease connection from `PostgresClient`, but `PostgresClient.run()` hasn't been called yet."
+
+    /// A logger that writes where `logger` does, with `messages` lowered to debug.
+    static func quieting(_ messages: Set<String>, in logger: Logger) -> Logger {
+        var logger = logger
+        logger.handler = QuietedLogMessages(wrapped: logger.handler, messages: messages)
+        return logger
+    }
+
+    var logLevel: Logger.Level {
+        get { wrapped.logLevel }
+        set { wrapped.logLevel = newValue }
+    }
+
+    var metadata: Logger.Metadata {
+        get { wrapped.metadata }
+        set { wrapped.metadata = newValue }
+    }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { wrapped[metadataKey: key] }
+        set { wrapped[metadataKey: key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        var event = event
+        if event.level > .debug, messages.contains(event.message.description) { event.level = .debug }
+        guard event.level >= wrapped.logLevel else { return }
+        wrapped.log(event: event)
+    }
+}
