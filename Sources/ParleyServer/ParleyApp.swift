@@ -38,6 +38,8 @@ public struct ParleyApp: Sendable {
     public let cluster: ClusterNode?
     /// Signs and verifies access tokens with the keys every node shares.
     public let tokens: TokenService
+    /// Sign-in sessions ended by logout, shared by every node through the store.
+    public let revocations: SessionRevocations
     /// The TLS certificate new connections get, when the server speaks TLS.
     let tlsContext: TLSContextBox?
     let passwords: PasswordHasher
@@ -108,6 +110,8 @@ public struct ParleyApp: Sendable {
             logger.warning("Open organizations: anyone can join an existing organization by its name (--open-organizations; demos and tests only)")
         }
         tokens = try await configuration.makeTokenService(store: store, now: Date())
+        revocations = SessionRevocations(store: store)
+        try await revocations.reload()
         passwords = PasswordHasher(cost: configuration.bcryptCost)
     }
 
@@ -137,7 +141,7 @@ public struct ParleyApp: Sendable {
     /// The router with every route of the contract under `/api/v1`.
     func buildRouter() async throws -> Router<ParleyRequestContext> {
         let chat = self.chat, signals = self.signals
-        let authenticator = Authenticator(tokens: tokens, accounts: accounts)
+        let authenticator = Authenticator(tokens: tokens, accounts: accounts, revocations: revocations)
         let router = Router(context: ParleyRequestContext.self)
         router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ErrorMiddleware(health: health))
@@ -218,7 +222,7 @@ public struct ParleyApp: Sendable {
         ).addRoutes(to: authenticated)
         MessageController(store: store, chat: chat).addRoutes(to: authenticated)
         ReceiptController(signals: signals).addRoutes(to: authenticated)
-        DeviceController(store: store, now: chat.now).addRoutes(to: authenticated)
+        DeviceController(store: store, revocations: revocations, now: chat.now).addRoutes(to: authenticated)
         AttachmentController(
             store: store, blobs: configuration.attachmentBlobs(for: store),
             maxBytes: configuration.maxAttachmentBytes, now: chat.now, limits: chat.limits
@@ -305,7 +309,8 @@ public struct ParleyApp: Sendable {
         }
         services += [.init(service: app), .init(service: ConnectionCloser(fanOut: fanOut))]
         services.append(.init(
-            service: SessionSweeper(authenticator: Authenticator(tokens: tokens, accounts: accounts), fanOut: fanOut),
+            service: SessionSweeper(
+                authenticator: Authenticator(tokens: tokens, accounts: accounts, revocations: revocations), fanOut: fanOut),
             successTerminationBehavior: .ignore))
         // Signals go through the drainer (SIGTERM drains first), not straight to the group.
         let box = SignalDrainer.GroupBox()
@@ -367,8 +372,9 @@ struct ConnectionCloser: Service {
 
 /// Ends the WebSockets whose token would be refused now, whether or not their client sends
 /// anything: once a second it reads the signing keys again when they are stale (so a key
-/// retired on any node, or in the database, is seen within seconds) and closes, with 4001, every
-/// connection whose token expired, whose key was retired or whose account was deactivated.
+/// retired on any node, or in the database, is seen within seconds), and the sessions ended by
+/// logout on other nodes, and closes, with 4001, every connection whose token expired, whose
+/// key was retired, whose session was ended or whose account was deactivated.
 /// Each command is also checked as it arrives (``Gateway``); this covers the silent ones.
 struct SessionSweeper: Service {
     let authenticator: Authenticator
@@ -388,6 +394,7 @@ struct SessionSweeper: Service {
     @discardableResult
     func sweep(now: Date) -> Int {
         authenticator.tokens.refreshIfStale()
+        authenticator.revocations.refreshIfStale(now: now)
         return fanOut.closeEndedSessions(code: Gateway.sessionEndedCloseCode) { authenticator.endOfSession($0, now: now) }
     }
 }

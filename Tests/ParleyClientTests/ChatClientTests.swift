@@ -53,7 +53,10 @@ import Testing
             try await aliceClient.database.messages(in: direct.id, viewer: alice.id).first?.isConfirmed == true
         }
         let mine = try await aliceClient.database.messages(in: direct.id, viewer: alice.id)
-        #expect(mine.count == 1 && mine[0].id == pending.id && mine[0].delivery == .sent)
+        // Sent at least: Bob has the conversation open, so his delivered (or read) receipt may
+        // already have moved it on by now (a loaded run saw .delivered here).
+        #expect(mine.count == 1 && mine[0].id == pending.id)
+        #expect([.sent, .delivered, .read].contains(mine.first?.delivery), "\(String(describing: mine.first?.delivery))")
         #expect(try await aliceClient.database.outboxCount() == 0)
         await aliceClient.stop()
         await bobClient.stop()

@@ -130,4 +130,21 @@ import Testing
         try await Task.sleep(for: .milliseconds(300))
         #expect(!serve.output.lowercased().contains(" error "), "no error line for probes:\n\(serve.output)")
     }
+
+    /// A PostgreSQL node starts without the pool's "PostgresClient.run() hasn't been called yet"
+    /// warning (every node logged it at start) or any error line.
+    @Test(.heavy, .needsPostgres) func aPostgreSQLNodeStartsWithoutAWarningAboutItsPool() async throws {
+        let database = try await TestDatabase.create()
+        defer { Task { await database.drop() } }
+        let port = try freeLoopbackPort()
+        let serve = try RunningCLI(
+            ["serve", "--port", "\(port)", "--data-dir", TestServer.temporaryDirectory(), "--database", database.url],
+            environment: ["PARLEY_BCRYPT_COST": "4", "PARLEY_DRAIN_SECONDS": "0"])
+        defer { serve.stop() }
+        try await serve.waitForOutput("Web client at", timeout: .seconds(60))
+        let api = ParleyAPI(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        _ = try await api.register(.init(organization: "acme", email: "a@x.io", password: TestUser.password, displayName: "A"))
+        #expect(!serve.output.contains("hasn't been called yet"), "\(serve.output)")
+        #expect(!serve.output.lowercased().contains(" error "), "\(serve.output)")
+    }
 }

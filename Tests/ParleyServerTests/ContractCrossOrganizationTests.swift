@@ -225,7 +225,11 @@ import Testing
             expectContractError(delete, .notFound, "\(user.auth.user.email) unregisters alice's device")
             let logout = try await server.call("POST", "auth/logout", token: user.token, json: #"{"deviceToken":"\#(token)"}"#)
             #expect(logout.status == 204)
-            let all = try await server.call("POST", "auth/logout", token: user.token)
+            // That logout ended the session: the next one signs in again.
+            let fresh = try await server.api().login(.init(
+                organization: user.auth.user.organizationId == world.alice.auth.user.organizationId ? "acme" : "evil",
+                email: user.auth.user.email, password: TestUser.password))
+            let all = try await server.call("POST", "auth/logout", token: fresh.token)
             #expect(all.status == 204)
         }
         // Alice's device is still registered: her own unregistration finds it (once).

@@ -275,12 +275,19 @@ func deviceToken(_ n: Int) -> String { String(format: "%064x", n) }
         defer { Task { await push.stop() } }
         let bob = try await push.server.register("bob@x.io")
         for n in 1...3 { try await push.register(bob, token: deviceToken(n)) }
+        // Each logout ends the sign-in it is called with: the next one signs in again.
+        func signIn() async throws -> String {
+            try await push.server.api().login(.init(organization: "acme", email: "bob@x.io", password: TestUser.password)).token
+        }
         try await bob.api.logout(deviceToken: deviceToken(1))
         #expect(Set(try await push.server.app.store.devices(userId: bob.id).map(\.token)) == [deviceToken(2), deviceToken(3)])
-        #expect(try await push.server.raw("POST", "auth/logout", token: bob.token).status == 204)
+        #expect(try await push.server.raw("POST", "auth/logout", token: bob.token).status == 401, "that session has ended")
+        #expect(try await push.server.raw("POST", "auth/logout", token: try await signIn()).status == 204)
         #expect(try await push.server.app.store.devices(userId: bob.id).isEmpty)
         #expect(try await push.server.raw("POST", "auth/logout").status == 401)
-        #expect(try await push.server.raw("POST", "auth/logout", token: bob.token, json: #"{"deviceToken":"zz"}"#).status == 400)
+        let again = try await signIn()
+        #expect(try await push.server.raw("POST", "auth/logout", token: again, json: #"{"deviceToken":"zz"}"#).status == 400)
+        #expect(try await push.server.raw("GET", "users/me", token: again).status == 200, "a refused logout ends nothing")
     }
 
     @Test func metricsAreExposedWithoutMessageText() async throws {

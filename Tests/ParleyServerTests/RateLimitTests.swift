@@ -76,6 +76,35 @@ import FoundationNetworking
         #expect(try await login(TestUser.password, from: "198.51.100.20") == 200, "Alice, elsewhere, signs in")
     }
 
+    /// Beyond the allowance each failure doubles the wait (the bucket alone would let a guess
+    /// through every 6 s forever); the right password after the wait signs in and starts afresh.
+    @Test func guessingPastTheAllowanceWaitsTwiceAsLongEachTime() async throws {
+        let clock = ManualClock()
+        let server = try await Self.limited(clock)
+        defer { Task { await server.stop() } }
+        _ = try await server.register("alice@x.io")
+        let wrong = #"{"organization":"acme","email":"alice@x.io","password":"not-her-password"}"#
+        let right = #"{"organization":"acme","email":"alice@x.io","password":"\#(TestUser.password)"}"#
+        for _ in 1...10 { #expect(try await server.raw("POST", "auth/login", json: wrong).status == 401) }
+        // A minute later the bucket is full again, but every failure from now on doubles the wait.
+        var waits: [Int] = []
+        for _ in 1...7 {
+            clock.advance(by: 61)
+            let answer = try await server.raw("POST", "auth/login", json: wrong)
+            if answer.status == 429 {
+                waits.append(Self.errorCode(answer.body).1 ?? 0)
+                break
+            }
+            #expect(answer.status == 401)
+        }
+        // Failures 11-16 waited 2, 4, 8, 16, 32 s (under a minute each); the 16th set 64 s.
+        #expect(waits.count == 1 && (1...3).contains(waits[0]), "the 17th guess waits the rest of 64 s: \(waits)")
+        #expect(try await server.raw("POST", "auth/login", json: right).status == 429, "the right password waits too")
+        clock.advance(by: 4)
+        #expect(try await server.raw("POST", "auth/login", json: right).status == 200)
+        #expect(try await server.raw("POST", "auth/login", json: wrong).status == 401, "a success starts afresh")
+    }
+
     @Test func aSendFloodGetsRateLimitedRepliesAndStoresOnlyWhatWasAccepted() async throws {
         let clock = ManualClock()
         let server = try await Self.limited(clock) { $0.sendsPerUser = RateLimit(burst: 20, perSecond: 5) }

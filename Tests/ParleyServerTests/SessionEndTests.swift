@@ -166,6 +166,62 @@ import Testing
         _ = socket
     }
 
+    /// Logout ends the sign-in it is called with: that token, every token refreshed from it and
+    /// the sockets they opened (a client ignoring the close included), not the user's other
+    /// sign-ins.
+    @Test func logoutEndsItsSessionEverywhereButNotTheUsersOtherSignIns() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let alice = try await server.register("alice@x.io")
+        let refreshed = try await alice.api.refresh().token
+        let phone = try await server.api().login(.init(organization: "acme", email: "alice@x.io", password: TestUser.password)).token
+        let socket = try await Self.open(token: refreshed, on: server)
+        let phoneSocket = try await Self.open(token: phone, on: server)
+
+        #expect(try await server.raw("POST", "auth/logout", token: alice.token).status == 204)
+        for token in [alice.token, refreshed] {
+            #expect(try await server.raw("GET", "users/me", token: token).status == 401, "the session's tokens are refused")
+        }
+        #expect(try await server.raw("POST", "auth/ticket", token: refreshed).status == 401)
+        let (frames, closed) = try await offPool { () -> ([RawWebSocket.Frame], Bool) in
+            let frames = try socket.readUntilClosed(until: Date().addingTimeInterval(20))
+            return (frames ?? [], frames != nil)
+        }
+        #expect(closed, "its socket is cut off")
+        #expect(frames.contains { $0.closeCode == 4001 && $0.text.contains("signed out") }, "\(frames.map(\.text))")
+        // The phone's sign-in goes on: its token, and its socket.
+        #expect(try await server.raw("GET", "users/me", token: phone).status == 200)
+        let alive = try await offPool { () -> Bool in
+            phoneSocket.send(#"{"id":"p","type":"ping","data":{}}"#)
+            return try phoneSocket.next(until: Date().addingTimeInterval(10))?.text.contains("\"replyTo\":\"p\"") == true
+        }
+        #expect(alive)
+        // A restarted server still refuses the ended session (it is in the store).
+        let restarted = try await TestServer.start(dataDirectory: server.dataDirectory)
+        defer { Task { await restarted.stop() } }
+        #expect(try await restarted.raw("GET", "users/me", token: refreshed).status == 401)
+        #expect(try await restarted.raw("GET", "users/me", token: phone).status == 200)
+    }
+
+    /// On two nodes: a logout on A ends the session's socket on B within seconds.
+    @Test(.needsPostgres) func logoutOnOneNodeEndsTheSessionOnAnother() async throws {
+        let a = try await TestServer.start(store: .postgres)
+        let url = try #require(a.database?.url)
+        let b = try await TestServer.start { $0.databaseURL = url }
+        defer { Task { await b.stop(); await a.stop() } }
+        let alice = try await a.register("alice@x.io")
+        let socket = try await Self.open(alice, on: b)
+        #expect(try await a.raw("POST", "auth/logout", token: alice.token).status == 204)
+        let (frames, seconds, closed) = try await offPool { () -> ([RawWebSocket.Frame], TimeInterval, Bool) in
+            let start = Date()
+            let frames = try socket.readUntilClosed(until: start.addingTimeInterval(30))
+            return (frames ?? [], Date().timeIntervalSince(start), frames != nil)
+        }
+        #expect(closed && seconds < 25, "closed: \(closed) after \(seconds) s")
+        #expect(frames.contains { $0.closeCode == 4001 })
+        #expect(try await b.raw("GET", "users/me", token: alice.token).status == 401)
+    }
+
     /// The web client's way in: a one-use ticket asked for with the token in a header opens one
     /// socket; it is not an access token, and an access token is not a ticket.
     @Test func aTicketOpensOneSocketOnceAndIsNoAccessToken() async throws {

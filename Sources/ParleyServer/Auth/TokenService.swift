@@ -21,6 +21,9 @@ public struct TokenGrant: Sendable, Equatable {
     public var keyId: String
     /// When it stops being valid.
     public var expiresAt: Date
+    /// The sign-in session it belongs to (every token of one login and its refreshes), which
+    /// logout ends; nil for tokens issued before sessions had ids.
+    public var sessionId: String?
 }
 
 /// The claims of a Parley access token.
@@ -29,6 +32,8 @@ struct AccessClaims: JWTPayload {
     var org: String
     var iat: IssuedAtClaim
     var exp: ExpirationClaim
+    /// The sign-in session (see ``TokenGrant/sessionId``).
+    var sid: String?
     /// Set only on other kinds of token (a socket ticket): an access token has none.
     var use: String?
 
@@ -47,6 +52,7 @@ struct TicketClaims: JWTPayload {
     var jti: IDClaim
     var use: String
     var sexp: Double
+    var sid: String?
 
     func verify(using algorithm: some JWTAlgorithm) async throws {
         try exp.verifyNotExpired()
@@ -105,12 +111,14 @@ public final class TokenService: Sendable {
     /// The id of the key new tokens are signed with.
     public var signingKeyId: String { ring.withLock { $0.signingKid } }
 
-    /// A signed token for a user.
-    public func issue(for user: User, now: Date = Date()) async throws -> String {
+    /// A signed token for a user, in sign-in session `sessionId` (a new session when nil: a
+    /// login; a refresh passes the caller's, so logout ends the refreshed tokens too).
+    public func issue(for user: User, now: Date = Date(), sessionId: String? = nil) async throws -> String {
         refreshIfStale()
         let claims = AccessClaims(
             sub: .init(value: user.id.description), org: user.organizationId.description,
-            iat: .init(value: now), exp: .init(value: now.addingTimeInterval(lifetime.timeInterval)))
+            iat: .init(value: now), exp: .init(value: now.addingTimeInterval(lifetime.timeInterval)),
+            sid: sessionId ?? "\(EntityID())")
         let (collection, kid) = ring.withLock { ($0.collection, $0.signingKid) }
         return try await collection.sign(claims, kid: JWKIdentifier(string: kid))
     }
@@ -142,7 +150,7 @@ public final class TokenService: Sendable {
         else { return nil }
         return TokenGrant(
             identity: Identity(userId: userId, organizationId: organizationId),
-            keyId: Self.keyId(of: token) ?? defaultKid, expiresAt: claims.exp.value)
+            keyId: Self.keyId(of: token) ?? defaultKid, expiresAt: claims.exp.value, sessionId: claims.sid)
     }
 
     /// How long a socket ticket may wait for its upgrade.
@@ -160,7 +168,7 @@ public final class TokenService: Sendable {
         let claims = TicketClaims(
             sub: .init(value: grant.identity.userId.description), org: grant.identity.organizationId.description,
             exp: .init(value: expiresAt), jti: .init(value: "\(EntityID())"), use: Self.ticketUse,
-            sexp: grant.expiresAt.timeIntervalSince1970)
+            sexp: grant.expiresAt.timeIntervalSince1970, sid: grant.sessionId)
         let (collection, kid) = ring.withLock { ($0.collection, $0.signingKid) }
         return (try await collection.sign(claims, kid: JWKIdentifier(string: kid)), expiresAt)
     }
@@ -185,7 +193,7 @@ public final class TokenService: Sendable {
         guard fresh, expiresAt > now else { throw APIError.unauthorized }
         return TokenGrant(
             identity: Identity(userId: userId, organizationId: organizationId), keyId: Self.keyId(of: ticket) ?? defaultKid,
-            expiresAt: expiresAt)
+            expiresAt: expiresAt, sessionId: claims.sid)
     }
 
     /// Whether tokens signed with this key are still accepted (false once it is retired here).

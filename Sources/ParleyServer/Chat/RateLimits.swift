@@ -87,6 +87,10 @@ final class RateLimiter: Sendable {
     private let now: @Sendable () -> Date
     private let metrics: Metrics?
     private let buckets = Mutex<[String: Bucket]>([:])
+    /// Consecutive failed logins per key and when the last one was.
+    private let loginFailures = Mutex<[String: (count: Int, last: Double)]>([:])
+    /// The longest a login waits however often it failed (an hour).
+    static let maxLoginBackoff = 3600
 
     init(settings: RateLimitSettings, now: @escaping @Sendable () -> Date, metrics: Metrics? = nil) {
         self.settings = settings
@@ -156,6 +160,40 @@ final class RateLimiter: Sendable {
             if buckets.count > 100_000 { Self.forgetFull(&buckets, at: t, limiter: self) }
             return nil
         }
+    }
+
+    /// Seconds a login for `key` must still wait after its consecutive failures, or nil: beyond
+    /// the per-account allowance (`--login-limit`'s count) each further failure doubles the wait
+    /// (2 s, 4 s, 8 s … up to an hour), so guessing slows down exponentially while the bucket
+    /// alone would allow a steady trickle. A success clears it.
+    func loginBackoff(_ key: String) -> Int? {
+        guard let limit = limit(.loginAccount) else { return nil }
+        let t = now().timeIntervalSince1970
+        return loginFailures.withLock { failures in
+            guard let entry = failures[key] else { return nil }
+            let beyond = entry.count - Int(limit.burst)
+            guard beyond > 0 else { return nil }
+            let wait = Double(min(Self.maxLoginBackoff, 1 << min(beyond, 20)))
+            let left = entry.last + wait - t
+            return left > 0 ? max(1, Int(left.rounded(.up))) : nil
+        }
+    }
+
+    /// Counts a failed login for `key` (see ``loginBackoff(_:)``).
+    func loginFailed(_ key: String) {
+        guard limit(.loginAccount) != nil else { return }
+        let t = now().timeIntervalSince1970
+        loginFailures.withLock { failures in
+            let count = (failures[key]?.count ?? 0) + 1
+            failures[key] = (count, max(failures[key]?.last ?? t, t))
+            // Forget keys idle for a day (their wait is long over).
+            if failures.count > 100_000 { failures = failures.filter { t - $0.value.last < 86_400 } }
+        }
+    }
+
+    /// A successful login: its key starts afresh.
+    func loginSucceeded(_ key: String) {
+        _ = loginFailures.withLock { $0.removeValue(forKey: key) }
     }
 
     /// Drops buckets that have refilled (they are the same as no bucket).

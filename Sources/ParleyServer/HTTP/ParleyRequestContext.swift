@@ -41,6 +41,8 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
 struct Authenticator: Sendable {
     let tokens: TokenService
     let accounts: AccountStates
+    /// Sessions ended by logout.
+    let revocations: SessionRevocations
 
     /// The caller of an HTTP route: the `Authorization: Bearer` header only (a token in a URL
     /// ends up in proxies' and servers' logs).
@@ -70,6 +72,7 @@ struct Authenticator: Sendable {
 
     /// `grant` if its user exists, is active and is of its organization.
     private func checked(_ grant: TokenGrant) async throws -> TokenGrant {
+        if let session = grant.sessionId, revocations.isRevoked(session) { throw APIError.unauthorized }
         // From memory after the first request: a deactivated user is refused at once.
         guard let state = try await accounts.state(of: grant.identity.userId), state.isActive,
             state.organizationId == grant.identity.organizationId
@@ -83,6 +86,7 @@ struct Authenticator: Sendable {
     func endOfSession(_ grant: TokenGrant, now: Date) -> String? {
         if accounts.isKnownInactive(grant.identity.userId) { return "account deactivated" }
         if now >= grant.expiresAt { return "token expired" }
+        if let session = grant.sessionId, revocations.isRevoked(session) { return "signed out" }
         if !tokens.isLive(keyId: grant.keyId) { return "signed out: signing key retired" }
         return nil
     }

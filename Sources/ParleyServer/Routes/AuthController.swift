@@ -33,7 +33,9 @@ struct AuthController: Sendable {
     @Sendable func refresh(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
         guard let user = try await store.user(id: identity.userId) else { throw APIError.unauthorized }
-        return try JSONResponse.make(AuthResponse(token: try await tokens.issue(for: user, now: now()), user: user))
+        // The same sign-in session: logging out ends the refreshed token too.
+        let token = try await tokens.issue(for: user, now: now(), sessionId: context.grant?.sessionId)
+        return try JSONResponse.make(AuthResponse(token: token, user: user))
     }
 
     @Sendable func register(_ request: Request, context: ParleyRequestContext) async throws -> Response {
@@ -82,7 +84,9 @@ struct AuthController: Sendable {
         let account = (address ?? "local") + " " + Limits.trimmed(body.organization).lowercased() + "/"
             + Limits.trimmed(body.email).lowercased()
         if let limits {
-            let wait = [limits.check(.loginAccount, account), address.flatMap { limits.check(.loginAddress, $0) }].compactMap { $0 }.max()
+            let wait = [
+                limits.check(.loginAccount, account), limits.loginBackoff(account), address.flatMap { limits.check(.loginAddress, $0) },
+            ].compactMap { $0 }.max()
             if let wait {
                 limits.counted(.loginAccount)
                 throw APIError.rateLimited(retryAfter: wait)
@@ -90,6 +94,7 @@ struct AuthController: Sendable {
         }
         let failed: @Sendable () -> APIError = { [limits] in
             _ = limits?.take(.loginAccount, account)
+            limits?.loginFailed(account)
             if let address { _ = limits?.take(.loginAddress, address) }
             return failure
         }
@@ -101,6 +106,7 @@ struct AuthController: Sendable {
             throw failed()
         }
         guard try await passwords.verify(body.password, hash: found.passwordHash) else { throw failed() }
+        limits?.loginSucceeded(account)
         return try JSONResponse.make(AuthResponse(token: try await tokens.issue(for: found.user, now: now()), user: found.user))
     }
 

@@ -6,6 +6,8 @@ import ParleyProtocol
 /// `DELETE /devices/{token}`: where push notifications go.
 struct DeviceController: Sendable {
     let store: any ParleyStore
+    /// Sessions ended by logout.
+    let revocations: SessionRevocations
     let now: @Sendable () -> Date
 
     func addRoutes(to group: RouterGroup<ParleyRequestContext>) {
@@ -14,8 +16,10 @@ struct DeviceController: Sendable {
         group.post("auth/logout", use: logout)
     }
 
-    /// Drops the device the app logs out on, or every device of the user when none is named:
-    /// a logged-out phone gets no more notifications for that account.
+    /// Ends the caller's sign-in session (the token it called with, every token refreshed from
+    /// the same sign-in, and their WebSockets, on every node) and drops the device the app logs
+    /// out on, or every device of the user when none is named: a logged-out phone gets no more
+    /// notifications for that account. Other sign-ins of the user (other devices) go on.
     @Sendable func logout(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         var request = request
         let identity = try context.requireIdentity()
@@ -27,6 +31,10 @@ struct DeviceController: Sendable {
             for device in try await store.devices(userId: identity.userId) {
                 _ = try await store.unregisterDevice(token: device.token, userId: identity.userId)
             }
+        }
+        // Last, so a refused body (400) leaves the session as it was.
+        if let grant = context.grant, let session = grant.sessionId {
+            try await revocations.revoke(session, userId: identity.userId, expiresAt: grant.expiresAt, now: Date())
         }
         return JSONResponse.noContent()
     }

@@ -284,6 +284,13 @@ public protocol ParleyStore: Sendable {
     /// Retires a key: tokens it signed stop verifying. False when no live key has that kid.
     func retireSigningKey(kid: String, at date: Date) async throws -> Bool
 
+    /// Records that a sign-in session ended (logout): tokens carrying its id are refused until
+    /// `expiresAt`, when the last of them would have expired anyway. Rows past that are dropped.
+    func revokeSession(_ sessionId: String, userId: EntityID, expiresAt: Date, at date: Date) async throws
+    /// The sessions revoked whose tokens could still be presented (`expiresAt` after `now`),
+    /// with that time: every node keeps them in memory.
+    func revokedSessions(now: Date) async throws -> [String: Date]
+
     /// Writes one small row (readiness): throws when the store cannot write now.
     func probeWrite(now: Date) async throws
 

@@ -213,6 +213,14 @@ enum PostgresSchema {
             // Media is compressed already: store the pieces as they are, out of line.
             "ALTER TABLE blob_chunks ALTER COLUMN data SET STORAGE EXTERNAL",
         ]),
+        // Sign-in sessions ended by logout: their tokens are refused until they expire.
+        Migration(version: 11, name: "v11-revoked-sessions", statements: [
+            """
+            CREATE TABLE revoked_sessions (
+                session_id text PRIMARY KEY, user_id uuid NOT NULL, revoked_at bigint NOT NULL, expires_at bigint NOT NULL)
+            """,
+            "CREATE INDEX revoked_sessions_expiry ON revoked_sessions (expires_at)",
+        ]),
     ]
 
     /// Applies the migrations the database lacks, all in one transaction under the advisory lock;

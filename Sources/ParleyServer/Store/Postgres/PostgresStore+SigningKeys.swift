@@ -42,6 +42,35 @@ extension PostgresStore {
         }
     }
 
+    /// Records a revoked session (kept if already there) and drops rows that have expired.
+    public func revokeSession(_ sessionId: String, userId: EntityID, expiresAt: Date, at date: Date) async throws {
+        let logger = self.logger
+        try await write { c in
+            try await c.run("DELETE FROM revoked_sessions WHERE expires_at <= \(date.millisecondsSince1970)", logger)
+            try await c.run(
+                """
+                INSERT INTO revoked_sessions (session_id, user_id, revoked_at, expires_at)
+                VALUES (\(sessionId), \(userId.uuid), \(date.millisecondsSince1970), \(expiresAt.millisecondsSince1970))
+                ON CONFLICT (session_id) DO NOTHING
+                """, logger)
+        }
+    }
+
+    /// The revoked sessions whose tokens have not expired yet.
+    public func revokedSessions(now: Date) async throws -> [String: Date] {
+        let logger = self.logger
+        return try await single { c in
+            var sessions: [String: Date] = [:]
+            for row in try await c.all(
+                "SELECT session_id, expires_at FROM revoked_sessions WHERE expires_at > \(now.millisecondsSince1970)", logger)
+            {
+                let (id, expiresAt) = try row.decode((String, Int64).self)
+                sessions[id] = Date(millisecondsSince1970: expiresAt)
+            }
+            return sessions
+        }
+    }
+
     private static func insert(_ key: SigningKey, _ c: PostgresConnection, _ logger: Logger) async throws {
         let secret = String(decoding: key.secret, as: UTF8.self)
         try await c.run(

@@ -216,6 +216,18 @@ enum SQLiteSchema {
                 END;
                 """)
         }
+        migrator.registerMigration("v11-revoked-sessions") { db in
+            // Sign-in sessions ended by logout: their tokens are refused until they expire.
+            try db.execute(sql: """
+                CREATE TABLE revoked_sessions (
+                    session_id TEXT PRIMARY KEY NOT NULL,
+                    user_id TEXT NOT NULL,
+                    revoked_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL
+                );
+                CREATE INDEX revoked_sessions_expiry ON revoked_sessions (expires_at);
+                """)
+        }
         return migrator
     }
 }

@@ -35,6 +35,29 @@ extension SQLiteStore {
         }
     }
 
+    /// Records a revoked session (kept if already there) and drops rows that have expired.
+    public func revokeSession(_ sessionId: String, userId: EntityID, expiresAt: Date, at date: Date) async throws {
+        try await writer.write { db in
+            try db.execute(sql: "DELETE FROM revoked_sessions WHERE expires_at <= ?", arguments: [date.millisecondsSince1970])
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO revoked_sessions (session_id, user_id, revoked_at, expires_at) VALUES (?, ?, ?, ?)",
+                arguments: [sessionId, userId.description, date.millisecondsSince1970, expiresAt.millisecondsSince1970])
+        }
+    }
+
+    /// The revoked sessions whose tokens have not expired yet.
+    public func revokedSessions(now: Date) async throws -> [String: Date] {
+        try await writer.read { db in
+            var sessions: [String: Date] = [:]
+            for row in try Row.fetchAll(
+                db, sql: "SELECT session_id, expires_at FROM revoked_sessions WHERE expires_at > ?", arguments: [now.millisecondsSince1970])
+            {
+                sessions[row["session_id"]] = Date(millisecondsSince1970: row["expires_at"])
+            }
+            return sessions
+        }
+    }
+
     private static func insert(_ key: SigningKey, _ db: Database) throws {
         try db.execute(
             sql: "INSERT INTO signing_keys (kid, secret, created_at, retired_at) VALUES (?, ?, ?, ?)",
