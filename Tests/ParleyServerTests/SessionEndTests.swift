@@ -149,7 +149,7 @@ import Testing
             return (frames + (rest ?? []), 0, rest != nil)
         }
         #expect(closed, "the server ended the session when its token expired")
-        #expect(frames.contains { $0.closeCode == 4001 && $0.text.contains("expired") }, "\(frames.map(\.text))")
+        #expect(frames.contains { $0.closeCode == 4001 && $0.text.contains("expired") }, "\(frames.map { ($0.opcode, $0.closeCode, $0.text) })")
         // Whatever was answered was answered before the expiry; nothing after the close.
         let closeIndex = try #require(frames.firstIndex { $0.opcode == 0x8 })
         #expect(!frames[(closeIndex + 1)...].contains { $0.opcode == 0x1 }, "nothing after the close frame")

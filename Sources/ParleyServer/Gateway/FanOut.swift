@@ -20,6 +20,9 @@ public final class LiveConnection: Sendable {
         var writing = false
         var close: (code: WebSocketErrorCode, reason: String)?
         var finished = false
+        /// The close frame has been handed to the socket (or the socket failed): nothing more
+        /// will be written.
+        var done = false
     }
 
     /// How long a connection the server decided to close may stay open after its close frame
@@ -93,6 +96,16 @@ public final class LiveConnection: Sendable {
     /// Whether the server has decided to close this connection (it then takes no more commands).
     var isClosing: Bool { state.withLock { $0.close != nil } }
 
+    /// Waits (at most `limit`) until the close frame asked for is on the socket. The gateway
+    /// waits so before it returns: the WebSocket library would otherwise close with its own
+    /// 1000 first, and the client would not learn why (4001 and the reason).
+    func waitUntilCloseIsSent(limit: Duration = .seconds(2)) async {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline, !state.withLock({ $0.done || $0.close == nil }) {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+
     /// The close code and reason, if the server decided to close.
     var requestedClose: (code: WebSocketErrorCode, reason: String)? { state.withLock { $0.close } }
 
@@ -108,7 +121,10 @@ public final class LiveConnection: Sendable {
                 return (batch, batch.isEmpty ? state.close : nil)
             }
             if batch.isEmpty {
-                if let close { try? await outbound.close(close.code, reason: close.reason) }
+                if let close {
+                    try? await outbound.close(close.code, reason: close.reason)
+                    state.withLock { $0.done = true }
+                }
                 return
             }
             for frame in batch {
@@ -119,6 +135,7 @@ public final class LiveConnection: Sendable {
                     state.withLock { state in
                         state.queue.removeAll()
                         state.finished = true
+                        state.done = true
                         state.writing = false
                     }
                     return

@@ -78,9 +78,11 @@ struct Gateway: Sendable {
                 // Authorization is checked where it is used: a connection the server decided to
                 // close, or whose token would now be refused (expired, key retired, account
                 // deactivated), handles nothing more, whatever the client sends.
-                guard !connection.isClosing else { break }
-                if let reason = authenticator.endOfSession(grant, now: Date()) {
+                if !connection.isClosing, let reason = authenticator.endOfSession(grant, now: Date()) {
                     connection.close(WebSocketErrorCode(codeNumber: Self.sessionEndedCloseCode), reason: reason)
+                }
+                if connection.isClosing {
+                    await connection.waitUntilCloseIsSent()
                     break
                 }
                 await handle(message, on: connection, window: window, decoder: decoder, logger: logger)
