@@ -85,9 +85,14 @@ public final class TerminalChat {
                 self?.refresh()
             }
         }
-        // A resized window is drawn again at once, at its new size.
+        // A resized window is drawn again at once, whole: the terminal reflowed what was on it
+        // (and the 40 ms ticker may already have drawn at the new size, only the lines it
+        // thought had changed), so nothing drawn before can be trusted.
         let resizing = Task { [weak self, resizes = device.resizes] in
-            for await _ in resizes { self?.refresh() }
+            for await _ in resizes {
+                self?.device.invalidate()
+                self?.refresh()
+            }
         }
         refresh()
         for await bytes in device.input {
