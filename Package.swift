@@ -74,6 +74,7 @@ let package = Package(
             dependencies: [
                 "ParleyProtocol",
                 .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -98,21 +98,35 @@ extension ChatClient {
         return next != nil
     }
 
-    /// A token is renewed when it has less than this left (tokens live 30 days).
-    public static let tokenRenewalWindow: TimeInterval = 7 * 86400
-
-    /// Renews the token when it expires within ``tokenRenewalWindow``; a refusal means the
-    /// user must sign in again (``ChatChange/signInRequired``).
+    /// Renews the token when it is within its ``SessionTokens/renewalWindow`` (a third of its
+    /// lifetime; a week when it does not say); a refusal means the user must sign in again
+    /// (``ChatChange/signInRequired``).
     func renewTokenIfDue() async {
-        guard let expiry = transport.tokenExpiresAt, expiry.timeIntervalSince(environment.now()) < Self.tokenRenewalWindow else { return }
+        guard !signInRequired, let expiry = transport.tokenExpiresAt else { return }
+        let window = transport.credentials?.tokens.renewalWindow ?? SessionTokens.longestRenewalWindow
+        guard expiry.timeIntervalSince(environment.now()) < window else { return }
         do {
             let token = try await transport.renewToken()
-            notify(.tokenRenewed(token))
-            // The connection keeps its authenticated session; the next one uses the new token.
+            // Credentials tell ``renewed(_:)`` themselves; a transport without them is told here.
+            if transport.credentials == nil { await renewed(SessionTokens(token: token)) }
         } catch let error as ClientError where error.code == .unauthorized {
             requireSignIn()
         } catch {
             logger.debug("Token renewal failed; will retry", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// After a renewal: the open connection carries on under the new token (`auth`), and the
+    /// app is told to keep the tokens.
+    func renewed(_ tokens: SessionTokens) async {
+        notify(.tokenRenewed(tokens))
+        guard let channel else { return }
+        do {
+            try await channel.perform(.auth(AuthCommand(token: tokens.token)))
+        } catch {
+            // A server before `auth`, or a connection going away: the next connection opens with
+            // the new token.
+            logger.debug("The connection did not take the renewed token", metadata: ["error": "\(error)"])
         }
     }
 

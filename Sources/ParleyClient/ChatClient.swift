@@ -21,9 +21,9 @@ public enum ChatChange: Sendable, Equatable {
     /// The server refused the token: sign the user in again and call
     /// ``ChatClient/updateToken(_:)``; queued messages wait for it.
     case signInRequired
-    /// The client renewed its token before it expired: keep this one (in the keychain) for the
-    /// next launch.
-    case tokenRenewed(String)
+    /// The client renewed its sign-in: keep these tokens (in the keychain) for the next launch.
+    /// The refresh token works once: an app that keeps an older one is signed out with it.
+    case tokenRenewed(SessionTokens)
 }
 
 /// The offline-first chat client: one per signed-in user.
@@ -128,10 +128,21 @@ public actor ChatClient {
         serverURL: URL, token: String, userId: EntityID, databasePath: String?, policy: ConnectionStateMachine.Policy = .init(),
         trust: ServerTrust? = nil
     ) throws {
+        try self.init(
+            serverURL: serverURL, credentials: SessionCredentials(SessionTokens(token: token)), userId: userId,
+            databasePath: databasePath, policy: policy, trust: trust)
+    }
+
+    /// A client for a sign-in whose tokens renew themselves (``SessionCredentials``: give it
+    /// the app's storage so each renewal is kept), a user and a database file.
+    public init(
+        serverURL: URL, credentials: SessionCredentials, userId: EntityID, databasePath: String?,
+        policy: ConnectionStateMachine.Policy = .init(), trust: ServerTrust? = nil
+    ) throws {
         let database = try databasePath.map { try LocalDatabase.open(path: $0) } ?? LocalDatabase.inMemory()
         self.init(
-            transport: LiveTransport(serverURL: serverURL, token: token, trust: trust), database: database, userId: userId, policy: policy,
-            mediaDirectory: databasePath.map { URL(fileURLWithPath: $0 + "-media", isDirectory: true) })
+            transport: LiveTransport(serverURL: serverURL, credentials: credentials, trust: trust), database: database, userId: userId,
+            policy: policy, mediaDirectory: databasePath.map { URL(fileURLWithPath: $0 + "-media", isDirectory: true) })
     }
 
     /// A client over any transport (tests inject faults here) and environment.
@@ -156,6 +167,11 @@ public actor ChatClient {
         self.pollInterval = pollInterval
         self.logger = logger
         machine = ConnectionStateMachine(policy: policy, jitter: environment.random)
+        // Every renewal, whoever triggered it (a request that found its token expired, the
+        // heartbeat, a sync), reaches the open connection and the app.
+        transport.credentials?.onRenewed { [weak self] tokens in
+            Task { await self?.renewed(tokens) }
+        }
     }
 
     /// A stream of changes for one observer (a view model); it ends when the observer stops
@@ -219,6 +235,8 @@ public actor ChatClient {
                 waitTask?.cancel()
                 waitTask = nil
             case .ping:
+                // Access tokens live minutes: renew in time, while connected.
+                Task { await self.renewTokenIfDue() }
                 if let channel {
                     Task {
                         if (try? await channel.ping()) != nil { self.feed(.frameReceived(at: self.environment.uptime())) }

@@ -37,6 +37,25 @@ public struct FocusCommand: Codable, Sendable, Equatable {
     public init(conversationId: EntityID?) { self.conversationId = conversationId }
 }
 
+/// Data of the `auth` command: a renewed access token for the open connection, so it outlives
+/// the token it was opened with (access tokens live minutes).
+public struct AuthCommand: Codable, Sendable, Equatable {
+    /// The new access token (the same user's).
+    public var token: String
+
+    /// A command carrying this token.
+    public init(token: String) { self.token = token }
+}
+
+/// The reply to `auth`: until when the connection is now authorized.
+public struct AuthReply: Codable, Sendable, Equatable {
+    /// The new token's expiry.
+    public var expiresAt: Date
+
+    /// A reply with this expiry.
+    public init(expiresAt: Date) { self.expiresAt = expiresAt }
+}
+
 /// A command a client sends over the WebSocket; the server answers each with one reply.
 public enum ClientCommand: Sendable, Equatable {
     /// `message.send`: send or forward a message.
@@ -51,6 +70,8 @@ public enum ClientCommand: Sendable, Equatable {
     case focus(FocusCommand)
     /// `ping`: carries nothing; answered with an empty reply.
     case ping
+    /// `auth`: carries a renewed token for this connection; answered with its expiry.
+    case auth(AuthCommand)
 
     /// The `type` string of the frame.
     public var type: String {
@@ -61,6 +82,7 @@ public enum ClientCommand: Sendable, Equatable {
         case .delivered: "delivered"
         case .focus: "focus"
         case .ping: "ping"
+        case .auth: "auth"
         }
     }
 }
@@ -92,6 +114,7 @@ public struct ClientFrame: Codable, Sendable, Equatable {
         case "delivered": command = .delivered(try c.decode(DeliveredCommand.self, forKey: .data))
         case "focus": command = .focus(try c.decodeIfPresent(FocusCommand.self, forKey: .data) ?? .init(conversationId: nil))
         case "ping": command = .ping
+        case "auth": command = .auth(try c.decode(AuthCommand.self, forKey: .data))
         default:
             throw DecodingError.dataCorruptedError(
                 forKey: .type, in: c, debugDescription: "Unknown command type \"\(type.prefix(64))\"")
@@ -110,6 +133,7 @@ public struct ClientFrame: Codable, Sendable, Equatable {
         case .delivered(let data): try c.encode(data, forKey: .data)
         case .focus(let data): try c.encode(data, forKey: .data)
         case .ping: try c.encode(EmptyPayload(), forKey: .data)
+        case .auth(let data): try c.encode(data, forKey: .data)
         }
     }
 }

@@ -106,6 +106,10 @@ public struct ParleyApp: Sendable {
                 fanOut.closeConnections(of: userId, code: MembershipService.deactivatedCloseCode, reason: "account deactivated")
             }
         }
+        if configuration.domainJoins == .proven, configuration.smtp == nil, configuration.mailer == nil {
+            logger.info(
+                "No mail server (--smtp-url): joining an organization by allowed email domain needs an invite until one is set, or --domain-joins trust")
+        }
         if configuration.openOrganizations {
             logger.warning("Open organizations: anyone can join an existing organization by its name (--open-organizations; demos and tests only)")
         }
@@ -194,10 +198,15 @@ public struct ParleyApp: Sendable {
                 body: .init(byteBuffer: ByteBuffer(string: metrics.prometheusText())))
         }
         let authenticated = api.group().add(middleware: AuthMiddleware(authenticator: authenticator))
+        let sessions = SignInSessions(
+            store: store, tokens: tokens, revocations: revocations, refreshLifetime: configuration.refreshTokenLifetime, now: configuration.clock.now,
+            logger: logger)
         AuthController(
-            store: store, tokens: tokens, passwords: passwords, decoyHash: try await passwords.decoyHash(), now: chat.now,
+            store: store, tokens: tokens, sessions: sessions, authenticator: authenticator, passwords: passwords, decoyHash: try await passwords.decoyHash(), now: chat.now, clock: configuration.clock.now,
             openOrganizations: configuration.openOrganizations,
-            limits: chat.limits
+            limits: chat.limits, provingDomainJoins: configuration.domainJoins == .proven,
+            mailer: configuration.mailer ?? configuration.smtp.map { SMTPMailer(configuration: $0, logger: self.logger) },
+            publicURL: configuration.publicURL ?? URL(string: "http://\(configuration.host):\(configuration.port)")!
         ).addRoutes(to: api, authenticated: authenticated)
         let gateway = Gateway(
             authenticator: authenticator, store: store, chat: chat, fanOut: fanOut, signals: signals,
@@ -214,7 +223,8 @@ public struct ParleyApp: Sendable {
         OrganizationController(
             store: store,
             membership: MembershipService(
-                store: store, accounts: accounts, fanOut: fanOut, now: chat.now, openOrganizations: configuration.openOrganizations)
+                store: store, accounts: accounts, fanOut: fanOut, now: chat.now, openOrganizations: configuration.openOrganizations),
+            sessions: sessions
         ).addRoutes(to: authenticated)
         ConversationController(
             store: store, chat: chat,
@@ -222,7 +232,7 @@ public struct ParleyApp: Sendable {
         ).addRoutes(to: authenticated)
         MessageController(store: store, chat: chat).addRoutes(to: authenticated)
         ReceiptController(signals: signals).addRoutes(to: authenticated)
-        DeviceController(store: store, revocations: revocations, now: chat.now).addRoutes(to: authenticated)
+        DeviceController(store: store, sessions: sessions, now: chat.now).addRoutes(to: authenticated)
         AttachmentController(
             store: store, blobs: configuration.attachmentBlobs(for: store),
             maxBytes: configuration.maxAttachmentBytes, now: chat.now, limits: chat.limits

@@ -21,8 +21,23 @@ public struct ServerConfiguration: Sendable {
     /// A fixed HS256 secret (`PARLEY_JWT_SECRET`); when nil, the signing keys live in the store,
     /// shared by every node on it, and can be rotated (`parley keys`).
     public var jwtSecret: String?
-    /// How long an access token is valid.
-    public var tokenLifetime: Duration = .seconds(30 * 24 * 3600)
+    /// How long an access token is valid (15 minutes): clients renew it with their refresh
+    /// token, so a stolen access token is worth minutes.
+    public var tokenLifetime: Duration = .seconds(15 * 60)
+    /// How long a refresh token lasts unused (30 days): each renewal starts it again, so a
+    /// device in use stays signed in and one left unused for this long signs in again.
+    public var refreshTokenLifetime: Duration = .seconds(30 * 24 * 3600)
+    /// Whether joining an organization by its allowed email domain must prove the address with
+    /// a mailed link (the default), or trusts it as given (`trusted`: v1.1's behaviour).
+    public var domainJoins: DomainJoins = .proven
+    /// The mail server for verification links; nil: no mail (domain joins then need an invite
+    /// unless they are `trusted`).
+    public var smtp: SMTPConfiguration?
+    /// The server's address as people reach it (`https://chat.example.com`), for links in mail;
+    /// nil: `http://HOST:PORT` as configured.
+    public var publicURL: URL?
+    /// Sends the mail instead of an SMTP server built from ``smtp`` (tests).
+    public var mailer: (any Mailer)?
     /// bcrypt cost for new password hashes.
     public var bcryptCost: UInt8 = 10
     /// Sent in `hello`; a connection silent for twice as long is dropped.
@@ -119,4 +134,12 @@ public struct ServerStartError: Error, CustomStringConvertible {
     /// The reason, as shown to the operator.
     public var description: String
     init(_ description: String) { self.description = description }
+}
+
+/// How a registration that joins by its email's domain is admitted.
+public enum DomainJoins: String, Sendable, Equatable {
+    /// A link is mailed to the address; opening it joins.
+    case proven = "verify"
+    /// Joined at once, trusting the address as given.
+    case trusted = "trust"
 }

@@ -135,7 +135,7 @@ extension TerminalChat {
                     organization: flow.organization, email: flow.email, password: flow.password, displayName: flow.displayName,
                     inviteCode: flow.inviteCode))
                 : try await api.login(.init(organization: flow.organization, email: flow.email, password: flow.password))
-            let session = Session(token: auth.token, user: auth.user)
+            let session = Session(token: auth.token, user: auth.user, refreshToken: auth.refreshToken, expiresAt: auth.expiresAt)
             configuration.onSignedIn(session)
             login = nil
             screen = ChatScreen()

@@ -8,16 +8,22 @@ import Synchronization
 /// and the screen follows the SDK's models.
 @MainActor
 public final class TerminalChat {
-    /// A signed-in user and their token.
+    /// A signed-in user and their tokens.
     public struct Session: Sendable {
         /// The bearer token for the server.
         public var token: String
         /// The signed-in user.
         public var user: User
+        /// Renews the sign-in (nil from a server or profile before refresh tokens).
+        public var refreshToken: String?
+        /// When `token` expires.
+        public var expiresAt: Date?
         /// A session of a token and its user.
-        public init(token: String, user: User) {
+        public init(token: String, user: User, refreshToken: String? = nil, expiresAt: Date? = nil) {
             self.token = token
             self.user = user
+            self.refreshToken = refreshToken
+            self.expiresAt = expiresAt
         }
     }
 
@@ -33,13 +39,17 @@ public final class TerminalChat {
         public var onSignedOut: @Sendable () -> Void
         /// Extra certificate authorities for an `https` server (`--ca-file`).
         public var trust: ServerTrust?
+        /// Where renewed tokens are saved before they are used (the profile); nil keeps them
+        /// in memory only.
+        public var credentialStorage: (any CredentialStorage)?
 
         /// A configuration of these values.
         public init(
-            serverURL: URL, databaseDirectory: String, trust: ServerTrust? = nil, onSignedIn: @escaping @Sendable (Session) -> Void,
-            onSignedOut: @escaping @Sendable () -> Void
+            serverURL: URL, databaseDirectory: String, trust: ServerTrust? = nil, credentialStorage: (any CredentialStorage)? = nil,
+            onSignedIn: @escaping @Sendable (Session) -> Void, onSignedOut: @escaping @Sendable () -> Void
         ) {
             self.serverURL = serverURL
+            self.credentialStorage = credentialStorage
             self.trust = trust
             self.databaseDirectory = databaseDirectory
             self.onSignedIn = onSignedIn
@@ -113,12 +123,15 @@ public final class TerminalChat {
 
     func start(_ session: Session) async {
         self.session = session
-        let api = ParleyAPI(baseURL: configuration.serverURL, token: session.token, trust: configuration.trust)
+        let credentials = SessionCredentials(
+            SessionTokens(token: session.token, refreshToken: session.refreshToken, expiresAt: session.expiresAt),
+            storage: configuration.credentialStorage)
+        let api = ParleyAPI(baseURL: configuration.serverURL, credentials: credentials, trust: configuration.trust)
         self.api = api
         let client: ChatClient
         do {
             client = ChatClient(
-                transport: LiveTransport(serverURL: configuration.serverURL, token: session.token, trust: configuration.trust),
+                transport: LiveTransport(serverURL: configuration.serverURL, credentials: credentials, trust: configuration.trust),
                 database: try LocalDatabase.open(
                     path: (configuration.databaseDirectory as NSString).appendingPathComponent("chat-\(session.user.id).sqlite")), userId: session.user.id,
                 hooks: MessageHooks(preparations: [AttachmentUpload(api: api)]))

@@ -42,7 +42,9 @@ public struct KeychainSessionStore: SessionStore {
         guard let session else { return }
         var item = query
         item[kSecValueData as String] = try WireCoding.makeEncoder().encode(session)
-        item[kSecAttrAccessible as String] = kSecAttrAccessibleWhenUnlockedThisDeviceOnly
+        // After the first unlock: a renewal while the phone is locked (a background refresh, a
+        // push wake) must be able to save the new refresh token, which replaces the old one.
+        item[kSecAttrAccessible as String] = kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly
         let added = SecItemAdd(item as CFDictionary, nil)
         guard added == errSecSuccess else { throw KeychainError(status: added) }
     }

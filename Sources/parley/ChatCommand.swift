@@ -24,14 +24,21 @@ struct Chat: AsyncParsableCommand {
             url = try options.serverURL()
         }
         // A session for another server is not this one's.
-        let session = saved.flatMap { $0.server == url.absoluteString ? TerminalChat.Session(token: $0.token, user: $0.user) : nil }
+        let session = saved.flatMap {
+            $0.server == url.absoluteString
+                ? TerminalChat.Session(token: $0.token, user: $0.user, refreshToken: $0.refreshToken, expiresAt: $0.expiresAt) : nil
+        }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let server = url.absoluteString
         let app = TerminalChat(
             configuration: .init(
                 serverURL: url, databaseDirectory: directory, trust: try options.trust(),
+                credentialStorage: ProfileCredentials(directory: directory),
                 onSignedIn: { session in
-                    try? Profile(server: server, token: session.token, user: session.user).save(to: directory)
+                    try? Profile(
+                        server: server, token: session.token, user: session.user, refreshToken: session.refreshToken,
+                        expiresAt: session.expiresAt
+                    ).save(to: directory)
                 },
                 onSignedOut: {
                     try? FileManager.default.removeItem(atPath: (directory as NSString).appendingPathComponent("session.json"))

@@ -15,13 +15,35 @@ struct Register: AsyncParsableCommand {
         let url = try options.serverURL()
         guard let password = Terminal.password(prompt: "Password (8+ characters): ") else { throw fail("no password given") }
         let code = setting(invite, env: "PARLEY_INVITE", default: "")
-        let auth = try await clientCall {
-            try await options.api(url).register(
+        let outcome = try await clientCall {
+            try await options.api(url).registration(
                 .init(organization: organization, email: email, password: password, displayName: name, inviteCode: code.isEmpty ? nil : code))
         }
-        try Profile(server: url.absoluteString, token: auth.token, user: auth.user).save(to: options.profileDirectory)
+        guard case .registered(let auth) = outcome else {
+            if case .verificationSent(let pending) = outcome {
+                TerminalOutput.say(
+                    "Check your email: we sent a link to \(TerminalOutput.inline(pending.email)). Open it, or run `parley verify TOKEN` with the token it gives, within 24 hours.")
+            }
+            return
+        }
+        try Profile(server: url.absoluteString, auth: auth).save(to: options.profileDirectory)
         let role = auth.user.role == .admin ? ", admin of \(organization)" : ""
         TerminalOutput.say("Registered \(TerminalOutput.inline(auth.user.displayName)) <\(TerminalOutput.inline(auth.user.email))> (\(auth.user.id))\(role)")
+    }
+}
+
+struct Verify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Finish joining an organization by your email's domain with the token from the mailed link, then keep the session.")
+    @OptionGroup var options: ClientOptions
+    @Argument(help: "The token from the email (the part after #verify= in its link).") var token: String
+
+    func run() async throws {
+        let url = try options.serverURL()
+        let auth = try await clientCall { try await options.api(url).verifyEmail(token: token) }
+        try Profile(server: url.absoluteString, auth: auth).save(to: options.profileDirectory)
+        TerminalOutput.say(
+            "Registered \(TerminalOutput.inline(auth.user.displayName)) <\(TerminalOutput.inline(auth.user.email))> (\(auth.user.id))")
     }
 }
 
@@ -37,7 +59,7 @@ struct Login: AsyncParsableCommand {
         let auth = try await clientCall {
             try await options.api(url).login(.init(organization: organization, email: email, password: password))
         }
-        try Profile(server: url.absoluteString, token: auth.token, user: auth.user).save(to: options.profileDirectory)
+        try Profile(server: url.absoluteString, auth: auth).save(to: options.profileDirectory)
         TerminalOutput.say("Logged in as \(TerminalOutput.inline(auth.user.displayName)) <\(TerminalOutput.inline(auth.user.email))>")
     }
 }
@@ -64,6 +86,8 @@ struct Members: AsyncParsableCommand {
     @Option(name: .customLong("make-admin"), help: "Make this user id an admin.") var makeAdmin: String?
     @Option(name: .customLong("make-member"), help: "Make this user id a member.") var makeMember: String?
     @Option(help: "Deactivate this user id (their tokens stop working; their messages stay).") var deactivate: String?
+    @Option(name: .customLong("sign-out"), help: "End every sign-in of this user id (a stolen laptop); they sign in again with their password.")
+    var signOut: String?
     @Option(name: .customLong("allow-domains"), help: "Comma-separated email domains that may join without an invite (\"\" clears).")
     var allowDomains: String?
 
@@ -79,6 +103,10 @@ struct Members: AsyncParsableCommand {
             try await clientCall { try await api.deactivate(try id(deactivate)) }
             TerminalOutput.say("deactivated \(deactivate)")
         }
+        if let signOut {
+            try await clientCall { try await api.signOut(userId: try id(signOut)) }
+            TerminalOutput.say("signed out \(signOut) everywhere")
+        }
         if let allowDomains {
             let domains = allowDomains.split(separator: ",").map { String($0) }.filter { !$0.isEmpty }
             let organization = try await clientCall { try await api.setAllowedEmailDomains(domains) }
@@ -86,6 +114,27 @@ struct Members: AsyncParsableCommand {
         }
         for user in try await clientCall({ try await api.users() }) {
             TerminalOutput.say("\(user.id)  \(user.role?.rawValue ?? "member")  \(TerminalOutput.inline(user.displayName)) <\(TerminalOutput.inline(user.email))>")
+        }
+    }
+}
+
+struct Sessions: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "List where you are signed in (devices, browsers, terminals); --end ends one of them.")
+    @OptionGroup var options: ClientOptions
+    @Option(help: "End this sign-in (its id from the list): a lost phone stops working within seconds.") var end: String?
+
+    func run() async throws {
+        let (_, api) = try options.session()
+        if let end {
+            try await clientCall { try await api.endSignInSession(end) }
+            TerminalOutput.say("ended \(end)")
+        }
+        for session in try await clientCall({ try await api.signInSessions() }) {
+            let mark = session.current ? "*" : " "
+            TerminalOutput.say(
+                "\(mark) \(session.id)  since \(Terminal.clock(session.createdAt))  last used \(Terminal.clock(session.lastUsedAt))  "
+                    + TerminalOutput.inline(session.label ?? "unnamed client"))
         }
     }
 }

@@ -9,8 +9,8 @@ struct Parley: AsyncParsableCommand {
         commandName: "parley",
         abstract: "Parley: real-time messaging that never loses or duplicates a message.",
         subcommands: [
-            Serve.self, Register.self, Login.self, InviteCommand.self, Members.self, Users.self, Conversations.self, OpenDirect.self,
-            Chat.self, OpenGroup.self, Send.self, Sync.self, History.self, Tail.self, Bench.self, Keys.self,
+            Serve.self, Register.self, Verify.self, Login.self, InviteCommand.self, Members.self, Users.self, Conversations.self, OpenDirect.self,
+            Chat.self, OpenGroup.self, Send.self, Sync.self, History.self, Tail.self, Sessions.self, Bench.self, Keys.self,
         ])
 }
 

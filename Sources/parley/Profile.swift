@@ -3,11 +3,30 @@ import Foundation
 import ParleyClient
 import ParleyProtocol
 
-/// Where a terminal user's session lives: the server and token from the last login.
+/// Where a terminal user's session lives: the server and tokens from the last login or renewal.
 struct Profile: Codable {
     var server: String
     var token: String
     var user: User
+    /// Renews the session; each renewal replaces it (nil: a profile from before refresh tokens).
+    var refreshToken: String?
+    /// When `token` expires.
+    var expiresAt: Date?
+
+    init(server: String, token: String, user: User, refreshToken: String? = nil, expiresAt: Date? = nil) {
+        self.server = server
+        self.token = token
+        self.user = user
+        self.refreshToken = refreshToken
+        self.expiresAt = expiresAt
+    }
+
+    /// The profile of a login or registration.
+    init(server: String, auth: AuthResponse) {
+        self.init(server: server, token: auth.token, user: auth.user, refreshToken: auth.refreshToken, expiresAt: auth.expiresAt)
+    }
+
+    var tokens: SessionTokens { SessionTokens(token: token, refreshToken: refreshToken, expiresAt: expiresAt) }
 
     static func directory(_ option: String?) -> String {
         let home = FileManager.default.homeDirectoryForCurrentUser.path
@@ -36,6 +55,36 @@ struct Profile: Codable {
             throw fail("cannot write \(path)")
         }
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+    }
+}
+
+/// The profile as where renewed tokens are kept. Commands run at once (`parley tail` in one
+/// pane, `parley send` in another) share it: a renewal happens under a lock on the folder and
+/// first reads what another command may have saved, so no command presents a spent refresh token.
+struct ProfileCredentials: CredentialStorage {
+    let directory: String
+
+    func loadTokens() -> SessionTokens? { (try? Profile.load(from: directory))?.tokens }
+
+    func saveTokens(_ tokens: SessionTokens) throws {
+        var profile = try Profile.load(from: directory)
+        profile.token = tokens.token
+        profile.refreshToken = tokens.refreshToken
+        profile.expiresAt = tokens.expiresAt
+        try profile.save(to: directory)
+    }
+
+    func exclusively<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        let path = (directory as NSString).appendingPathComponent("session.lock")
+        let descriptor = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw fail("cannot open \(path)") }
+        defer { close(descriptor) }
+        // Without blocking a thread: try, and wait a little between tries.
+        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        defer { flock(descriptor, LOCK_UN) }
+        return try await body()
     }
 }
 
@@ -77,7 +126,8 @@ struct ClientOptions: ParsableArguments {
         let profile = try Profile.load(from: profileDirectory)
         let url = server != nil || ProcessInfo.processInfo.environment["PARLEY_SERVER"] != nil
             ? try serverURL() : URL(string: profile.server)!
-        return (profile, try api(url, token: profile.token))
+        let credentials = SessionCredentials(profile.tokens, storage: ProfileCredentials(directory: profileDirectory))
+        return (profile, ParleyAPI(baseURL: url, credentials: credentials, trust: try trust()))
     }
 }
 
@@ -99,7 +149,7 @@ extension ClientOptions {
         let (profile, api) = try session()
         let path = (profileDirectory as NSString).appendingPathComponent("cache.sqlite")
         let client = try ChatClient(
-            transport: LiveTransport(serverURL: api.baseURL, token: profile.token, trust: api.trust),
+            transport: LiveTransport(serverURL: api.baseURL, credentials: api.credentials!, trust: api.trust),
             database: LocalDatabase.open(path: path), userId: profile.user.id)
         let session = SDKSession(profile: profile, api: api, client: client)
         return session

@@ -33,6 +33,18 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "trace, debug, info, notice, warning, error or critical (env PARLEY_LOG_LEVEL; default info).")
     var logLevel: String?
     @Option(help: "bcrypt cost for new passwords (env PARLEY_BCRYPT_COST; default 10).") var bcryptCost: UInt8?
+    @Option(name: .customLong("access-token-minutes"), help: "How long an access token is valid, in minutes; clients renew it with their refresh token (env PARLEY_ACCESS_TOKEN_MINUTES; default 15).")
+    var accessTokenMinutes: Int?
+    @Option(name: .customLong("refresh-token-days"), help: "How long a refresh token lasts unused, in days; each renewal starts it again (env PARLEY_REFRESH_TOKEN_DAYS; default 30).")
+    var refreshTokenDays: Int?
+    @Option(name: .customLong("domain-joins"), help: "verify: joining an organization by an allowed email domain mails a link to the address first; trust: joins at once, as before (env PARLEY_DOMAIN_JOINS; default verify).")
+    var domainJoins: String?
+    @Option(name: .customLong("smtp-url"), help: "Mail server for those links: smtp://[user:password@]host[:port] or smtps://... (env PARLEY_SMTP_URL; default: none, so domain joins need an invite).")
+    var smtpURL: String?
+    @Option(name: .customLong("smtp-from"), help: "Sender of the mail (env PARLEY_SMTP_FROM; default Parley <parley@localhost>).")
+    var smtpFrom: String?
+    @Option(name: .customLong("public-url"), help: "The server as people reach it, for links in mail, e.g. https://chat.example.com (env PARLEY_PUBLIC_URL; default http://HOST:PORT).")
+    var publicURL: String?
     @Option(help: "Heartbeat announced to clients, in seconds (env PARLEY_HEARTBEAT_SECONDS; default 30).")
     var heartbeatSeconds: Int?
 
@@ -129,6 +141,34 @@ struct Serve: AsyncParsableCommand {
             heartbeat >= 1
         else { throw fail("heartbeat must be at least 1 second") }
         configuration.heartbeatSeconds = heartbeat
+        guard let accessMinutes = Int(setting(accessTokenMinutes.map(String.init), env: "PARLEY_ACCESS_TOKEN_MINUTES", default: "15")),
+            (1...1440).contains(accessMinutes)
+        else { throw fail("access token minutes must be 1 to 1440") }
+        configuration.tokenLifetime = .seconds(accessMinutes * 60)
+        guard let refreshDays = Int(setting(refreshTokenDays.map(String.init), env: "PARLEY_REFRESH_TOKEN_DAYS", default: "30")),
+            (1...365).contains(refreshDays)
+        else { throw fail("refresh token days must be 1 to 365") }
+        configuration.refreshTokenLifetime = .seconds(refreshDays * 86400)
+        guard let joins = DomainJoins(rawValue: setting(domainJoins, env: "PARLEY_DOMAIN_JOINS", default: "verify")) else {
+            throw fail("domain joins must be verify or trust")
+        }
+        configuration.domainJoins = joins
+        let smtp = setting(smtpURL, env: "PARLEY_SMTP_URL", default: "")
+        if !smtp.isEmpty {
+            do {
+                configuration.smtp = try SMTPConfiguration(
+                    url: smtp, from: setting(smtpFrom, env: "PARLEY_SMTP_FROM", default: "Parley <parley@localhost>"))
+            } catch let error as SMTPError {
+                throw fail(error.description)
+            }
+        }
+        let publicText = setting(publicURL, env: "PARLEY_PUBLIC_URL", default: "")
+        if !publicText.isEmpty {
+            guard let url = URL(string: publicText), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+                throw fail("public URL must be an http(s) URL, got \(publicText)")
+            }
+            configuration.publicURL = url
+        }
         guard let attachmentLimit = Int64(setting(
             maxAttachmentBytes.map(String.init), env: "PARLEY_MAX_ATTACHMENT_BYTES", default: String(configuration.maxAttachmentBytes))),
             attachmentLimit > 0

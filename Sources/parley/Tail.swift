@@ -10,7 +10,7 @@ struct Tail: AsyncParsableCommand {
     @OptionGroup var options: ClientOptions
 
     func run() async throws {
-        let (profile, api) = try options.session()
+        let (_, api) = try options.session()
         let people = try await clientCall { try await api.users() }
         var names = Dictionary(uniqueKeysWithValues: people.map { ($0.id, $0.displayName) })
         // The newest seq printed or known per conversation: after a reconnect, what came in
@@ -19,7 +19,18 @@ struct Tail: AsyncParsableCommand {
         var attempt = 0
         var connected = false
         while true {
-            let connection = RealtimeConnection(serverURL: api.baseURL, token: profile.token, trust: api.trust)
+            let credentials = api.credentials!
+            let connection: RealtimeConnection
+            do {
+                connection = RealtimeConnection(
+                    serverURL: api.baseURL, token: try await credentials.validToken(using: api), trust: api.trust)
+            } catch let error as ClientError where error.code == .unauthorized {
+                throw fail("the server refused this profile's session: \(error.description); `parley login` again")
+            } catch {
+                attempt += 1
+                try await pause(before: attempt, because: "\(error)")
+                continue
+            }
             do {
                 let hello = try await connection.connect()
                 attempt = 0
@@ -40,6 +51,9 @@ struct Tail: AsyncParsableCommand {
                 try await pause(before: attempt, because: "\(error)")
                 continue
             }
+            // Access tokens live minutes: the open connection is renewed in time (`auth`).
+            let renewal = Task { await Self.keepRenewed(connection, credentials: credentials, api: api) }
+            defer { renewal.cancel() }
             for await event in connection.events {
                 if case .messageCreated(let created) = event {
                     let (id, seq) = (created.message.conversationId, created.message.seq)
@@ -53,6 +67,24 @@ struct Tail: AsyncParsableCommand {
             }
             attempt += 1
             try await pause(before: attempt, because: await connection.closedReason?.description ?? "connection closed")
+        }
+    }
+
+    /// Renews the sign-in when its access token is within its renewal window, and hands the new
+    /// token to the open connection, until cancelled. A refused renewal is left to the server,
+    /// which closes the connection with 4001 when the token expires.
+    static func keepRenewed(_ connection: RealtimeConnection, credentials: SessionCredentials, api: ParleyAPI) async {
+        while !Task.isCancelled {
+            do {
+                try await Task.sleep(for: .seconds(15))
+                guard credentials.tokens.renewalIsDue(at: Date()) else { continue }
+                let renewed = try await credentials.renew(using: api)
+                try await connection.perform(.auth(AuthCommand(token: renewed.token)))
+            } catch is CancellationError {
+                return
+            } catch {
+                continue
+            }
         }
     }
 

@@ -200,24 +200,31 @@ import Testing
         #expect(try await server.api(token: fresh.token).me().id == admin.id)
     }
 
-    /// The SDK renews a token that expires within a week, and says so for the app to keep it.
+    /// The SDK renews a token within the last third of its life, says so for the app to keep
+    /// it, and the open connection carries on under it.
     @Test func theClientRenewsItsTokenBeforeItExpires() async throws {
-        let server = try await TestServer.start { $0.tokenLifetime = .seconds(3 * 86400) }
+        // Tokens issued now by the server's clock have 4 of their 15 minutes left.
+        let clock = ManualClock(start: Date().addingTimeInterval(-11 * 60))
+        let server = try await TestServer.start { $0.clock = clock.serverClock }
         defer { Task { await server.stop() } }
         let alice = try await server.register("alice@x.io")
-        let transport = LiveTransport(serverURL: server.baseURL, token: alice.token)
+        let credentials = SessionCredentials(SessionTokens(alice.auth))
+        let transport = LiveTransport(serverURL: server.baseURL, credentials: credentials)
         let before = try #require(transport.tokenExpiresAt)
         let client = ChatClient(transport: transport, database: try LocalDatabase.inMemory(), userId: alice.id, pollInterval: .seconds(3600))
         let changes = await client.changes()
+        clock.advance(by: 11 * 60)
         await client.synchronize()
-        var renewed: String?
+        var renewed: SessionTokens?
         for await change in changes {
-            if case .tokenRenewed(let token) = change { renewed = token; break }
+            if case .tokenRenewed(let tokens) = change { renewed = tokens; break }
         }
-        let token = try #require(renewed)
-        #expect(token != alice.token && transport.api.token == token)
-        #expect(try #require(transport.tokenExpiresAt) >= before)
-        #expect(try await server.api(token: token).me().id == alice.id)
+        let tokens = try #require(renewed)
+        #expect(tokens.token != alice.token && transport.api.currentToken == tokens.token)
+        #expect(tokens.refreshToken != nil && tokens.refreshToken != alice.auth.refreshToken, "the refresh token rotated")
+        #expect(try #require(transport.tokenExpiresAt) > before)
+        #expect(try await server.api(token: tokens.token).me().id == alice.id)
+        await client.stop()
     }
 
     /// Databases from before v1.1: the first user of each organization becomes its admin.

@@ -95,6 +95,7 @@ public struct FaultyTransport: ChatTransport {
 
     public func updateToken(_ token: String) { base.updateToken(token) }
     public var tokenExpiresAt: Date? { base.tokenExpiresAt }
+    public var credentials: SessionCredentials? { base.credentials }
     public func renewToken() async throws -> String { try http(); return try await base.renewToken() }
 
     public func conversations() async throws -> [Conversation] { try http(); return try await base.conversations() }

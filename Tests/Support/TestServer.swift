@@ -58,6 +58,8 @@ public final class TestServer: Sendable {
     ) async throws -> TestServer {
         var configuration = ServerConfiguration()
         configuration.openOrganizations = true  // registers many users into one organization by name
+        // Tests of allowed domains join at once; EmailVerificationTests prove addresses by mail.
+        configuration.domainJoins = .trusted
         // Most tests flood on purpose; RateLimitTests turns the limits on.
         configuration.rateLimits = .off
         configuration.port = port

@@ -1,6 +1,5 @@
 import Foundation
 import ParleyProtocol
-import Synchronization
 
 /// What the SDK needs from the network. The live transport is REST plus one WebSocket; tests
 /// wrap it to drop, duplicate and delay frames and cut connections.
@@ -30,6 +29,8 @@ public protocol ChatTransport: Sendable {
     /// Exchanges the current token for a fresh one (`POST /auth/refresh`), uses it from now on
     /// and returns it.
     func renewToken() async throws -> String
+    /// The sign-in's tokens when the transport renews them itself (nil: it does not say).
+    var credentials: SessionCredentials? { get }
     /// A read receipt over HTTP.
     func markRead(_ conversationId: EntityID, upToSeq: Int64) async throws -> ReadResponse
     /// A delivery receipt over HTTP.
@@ -71,6 +72,9 @@ public protocol RealtimeChannel: Sendable {
 extension RealtimeConnection: RealtimeChannel {}
 
 extension ChatTransport {
+    /// No credentials of its own: the client renews through ``renewToken()``.
+    public var credentials: SessionCredentials? { nil }
+
     /// For transports that only fetch whole files: the whole file, cut to the range.
     public func download(_ url: String, range: ClosedRange<Int64>?) async throws -> DownloadedPart {
         let data = try await download(url)
@@ -115,36 +119,40 @@ extension ChatTransport {
 
 /// The real network: ``ParleyAPI`` and ``RealtimeConnection``.
 public struct LiveTransport: ChatTransport {
-    /// The REST client, shared by copies of this transport so a new token reaches them all.
-    private final class Current: Sendable {
-        let api: Mutex<ParleyAPI>
-        init(_ api: ParleyAPI) { self.api = Mutex(api) }
-    }
+    /// The REST client. Its ``SessionCredentials`` are shared by copies of this transport, so
+    /// a renewed token reaches them all.
+    public let api: ParleyAPI
 
-    private let current: Current
-
-    /// The REST client with the current token.
-    public var api: ParleyAPI { current.api.withLock { $0 } }
+    /// The sign-in's tokens, renewed as they expire.
+    public var credentials: SessionCredentials? { api.credentials }
+    private var tokens: SessionCredentials { api.credentials! }
 
     /// A transport for a server URL and a token; `trust` adds certificate authorities for an
     /// `https` server whose certificate the system does not know (REST and WebSocket alike).
     public init(serverURL: URL, token: String, trust: ServerTrust? = nil) {
-        current = Current(ParleyAPI(baseURL: serverURL, token: token, trust: trust))
+        self.init(serverURL: serverURL, credentials: SessionCredentials(SessionTokens(token: token)), trust: trust)
     }
 
-    /// Sets the token on the shared REST client: every copy of this transport uses it from now on.
+    /// A transport for a sign-in whose tokens renew themselves (access tokens live minutes).
+    public init(serverURL: URL, credentials: SessionCredentials, trust: ServerTrust? = nil) {
+        api = ParleyAPI(baseURL: serverURL, credentials: credentials, trust: trust)
+    }
+
+    /// Uses this access token from now on (every copy of this transport), keeping the refresh token.
     public func updateToken(_ token: String) {
-        current.api.withLock { $0.token = token }
+        var current = tokens.tokens
+        current.token = token
+        current.expiresAt = nil
+        tokens.replace(current)
     }
 
-    /// The `exp` claim of the current token, when there is a token and it has one.
-    public var tokenExpiresAt: Date? { api.token.flatMap(TokenClaims.expiry) }
+    /// When the current access token expires, when it says.
+    public var tokenExpiresAt: Date? { tokens.tokens.accessExpiry }
 
-    /// Gets a fresh token from `POST /auth/refresh`, uses it from now on and returns it.
+    /// Renews the sign-in (by its refresh token when it has one), uses the new tokens from now
+    /// on and returns the access token.
     public func renewToken() async throws -> String {
-        let fresh = try await api.refresh().token
-        updateToken(fresh)
-        return fresh
+        try await tokens.renew(using: api).token
     }
 
     /// Every page of the conversation list over REST.
@@ -233,8 +241,8 @@ public struct LiveTransport: ChatTransport {
     public func logout(deviceToken: String?) async throws { try await api.logout(deviceToken: deviceToken) }
     /// Opens a ``RealtimeConnection`` with the current token and waits for its `hello`.
     public func openRealtime() async throws -> any RealtimeChannel {
-        let api = self.api
-        let connection = RealtimeConnection(serverURL: api.baseURL, token: api.token ?? "", trust: api.trust)
+        let token = try await tokens.validToken(using: api)
+        let connection = RealtimeConnection(serverURL: api.baseURL, token: token, trust: api.trust)
         _ = try await connection.connect()
         return connection
     }
@@ -244,15 +252,20 @@ public struct LiveTransport: ChatTransport {
 /// verifies the signature; the client never trusts a token's other claims).
 enum TokenClaims {
     /// The `exp` claim of a JWT, if it has one.
-    static func expiry(of token: String) -> Date? {
+    static func expiry(of token: String) -> Date? { date("exp", of: token) }
+
+    /// The `iat` claim of a JWT, if it has one.
+    static func issuedAt(of token: String) -> Date? { date("iat", of: token) }
+
+    private static func date(_ claim: String, of token: String) -> Date? {
         let parts = token.split(separator: ".")
         guard parts.count == 3 else { return nil }
         var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         guard let data = Data(base64Encoded: base64),
             let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let exp = (claims["exp"] as? NSNumber)?.doubleValue
+            let seconds = (claims[claim] as? NSNumber)?.doubleValue
         else { return nil }
-        return Date(timeIntervalSince1970: exp)
+        return Date(timeIntervalSince1970: seconds)
     }
 }

@@ -10,8 +10,11 @@ import FoundationNetworking
 public struct ParleyAPI: Sendable {
     /// The server's base URL, e.g. `http://127.0.0.1:8080`.
     public let baseURL: URL
-    /// The bearer token, once logged in.
+    /// The bearer token, once logged in (unused when ``credentials`` are set).
     public var token: String?
+    /// A sign-in's tokens, renewed as they expire (before a request whose token is about to
+    /// expire, and once after a 401), shared with every copy of this client.
+    public var credentials: SessionCredentials?
     /// Extra certificate authorities trusted for an `https` server (a self-signed test CA).
     public let trust: ServerTrust?
     private let session: any HTTPLoader
@@ -25,11 +28,40 @@ public struct ParleyAPI: Sendable {
         self.session = trust?.makeLoader() ?? SessionLoader(session: session ?? URLSession(configuration: .ephemeral))
     }
 
+    /// A client for a sign-in whose tokens renew themselves (``SessionCredentials``).
+    public init(baseURL: URL, credentials: SessionCredentials, session: URLSession? = nil, trust: ServerTrust? = nil) {
+        self.init(baseURL: baseURL, token: nil, session: session, trust: trust)
+        self.credentials = credentials
+    }
+
+    /// The access token requests carry now.
+    public var currentToken: String? { credentials?.tokens.token ?? token }
+
     // MARK: Auth and users
 
-    /// Registers (creating the organization when new) and returns the token and user.
+    /// Registers (creating the organization when new) and returns the token and user. A join
+    /// by email domain on a server that proves addresses throws instead, with the message to
+    /// show (check your email); ``registration(_:)`` tells the two apart.
     public func register(_ body: RegisterRequest) async throws -> AuthResponse {
-        try await request("POST", "auth/register", body: body)
+        switch try await registration(body) {
+        case .registered(let auth): return auth
+        case .verificationSent(let pending):
+            throw ClientError(
+                kind: .server, httpStatus: 202,
+                message: "Check your email: we sent a link to \(pending.email). Open it within 24 hours to finish joining.")
+        }
+    }
+
+    /// Registers: signed in at once, or (joining by email domain) a link went to the address,
+    /// which ``verifyEmail(token:)`` finishes.
+    public func registration(_ body: RegisterRequest) async throws -> RegistrationOutcome {
+        let answer: RegisterAnswer = try await request("POST", "auth/register", body: body)
+        return answer.outcome
+    }
+
+    /// Finishes a join by email domain with the token of the mailed link; signs in (201).
+    public func verifyEmail(token: String) async throws -> AuthResponse {
+        try await request("POST", "auth/verify", body: VerifyEmailRequest(token: token))
     }
 
     /// Logs in and returns the token and user.
@@ -40,6 +72,28 @@ public struct ParleyAPI: Sendable {
     /// A fresh token for the current one (renew before it expires); 401 once the user is
     /// deactivated or the token has expired.
     public func refresh() async throws -> AuthResponse { try await request("POST", "auth/refresh") }
+
+    /// Renews a sign-in by its refresh token: new access and refresh tokens (the old refresh
+    /// token stops working). 401 once the sign-in has ended or the user is deactivated.
+    public func refresh(refreshToken: String) async throws -> AuthResponse {
+        try await request("POST", "auth/refresh", body: RefreshRequest(refreshToken: refreshToken))
+    }
+
+    /// The caller's live sign-ins (devices, browsers, terminals), newest first.
+    public func signInSessions() async throws -> [SignInSessionInfo] {
+        let answer: SignInSessionsResponse = try await request("GET", "auth/sessions")
+        return answer.sessions
+    }
+
+    /// Ends one of the caller's sign-ins (a lost phone).
+    public func endSignInSession(_ id: String) async throws {
+        let _: NoContent = try await request("DELETE", "auth/sessions/\(id)")
+    }
+
+    /// Ends every sign-in of a member (admins): they sign in again with their password.
+    public func signOut(userId: EntityID) async throws {
+        let _: NoContent = try await request("POST", "users/\(userId)/sign-out")
+    }
 
     /// The caller.
     public func me() async throws -> User { try await request("GET", "users/me") }
@@ -202,14 +256,15 @@ public struct ParleyAPI: Sendable {
     public func upload(file: URL, name: String, contentType: String) async throws -> Attachment {
         var components = URLComponents(url: baseURL.appendingPathComponent("api/v1/attachments"), resolvingAgainstBaseURL: false)!
         components.queryItems = [URLQueryItem(name: "name", value: name)]
-        var request = authorized(components.url!, method: "POST")
-        request.timeoutInterval = 300  // a whole file in one request
-        request.setValue(contentType, forHTTPHeaderField: "Content-Type")
-        let data: Data, response: URLResponse
-        do {
-            (data, response) = try await session.upload(for: request, fromFile: file)
-        } catch {
-            throw ClientError(kind: .transport, message: "Upload failed: \(error.localizedDescription)")
+        let (data, response) = try await authorizedExchange(components.url!, method: "POST", prepare: { request in
+            request.timeoutInterval = 300  // a whole file in one request
+            request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+        }) { [session] request in
+            do {
+                return try await session.upload(for: request, fromFile: file)
+            } catch {
+                throw ClientError(kind: .transport, message: "Upload failed: \(error.localizedDescription)")
+            }
         }
         return try decode(Attachment.self, data: data, response: response)
     }
@@ -260,14 +315,15 @@ public struct ParleyAPI: Sendable {
         var components = URLComponents(
             url: baseURL.appendingPathComponent("api/v1/attachments/uploads/\(upload)"), resolvingAgainstBaseURL: false)!
         components.queryItems = [URLQueryItem(name: "offset", value: String(offset))]
-        var request = authorized(components.url!, method: "PUT")
-        request.httpBody = chunk
-        request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
-        let data: Data, response: URLResponse
-        do {
-            (data, response) = try await session.data(for: request)
-        } catch {
-            throw ClientError(kind: .transport, message: "Upload failed: \(error.localizedDescription)")
+        let (data, response) = try await authorizedExchange(components.url!, method: "PUT", prepare: { request in
+            request.httpBody = chunk
+            request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
+        }) { [session] request in
+            do {
+                return try await session.data(for: request)
+            } catch {
+                throw ClientError(kind: .transport, message: "Upload failed: \(error.localizedDescription)")
+            }
         }
         return try decode(UploadStatus.self, data: data, response: response)
     }
@@ -280,13 +336,14 @@ public struct ParleyAPI: Sendable {
     /// Downloads `range` of an attachment (all of it when nil), with its checksum (the ETag).
     public func download(_ url: String, range: ClosedRange<Int64>?) async throws -> DownloadedPart {
         guard let full = URL(string: url, relativeTo: baseURL) else { throw ClientError(kind: .decoding, message: "Bad url \(url)") }
-        var request = authorized(full, method: "GET")
-        if let range { request.setValue("bytes=\(range.lowerBound)-\(range.upperBound)", forHTTPHeaderField: "Range") }
-        let data: Data, response: URLResponse
-        do {
-            (data, response) = try await session.data(for: request)
-        } catch {
-            throw ClientError(kind: .transport, message: "Download failed: \(error.localizedDescription)")
+        let (data, response) = try await authorizedExchange(full, method: "GET", prepare: { request in
+            if let range { request.setValue("bytes=\(range.lowerBound)-\(range.upperBound)", forHTTPHeaderField: "Range") }
+        }) { [session] request in
+            do {
+                return try await session.data(for: request)
+            } catch {
+                throw ClientError(kind: .transport, message: "Download failed: \(error.localizedDescription)")
+            }
         }
         let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         guard (200..<300).contains(status) else {
@@ -344,30 +401,47 @@ public struct ParleyAPI: Sendable {
             url: baseURL.appendingPathComponent("api/v1/" + path), resolvingAgainstBaseURL: false)!
         let items = query.compactMap { key, value in value.map { URLQueryItem(name: key, value: $0) } }
         if !items.isEmpty { components.queryItems = items.sorted { $0.name < $1.name } }
-        var request = authorized(components.url!, method: method)
-        if let body {
-            request.httpBody = try WireCoding.makeEncoder().encode(body)
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        }
-        let data: Data
-        let response: URLResponse
-        do {
-            (data, response) = try await session.data(for: request)
-        } catch let error as URLError where error.code == .timedOut {
-            throw ClientError(kind: .timeout, message: "No answer from \(baseURL.absoluteString) in time")
-        } catch {
-            throw ClientError(kind: .transport, message: "Cannot reach \(baseURL.absoluteString): \(error.localizedDescription)")
+        let encoded = try body.map { try WireCoding.makeEncoder().encode($0) }
+        let baseURL = self.baseURL
+        let (data, response) = try await authorizedExchange(components.url!, method: method, prepare: { request in
+            if let encoded {
+                request.httpBody = encoded
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            }
+        }) { [session] request in
+            do {
+                return try await session.data(for: request)
+            } catch let error as URLError where error.code == .timedOut {
+                throw ClientError(kind: .timeout, message: "No answer from \(baseURL.absoluteString) in time")
+            } catch {
+                throw ClientError(kind: .transport, message: "Cannot reach \(baseURL.absoluteString): \(error.localizedDescription)")
+            }
         }
         return try decode(Answer.self, data: data, response: response)
     }
 
-    /// A request with the method, a 30 s timeout and the bearer token when logged in.
-    private func authorized(_ url: URL, method: String) -> URLRequest {
+    /// Sends a request (a 30 s timeout, the bearer token when logged in, then `prepare`) through
+    /// `perform`. With ``credentials`` that can renew, an access token about to expire is
+    /// renewed first, and a 401 renews once and sends again: a sign-in outlives its minutes-long
+    /// access tokens without the caller noticing.
+    private func authorizedExchange(
+        _ url: URL, method: String, prepare: (inout URLRequest) -> Void,
+        _ perform: (URLRequest) async throws -> (Data, URLResponse)
+    ) async throws -> (Data, URLResponse) {
         var request = URLRequest(url: url)
         request.httpMethod = method
         request.timeoutInterval = 30
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        return request
+        prepare(&request)
+        let bearer = try await credentials?.validToken(using: self) ?? token
+        if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
+        let first = try await perform(request)
+        guard let credentials, let bearer, credentials.tokens.refreshToken != nil,
+            (first.1 as? HTTPURLResponse)?.statusCode == 401
+        else { return first }
+        let renewed = try await credentials.renew(replacing: bearer, using: self)
+        guard renewed.token != bearer else { return first }
+        request.setValue("Bearer \(renewed.token)", forHTTPHeaderField: "Authorization")
+        return try await perform(request)
     }
 
     private func decode<Answer: Decodable>(_ type: Answer.Type, data: Data, response: URLResponse) throws -> Answer {
@@ -388,6 +462,26 @@ public struct ParleyAPI: Sendable {
             return try decoder.decode(Answer.self, from: data)
         } catch {
             throw ClientError(kind: .decoding, httpStatus: status, message: "Unreadable answer: \(error)")
+        }
+    }
+}
+
+/// What a registration came to.
+public enum RegistrationOutcome: Sendable, Equatable {
+    /// Signed in.
+    case registered(AuthResponse)
+    /// A link went to the address (a join by email domain): it finishes the registration.
+    case verificationSent(VerificationPending)
+}
+
+/// `POST /auth/register`'s 201 or 202 body.
+private struct RegisterAnswer: Decodable {
+    let outcome: RegistrationOutcome
+    init(from decoder: any Decoder) throws {
+        if let auth = try? AuthResponse(from: decoder) {
+            outcome = .registered(auth)
+        } else {
+            outcome = .verificationSent(try VerificationPending(from: decoder))
         }
     }
 }

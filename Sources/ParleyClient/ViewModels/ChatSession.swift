@@ -12,6 +12,30 @@ public protocol SessionStore: Sendable {
     func save(_ session: AuthResponse?) throws
 }
 
+/// A ``SessionStore`` as the place a sign-in's renewed tokens are saved: each renewal is
+/// written before it is used, so the next launch presents the refresh token that still works.
+public struct SessionStoreCredentials: CredentialStorage {
+    /// Where the session is kept.
+    public let store: any SessionStore
+
+    /// Renewals saved into `store`.
+    public init(store: any SessionStore) { self.store = store }
+
+    /// The saved session's tokens.
+    public func loadTokens() -> SessionTokens? {
+        (try? store.load()).flatMap { $0 }.map { SessionTokens($0) }
+    }
+
+    /// Writes the tokens into the saved session (its user stays).
+    public func saveTokens(_ tokens: SessionTokens) throws {
+        guard var session = try store.load() else { return }
+        session.token = tokens.token
+        session.refreshToken = tokens.refreshToken
+        session.expiresAt = tokens.expiresAt
+        try store.save(session)
+    }
+}
+
 /// A session kept as a JSON file only its owner may read (mode 0600).
 public struct FileSessionStore: SessionStore {
     /// The file.
@@ -214,10 +238,11 @@ public final class ChatSession {
             if let databaseDirectory {
                 try FileManager.default.createDirectory(atPath: databaseDirectory, withIntermediateDirectories: true)
             }
-            let client = try ChatClient(
-                serverURL: server, token: session.token, userId: session.user.id,
-                databasePath: databasePath(for: session.user.id))
             try? store.save(session)
+            let credentials = SessionCredentials(SessionTokens(session), storage: SessionStoreCredentials(store: store))
+            let client = try ChatClient(
+                serverURL: server, credentials: credentials, userId: session.user.id,
+                databasePath: databasePath(for: session.user.id))
             self.session = session
             self.client = client
             user = session.user
@@ -244,11 +269,13 @@ public final class ChatSession {
             for await change in await client.changes() {
                 guard let self else { return }
                 switch change {
-                case .tokenRenewed(let token):
+                case .tokenRenewed(let tokens):
+                    // Saved already (``SessionStoreCredentials``), before the tokens were used.
                     if var session = self.session {
-                        session.token = token
+                        session.token = tokens.token
+                        session.refreshToken = tokens.refreshToken
+                        session.expiresAt = tokens.expiresAt
                         self.session = session
-                        try? self.store.save(session)
                     }
                 case .signInRequired:
                     // The token was refused: sign in again; the outbox waits on this device.

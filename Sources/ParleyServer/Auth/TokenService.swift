@@ -113,14 +113,22 @@ public final class TokenService: Sendable {
 
     /// A signed token for a user, in sign-in session `sessionId` (a new session when nil: a
     /// login; a refresh passes the caller's, so logout ends the refreshed tokens too).
-    public func issue(for user: User, now: Date = Date(), sessionId: String? = nil) async throws -> String {
+    /// It expires ``lifetime`` after `now`, or at `notAfter` when that is sooner (the end of
+    /// its sign-in session).
+    public func issue(for user: User, now: Date = Date(), sessionId: String? = nil, notAfter: Date? = nil) async throws -> String {
         refreshIfStale()
         let claims = AccessClaims(
             sub: .init(value: user.id.description), org: user.organizationId.description,
-            iat: .init(value: now), exp: .init(value: now.addingTimeInterval(lifetime.timeInterval)),
+            iat: .init(value: now), exp: .init(value: expiry(issuedAt: now, notAfter: notAfter)),
             sid: sessionId ?? "\(EntityID())")
         let (collection, kid) = ring.withLock { ($0.collection, $0.signingKid) }
         return try await collection.sign(claims, kid: JWKIdentifier(string: kid))
+    }
+
+    /// When a token issued at `now` expires (see ``issue(for:now:sessionId:notAfter:)``).
+    public func expiry(issuedAt now: Date, notAfter: Date? = nil) -> Date {
+        let natural = now.addingTimeInterval(lifetime.timeInterval)
+        return notAfter.map { min($0, natural) } ?? natural
     }
 
     /// The identity a token stands for; `unauthorized` when it is forged, malformed, expired

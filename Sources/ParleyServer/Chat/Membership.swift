@@ -50,15 +50,32 @@ public enum Membership {
     /// admin; an existing organization admits with an open flag (demos and tests), a valid
     /// invite of its own (not expired, uses left, matching email if it names one), or an email
     /// whose whole domain it allows.
-    public static func admit(email: String, to organization: Organization?, invite: Invite?, open: Bool, now: Date) throws -> Admission {
+    ///
+    /// A join by domain proves nothing about who holds the address: with `provingDomainJoins`
+    /// it is answered ``ProofNeeded`` (the address gets a link; opening it replays the
+    /// registration with `addressProven`).
+    public static func admit(
+        email: String, to organization: Organization?, invite: Invite?, open: Bool, now: Date, provingDomainJoins: Bool = false,
+        addressProven: Bool = false
+    ) throws -> Admission {
         guard let organization else { return Admission(role: .admin) }
         if let invite, invite.organizationId == organization.id, invite.expiresAt > now, invite.uses < invite.maxUses,
             invite.email.map({ $0 == email }) ?? true
         {
             return Admission(role: .member, usesInvite: true)
         }
-        if open || organization.allowedEmailDomains.contains(domain(of: email)) { return Admission(role: .member) }
+        if open { return Admission(role: .member) }
+        if organization.allowedEmailDomains.contains(domain(of: email)) {
+            if provingDomainJoins && !addressProven { throw ProofNeeded(organization: organization) }
+            return Admission(role: .member)
+        }
         throw notAdmitted
+    }
+
+    /// A registration that joins by its email's domain and must prove the address first.
+    public struct ProofNeeded: Error, Sendable {
+        /// The organization it would join.
+        public var organization: Organization
     }
 
     /// The part after the `@`, lowercased: matched whole (`corp.test` never admits
@@ -99,15 +116,7 @@ public enum Membership {
     ///
     /// Never one that starts with `-`: a command line reads `--invite -x…` as another option
     /// (1 code in 64 could not be typed into `parley register`; a flaky README test found it).
-    public static func newInviteCode() -> String {
-        var generator = SystemRandomNumberGenerator()
-        while true {
-            let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-            let code = Data(bytes).base64EncodedString()
-                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
-            if !code.hasPrefix("-") { return code }
-        }
-    }
+    public static func newInviteCode() -> String { RandomCode.make() }
 
     /// An invite as an admin asks for it: 1–1000 uses (default 1), 1 hour to 90 days (default a week).
     public static func invite(_ request: CreateInviteRequest, organizationId: EntityID, by admin: EntityID, now: Date) throws -> Invite {

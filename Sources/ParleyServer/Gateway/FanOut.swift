@@ -31,9 +31,10 @@ public final class LiveConnection: Sendable {
 
     let id: Int
     let identity: Identity
-    /// What the token it was opened with allows (nil in tests that build connections by hand):
-    /// the session ends when the token would be refused.
-    let grant: TokenGrant?
+    /// What its token allows (nil in tests that build connections by hand): the session ends
+    /// when the token would be refused. Opened with one token, renewed by the `auth` command.
+    var grant: TokenGrant? { grantBox.withLock { $0 } }
+    private let grantBox: Mutex<TokenGrant?>
     private let state = Mutex(State())
     private let outbound: WebSocketOutboundWriter
     private let channel: (any Channel)?
@@ -45,7 +46,7 @@ public final class LiveConnection: Sendable {
     ) {
         self.id = id
         self.identity = identity
-        self.grant = grant
+        self.grantBox = Mutex(grant)
         self.outbound = outbound
         self.channel = channel
         if let first {
@@ -56,6 +57,9 @@ public final class LiveConnection: Sendable {
             Task { await self.write() }
         }
     }
+
+    /// Uses a renewed token's grant from now on (the same user's: the gateway checks).
+    func renew(_ grant: TokenGrant) { grantBox.withLock { $0 = grant } }
 
     /// Frames queued and not yet written.
     var queueDepth: Int { state.withLock { $0.queue.count } }

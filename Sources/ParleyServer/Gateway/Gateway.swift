@@ -78,7 +78,7 @@ struct Gateway: Sendable {
                 // Authorization is checked where it is used: a connection the server decided to
                 // close, or whose token would now be refused (expired, key retired, account
                 // deactivated), handles nothing more, whatever the client sends.
-                if !connection.isClosing, let reason = authenticator.endOfSession(grant, now: Date()) {
+                if !connection.isClosing, let reason = authenticator.endOfSession(connection.grant ?? grant, now: Date()) {
                     connection.close(WebSocketErrorCode(codeNumber: Self.sessionEndedCloseCode), reason: reason)
                 }
                 if connection.isClosing {
@@ -198,6 +198,20 @@ struct Gateway: Sendable {
         case .focus(let command):
             try await signals.focus(command, by: identity)
             send(ReplyFrame(replyTo: frame.id, data: EmptyPayload()), on: connection)
+        case .auth(let command):
+            // A renewed token keeps the connection open past the one it was opened with; it
+            // must stand for the same user (another user's token is refused, the old grant stays).
+            let renewed: TokenGrant
+            do {
+                renewed = try await authenticator.grant(forToken: command.token)
+            } catch {
+                throw APIError(.unauthorized, "The token was refused; this connection keeps its current one")
+            }
+            guard renewed.identity == identity else {
+                throw APIError(.forbidden, "The token is another user's; a connection stays with the user it was opened for")
+            }
+            connection.renew(renewed)
+            send(ReplyFrame(replyTo: frame.id, data: AuthReply(expiresAt: renewed.expiresAt)), on: connection)
         }
     }
 

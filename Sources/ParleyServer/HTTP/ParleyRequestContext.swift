@@ -70,6 +70,11 @@ struct Authenticator: Sendable {
         return try await checked(try await tokens.grant(for: token))
     }
 
+    /// What an access token given directly allows (a WebSocket's `auth` command renewing it).
+    func grant(forToken token: String) async throws -> TokenGrant {
+        try await checked(try await tokens.grant(for: token))
+    }
+
     /// `grant` if its user exists, is active and is of its organization.
     private func checked(_ grant: TokenGrant) async throws -> TokenGrant {
         if let session = grant.sessionId, revocations.isRevoked(session) { throw APIError.unauthorized }

@@ -40,11 +40,24 @@ extension OpenAPIDocument {
 
     static var accountPaths: [String: Schema] { [
         "/api/v1/auth/register": ["post": op("auth", "Create an account (and a new organization, or join one with an invite)", auth: false,
-                                             body: jsonBody("RegisterRequest"), ["201": answer("Registered", "AuthResponse")],
+                                             body: jsonBody("RegisterRequest"), [
+                                                 "201": answer("Registered", "AuthResponse"),
+                                                 "202": answer("Joining by email domain: a link went to the address", "VerificationPending"),
+                                             ],
                                              errors: [403, 409, 429, 503])],
         "/api/v1/auth/login": ["post": op("auth", "Sign in", auth: false, body: jsonBody("LoginRequest"),
                                           ["200": answer("Signed in", "AuthResponse")], errors: [401, 429])],
-        "/api/v1/auth/refresh": ["post": op("auth", "A fresh token for a valid one", ["200": answer("A new token", "AuthResponse")])],
+        "/api/v1/auth/refresh": ["post": op("auth", "Renew a sign-in: by its refresh token (answers a new one; no bearer needed), or by a valid bearer token",
+                                            auth: false, body: jsonBody("RefreshRequest", required: false),
+                                            ["200": answer("A new access token (and refresh token)", "AuthResponse")], errors: [400, 401, 409, 503])],
+        "/api/v1/auth/verify": ["post": op("auth", "Finish joining by email domain with the mailed link's token", auth: false,
+                                           body: jsonBody("VerifyEmailRequest"), ["201": answer("Registered", "AuthResponse")],
+                                           errors: [400, 403, 404, 409, 503])],
+        "/api/v1/auth/sessions": ["get": op("auth", "The caller's live sign-ins, newest first",
+                                            ["200": answer("Sign-ins", "SignInSessionsResponse")])],
+        "/api/v1/auth/sessions/{id}": path("id").merging([
+            "delete": op("auth", "End one of the caller's sign-ins (refresh token, access tokens, WebSockets)", ["204": noContent], errors: [404]),
+        ]) { first, _ in first },
         "/api/v1/auth/ticket": ["post": op("auth", "A one-use ticket for opening the WebSocket as /ws?ticket= (30 s)",
                                            ["200": answer("A ticket", "SocketTicket")])],
         "/api/v1/auth/logout": ["post": op("devices", "Unregister one push device, or all of the caller's",
@@ -61,6 +74,9 @@ extension OpenAPIDocument {
             "patch": op("organization", "Change a user's role (admin)", body: jsonBody("UpdateUserRequest"),
                         ["200": answer("The user", "UserResponse")], errors: [403, 404, 409]),
             "delete": op("organization", "Deactivate a user (admin)", ["204": noContent], errors: [403, 404, 409]),
+        ]) { first, _ in first },
+        "/api/v1/users/{id}/sign-out": path("id").merging([
+            "post": op("organization", "End every sign-in of a member (admin); the account stays active", ["204": noContent], errors: [403, 404]),
         ]) { first, _ in first },
         "/api/v1/organization": [
             "get": op("organization", "The caller's organization", ["200": answer("The organization", "OrganizationResponse")]),

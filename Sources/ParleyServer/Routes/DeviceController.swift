@@ -6,8 +6,8 @@ import ParleyProtocol
 /// `DELETE /devices/{token}`: where push notifications go.
 struct DeviceController: Sendable {
     let store: any ParleyStore
-    /// Sessions ended by logout.
-    let revocations: SessionRevocations
+    /// Sign-ins, which logout ends.
+    let sessions: SignInSessions
     let now: @Sendable () -> Date
 
     func addRoutes(to group: RouterGroup<ParleyRequestContext>) {
@@ -34,7 +34,7 @@ struct DeviceController: Sendable {
         }
         // Last, so a refused body (400) leaves the session as it was.
         if let grant = context.grant, let session = grant.sessionId {
-            try await revocations.revoke(session, userId: identity.userId, expiresAt: grant.expiresAt, now: Date())
+            _ = try await sessions.end(userId: identity.userId, id: session, accessTokensUntil: grant.expiresAt)
         }
         return JSONResponse.noContent()
     }

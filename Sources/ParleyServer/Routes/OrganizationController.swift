@@ -7,6 +7,8 @@ import ParleyProtocol
 struct OrganizationController: Sendable {
     let store: any ParleyStore
     let membership: MembershipService
+    /// Sign-ins, which an admin can end.
+    let sessions: SignInSessions
 
     func addRoutes(to group: RouterGroup<ParleyRequestContext>) {
         group.get("organization", use: show)
@@ -16,6 +18,7 @@ struct OrganizationController: Sendable {
         group.delete("organization/invites/:code", use: deleteInvite)
         group.patch("users/:id", use: setRole)
         group.delete("users/:id", use: deactivate)
+        group.post("users/:id/sign-out", use: signOut)
     }
 
     @Sendable func show(_ request: Request, context: ParleyRequestContext) async throws -> Response {
@@ -65,6 +68,21 @@ struct OrganizationController: Sendable {
             body.role, userId: userId, organizationId: identity.organizationId, check: { try Membership.keepsAnAdmin(adminsAfter: $0) })
         else { throw APIError.notFound("User") }
         return try JSONResponse.make(UserResponse(user: user))
+    }
+
+    /// Ends every sign-in of a member (admins; a stolen laptop): their refresh tokens at once,
+    /// access tokens and WebSockets on every node within seconds. The account stays active:
+    /// they sign in again with their password.
+    @Sendable func signOut(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try await membership.requireAdmin(context)
+        let userId = try context.parameters.entityID("id", what: "User")
+        guard let state = try await store.userState(id: userId), state.organizationId == identity.organizationId else {
+            throw APIError.notFound("User")
+        }
+        let ended = try await sessions.end(userId: userId, id: nil)
+        context.logger.notice(
+            "Signed a user out everywhere", metadata: ["userId": "\(userId)", "by": "\(identity.userId)", "sessions": "\(ended.count)"])
+        return JSONResponse.noContent()
     }
 
     @Sendable func deactivate(_ request: Request, context: ParleyRequestContext) async throws -> Response {

@@ -291,6 +291,28 @@ public protocol ParleyStore: Sendable {
     /// with that time: every node keeps them in memory.
     func revokedSessions(now: Date) async throws -> [String: Date]
 
+    /// Stores a new sign-in session (login, registration).
+    func createSignInSession(_ session: SignInSession) async throws
+    /// One sign-in session, ended or not (nil: none with that id).
+    func signInSession(id: String) async throws -> SignInSession?
+    /// Replaces a live session's refresh token hash, atomically: only when its current hash is
+    /// still `currentHash` (two renewals with one token cannot both win). The old hash becomes
+    /// `previousHash`; `lastUsedAt` and `expiresAt` move on. False when nothing changed.
+    func rotateSignInSession(id: String, from currentHash: String, to newHash: String, at date: Date, expiresAt: Date) async throws -> Bool
+    /// Marks a session used (a bearer renewal) without changing its token.
+    func touchSignInSession(id: String, at date: Date) async throws
+    /// The user's sessions that have not ended or expired at `now`, newest first.
+    func signInSessions(userId: EntityID, now: Date) async throws -> [SignInSession]
+    /// Ends the user's live sessions (only `id` when given) and answers the ids it ended.
+    func endSignInSessions(userId: EntityID, id: String?, at date: Date) async throws -> [String]
+
+    /// Keeps a registration waiting for its email to be verified (a domain join), replacing one
+    /// waiting for the same organization and email; drops expired ones.
+    func savePendingRegistration(_ pending: PendingRegistration) async throws
+    /// Takes (removes and answers) the pending registration with this link's hash, unless it
+    /// has expired at `now`.
+    func takePendingRegistration(tokenHash: String, now: Date) async throws -> PendingRegistration?
+
     /// Writes one small row (readiness): throws when the store cannot write now.
     func probeWrite(now: Date) async throws
 

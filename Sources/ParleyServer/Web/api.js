@@ -2,6 +2,8 @@
 const BASE = '/api/v1';
 const TOKEN_KEY = 'parley.token';
 const USER_KEY = 'parley.user';
+const REFRESH_KEY = 'parley.refresh';
+const EXPIRES_KEY = 'parley.expires';
 
 export class ApiError extends Error {
   constructor(code, message, status = 0, retryAfter = null) {
@@ -23,13 +25,92 @@ export function getToken() { return localStorage.getItem(TOKEN_KEY); }
 export function getSavedUser() {
   try { return JSON.parse(localStorage.getItem(USER_KEY) || 'null'); } catch { return null; }
 }
-export function saveSession(token, user) {
-  if (token) localStorage.setItem(TOKEN_KEY, token);
+// A login, registration or renewal answer (`{token, user, refreshToken?, expiresAt?}`), or
+// just the user (`saveSession(null, user)`).
+export function saveSession(token, user, refreshToken, expiresAt) {
+  if (token) {
+    localStorage.setItem(TOKEN_KEY, token);
+    if (expiresAt) localStorage.setItem(EXPIRES_KEY, expiresAt); else localStorage.removeItem(EXPIRES_KEY);
+  }
+  if (refreshToken) localStorage.setItem(REFRESH_KEY, refreshToken);
   if (user) localStorage.setItem(USER_KEY, JSON.stringify(user));
 }
 export function clearSession() {
-  localStorage.removeItem(TOKEN_KEY);
-  localStorage.removeItem(USER_KEY);
+  for (const key of [TOKEN_KEY, USER_KEY, REFRESH_KEY, EXPIRES_KEY]) localStorage.removeItem(key);
+}
+
+// Access tokens live minutes; the refresh token renews them, once each: a renewal answers a new
+// refresh token and the old one stops working (presented again later, it ends the sign-in).
+// So one renewal at a time across every tab (Web Locks where the browser has them), and a tab
+// that waited reads what another tab saved before renewing itself.
+function claims(token) {
+  try { return JSON.parse(atob(token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/'))); } catch { return {}; }
+}
+function expiryOf(token) {
+  const saved = Date.parse(localStorage.getItem(EXPIRES_KEY) || '');
+  if (!Number.isNaN(saved)) return saved;
+  const exp = claims(token).exp;
+  return exp ? exp * 1000 : null;
+}
+// Renew when less than a third of the token's life is left (5 minutes of 15).
+export function renewalDue(now = Date.now()) {
+  const token = getToken();
+  if (!token || !localStorage.getItem(REFRESH_KEY)) return false;
+  const expiry = expiryOf(token);
+  const issued = (claims(token).iat || 0) * 1000;
+  if (!expiry) return false;
+  const window = issued ? Math.min((expiry - issued) / 3, 7 * 86400000) : 60000;
+  return expiry - now < window;
+}
+
+const renewedListeners = [];
+export function onTokenRenewed(fn) { renewedListeners.push(fn); }
+window.addEventListener('storage', (e) => {
+  // Another tab renewed: this tab's socket carries on with the new token.
+  if (e.key === TOKEN_KEY && e.newValue) for (const fn of renewedListeners) fn(e.newValue);
+});
+
+let renewing = null;
+async function renewUnderLock(stale) {
+  // Someone (another tab) renewed while this one waited: theirs is current.
+  if (stale && getToken() !== stale) return getToken();
+  const refreshToken = localStorage.getItem(REFRESH_KEY);
+  if (!refreshToken) throw new ApiError('unauthorized', 'No refresh token', 401);
+  let res;
+  try {
+    res = await fetch(BASE + '/auth/refresh', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ refreshToken }),
+    });
+  } catch {
+    throw new ApiError('network', 'Cannot reach the server', 0);
+  }
+  if (!res.ok) throw await errorFrom(res);
+  const body = await res.json();
+  saveSession(body.token, body.user, body.refreshToken, body.expiresAt);
+  for (const fn of renewedListeners) fn(body.token);
+  return body.token;
+}
+
+// Renews the sign-in (once, whoever asks meanwhile) and answers the new access token; with
+// `stale`, only while that is still the current token.
+export function renewSession(stale = getToken()) {
+  if (!renewing) {
+    const run = () => renewUnderLock(stale);
+    renewing = (navigator.locks ? navigator.locks.request('parley-refresh', run) : run())
+      .finally(() => { renewing = null; });
+  }
+  return renewing;
+}
+
+// The access token, renewed first when it is about to expire.
+export async function validToken() {
+  const token = getToken();
+  if (!token || !localStorage.getItem(REFRESH_KEY)) return token;
+  const expiry = expiryOf(token);
+  if (expiry && expiry - Date.now() < 30000) {
+    try { return await renewSession(token); } catch (e) { if (e.status === 401) unauthorizedHandler(e); throw e; }
+  }
+  return token;
 }
 
 async function errorFrom(res) {
@@ -41,19 +122,32 @@ async function errorFrom(res) {
 }
 
 export async function api(method, path, body) {
-  const headers = {};
-  const token = getToken();
-  if (token) headers.Authorization = `Bearer ${token}`;
-  if (body !== undefined) headers['Content-Type'] = 'application/json';
-  let res;
-  try {
-    res = await fetch(BASE + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  } catch {
-    throw new ApiError('network', 'Cannot reach the server', 0);
+  const isAuth = path.startsWith('/auth/login') || path.startsWith('/auth/register') || path.startsWith('/auth/refresh') || path.startsWith('/auth/verify');
+  let token = isAuth ? null : await validToken();
+  const send = async () => {
+    const headers = {};
+    if (token) headers.Authorization = `Bearer ${token}`;
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    try {
+      return await fetch(BASE + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+    } catch {
+      throw new ApiError('network', 'Cannot reach the server', 0);
+    }
+  };
+  let res = await send();
+  // Refused: the token may have expired meanwhile (a laptop asleep): renew once and retry.
+  if (res.status === 401 && token && !isAuth && localStorage.getItem(REFRESH_KEY)) {
+    try {
+      token = await renewSession(token);
+      res = await send();
+    } catch (e) {
+      if (e.status === 401) { unauthorizedHandler(e); }
+      throw e;
+    }
   }
   if (!res.ok) {
     const err = await errorFrom(res);
-    if (res.status === 401 && token && !path.startsWith('/auth/')) unauthorizedHandler(err);
+    if (res.status === 401 && token && !isAuth) unauthorizedHandler(err);
     throw err;
   }
   if (res.status === 204) return null;
@@ -73,12 +167,13 @@ const ALLOWED_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/we
   'application/zip', 'text/plain', 'application/octet-stream']);
 
 // Raw-body upload with progress (fetch has no upload progress; XMLHttpRequest does).
-export function uploadAttachment(file, onProgress) {
+export async function uploadAttachment(file, onProgress) {
+  const token = await validToken();
   return new Promise((resolve, reject) => {
     const xhr = new XMLHttpRequest();
     const type = ALLOWED_TYPES.has(file.type) ? file.type : 'application/octet-stream';
     xhr.open('POST', `${BASE}/attachments${qs({ name: file.name || 'file' })}`);
-    xhr.setRequestHeader('Authorization', `Bearer ${getToken()}`);
+    xhr.setRequestHeader('Authorization', `Bearer ${token}`);
     xhr.setRequestHeader('Content-Type', type);
     xhr.upload.onprogress = (e) => { if (e.lengthComputable) onProgress(e.loaded / e.total); };
     xhr.onerror = () => reject(new ApiError('network', 'Upload failed: cannot reach the server'));
@@ -97,7 +192,7 @@ export function uploadAttachment(file, onProgress) {
 const blobCache = new Map();
 export function attachmentBlobUrl(url) {
   if (!blobCache.has(url)) {
-    const p = fetch(url, { headers: { Authorization: `Bearer ${getToken()}` } }).then(async (res) => {
+    const p = validToken().then((token) => fetch(url, { headers: { Authorization: `Bearer ${token}` } })).then(async (res) => {
       if (!res.ok) throw await errorFrom(res);
       return URL.createObjectURL(await res.blob());
     });

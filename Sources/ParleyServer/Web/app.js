@@ -43,6 +43,7 @@ function setAuthMode(mode) {
 // Signed out, it opens the sign-up form with the code (and the organization) filled in;
 // signed in, it is ignored.
 function takeJoinLink() {
+  if (takeVerifyLink()) return;
   const join = readJoinLink();
   if (!join) return;
   history.replaceState(history.state, '', location.pathname + location.search);
@@ -57,6 +58,29 @@ function takeJoinLink() {
   note.hidden = false;
   const first = ['#auth-organization', '#auth-email', '#auth-password', '#auth-display-name'].map((id) => $(id)).find((e) => !e.value.trim());
   (first || $('#auth-register')).focus();
+}
+
+// The link mailed to confirm an address (`/#verify=TOKEN`): taken out of the address bar at
+// once, then it finishes the sign-up it was sent for and signs in.
+function takeVerifyLink() {
+  const match = /^#verify=([A-Za-z0-9_-]{20,100})$/.exec(location.hash);
+  if (!match) return false;
+  history.replaceState(history.state, '', location.pathname + location.search);
+  if (document.body.dataset.screen === 'main' || getToken()) return true;
+  setScreen('auth');
+  setAuthMode('register');
+  const note = $('#auth-note');
+  note.textContent = 'Confirming your address…';
+  note.hidden = false;
+  api('POST', '/auth/verify', { token: match[1] }).then(async (res) => {
+    saveSession(res.token, res.user, res.refreshToken, res.expiresAt);
+    note.hidden = true;
+    await enterMain(res.user);
+  }).catch((e) => {
+    note.hidden = true;
+    $('#auth-error').textContent = e.message;
+  });
+  return true;
 }
 
 async function authenticate(kind) {
@@ -80,8 +104,15 @@ async function authenticate(kind) {
   buttons.forEach((b) => { b.disabled = true; });
   try {
     const res = await api('POST', kind === 'register' ? '/auth/register' : '/auth/login', body);
-    saveSession(res.token, res.user);
     $('#auth-password').value = '';
+    if (!res.token && res.email) {
+      // Joining by the email's domain: a link went to the address; it finishes the sign-up.
+      const note = $('#auth-note');
+      note.textContent = `Check your email: we sent a link to ${res.email}. Open it within 24 hours to finish joining.`;
+      note.hidden = false;
+      return;
+    }
+    saveSession(res.token, res.user, res.refreshToken, res.expiresAt);
     $('#auth-invite').value = '';
     $('#auth-note').hidden = true;
     await enterMain(res.user);
@@ -179,7 +210,7 @@ function boot() {
   window.parleyDebug = {
     outboxSize: () => outbox.size(store.me?.id),
     state: () => ({
-      me: store.me, connection: store.connection, openId: store.openId,
+      me: store.me, connection: store.connection, openId: store.openId, socketAuthorizedUntil: store.socketAuthorizedUntil || null,
       conversations: [...store.conversations.values()].map((c) => ({ id: c.id, lastSeq: c.lastSeq, unreadCount: c.unreadCount, readSeq: c.readSeq })),
       pending: [...store.pending.values()].map((i) => ({ clientMessageId: i.clientMessageId, conversationId: i.conversationId, failed: !!i.failed })),
     }),

@@ -1,6 +1,6 @@
 // The controller: loads and syncs state over REST, handles socket events, the outbox,
 // receipts, typing and every user action. Views call these functions; they never fetch.
-import { api, qs, uploadAttachment, ApiError, getToken, saveSession } from '/web/api.js';
+import { api, qs, uploadAttachment, ApiError, saveSession, renewalDue, renewSession, onTokenRenewed } from '/web/api.js';
 import { Socket } from '/web/socket.js';
 import * as outbox from '/web/outbox.js';
 import {
@@ -37,15 +37,20 @@ export async function endSession() {
   if (me) await outbox.clearUser(me.id).catch(() => {});
 }
 
-// Renew the token when less than 7 days are left (tokens last 30 days).
+// Access tokens live minutes: renew when a third of the token's life is left, and hand the new
+// token to the open socket (`auth`), so it carries on instead of being closed at the old one's
+// expiry. A renewal by another tab reaches this socket too.
 async function maybeRefreshToken() {
-  try {
-    const payload = JSON.parse(atob(getToken().split('.')[1].replace(/-/g, '+').replace(/_/g, '/')));
-    if (payload.exp * 1000 - Date.now() > 7 * 86400000) return;
-    const res = await api('POST', '/auth/refresh', {});
-    saveSession(res.token, res.user);
-  } catch { /* keep the old one; a 401 signs out */ }
+  if (!renewalDue()) return;
+  try { await renewSession(); } catch (e) { if (e.status === 401) hooks.onAuthFailed(); }
 }
+onTokenRenewed((token) => {
+  if (!socket.isOpen) return;
+  socket.request('auth', { token })
+    .then((reply) => { store.socketAuthorizedUntil = reply?.expiresAt || null; })
+    .catch(() => { /* the next socket opens with it */ });
+});
+setInterval(maybeRefreshToken, 15000);
 
 async function onHello(data) {
   if (data.user) { store.me = data.user; saveSession(null, data.user); }

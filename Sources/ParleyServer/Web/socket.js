@@ -1,7 +1,7 @@
 // WebSocket: reconnect with exponential backoff + jitter, commands with ids and one reply
 // each, events to a callback. The browser answers the server's protocol pings itself; an
 // application `ping` every 25 s detects a dead link that the browser has not noticed yet.
-import { ApiError, getToken } from '/web/api.js';
+import { ApiError, getToken, validToken } from '/web/api.js';
 
 export class Socket {
   constructor({ onEvent, onState, onHello, onAuthFailed }) {
@@ -49,14 +49,15 @@ export class Socket {
 
   async connect() {
     clearTimeout(this.timer);
-    const token = getToken();
-    if (!token || this.stopped || this.askingTicket) return;
+    if (!getToken() || this.stopped || this.askingTicket) return;
     this.setState('connecting');
     // The token never goes into the socket's URL (proxies and servers log URLs): a one-use
     // ticket, asked for over HTTP with the token in a header, opens the socket instead.
     let ticket;
     this.askingTicket = true;
     try {
+      let token;
+      try { token = await validToken(); } catch (e) { if (e.status === 401) { this.onAuthFailed(); return; } throw e; }
       const res = await fetch('/api/v1/auth/ticket', { method: 'POST', headers: { Authorization: `Bearer ${token}` } });
       if (res.status === 401) { this.onAuthFailed(); return; }
       if (!res.ok) throw new Error(`ticket: ${res.status}`);
@@ -125,7 +126,9 @@ export class Socket {
     if (!wasReady || e.code === 4001) {
       // The upgrade may have been refused for a bad token (401): ask over HTTP once.
       try {
-        const res = await fetch('/api/v1/users/me', { headers: { Authorization: `Bearer ${getToken()}` } });
+        let token;
+        try { token = await validToken(); } catch (err) { if (err.status === 401) { this.onAuthFailed(); return; } throw err; }
+        const res = await fetch('/api/v1/users/me', { headers: { Authorization: `Bearer ${token}` } });
         if (res.status === 401) { this.onAuthFailed(); return; }
       } catch { /* server down: keep retrying */ }
     }

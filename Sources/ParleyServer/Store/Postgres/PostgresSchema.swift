@@ -221,6 +221,25 @@ enum PostgresSchema {
             """,
             "CREATE INDEX revoked_sessions_expiry ON revoked_sessions (expires_at)",
         ]),
+        // Sign-ins renewed by rotating refresh tokens, kept as hashes.
+        Migration(version: 12, name: "v12-sign-in-sessions", statements: [
+            """
+            CREATE TABLE sign_in_sessions (
+                id text PRIMARY KEY, user_id uuid NOT NULL, organization_id uuid NOT NULL, token_hash text NOT NULL,
+                previous_hash text, label text, created_at bigint NOT NULL, last_used_at bigint NOT NULL,
+                rotated_at bigint, expires_at bigint NOT NULL, ended_at bigint)
+            """,
+            "CREATE INDEX sign_in_sessions_user ON sign_in_sessions (user_id, created_at)",
+        ]),
+        // Domain joins waiting for the link mailed to the address.
+        Migration(version: 13, name: "v13-pending-registrations", statements: [
+            """
+            CREATE TABLE pending_registrations (
+                token_hash text PRIMARY KEY, organization_id uuid NOT NULL, organization_name text NOT NULL, email text NOT NULL,
+                display_name text NOT NULL, password_hash text NOT NULL, created_at bigint NOT NULL, expires_at bigint NOT NULL)
+            """,
+            "CREATE INDEX pending_registrations_email ON pending_registrations (organization_id, email)",
+        ]),
     ]
 
     /// Applies the migrations the database lacks, all in one transaction under the advisory lock;

@@ -228,6 +228,41 @@ enum SQLiteSchema {
                 CREATE INDEX revoked_sessions_expiry ON revoked_sessions (expires_at);
                 """)
         }
+        migrator.registerMigration("v12-sign-in-sessions") { db in
+            // Sign-ins renewed by rotating refresh tokens, kept as hashes.
+            try db.execute(sql: """
+                CREATE TABLE sign_in_sessions (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    user_id TEXT NOT NULL,
+                    organization_id TEXT NOT NULL,
+                    token_hash TEXT NOT NULL,
+                    previous_hash TEXT,
+                    label TEXT,
+                    created_at INTEGER NOT NULL,
+                    last_used_at INTEGER NOT NULL,
+                    rotated_at INTEGER,
+                    expires_at INTEGER NOT NULL,
+                    ended_at INTEGER
+                );
+                CREATE INDEX sign_in_sessions_user ON sign_in_sessions (user_id, created_at);
+                """)
+        }
+        migrator.registerMigration("v13-pending-registrations") { db in
+            // Domain joins waiting for the link mailed to the address.
+            try db.execute(sql: """
+                CREATE TABLE pending_registrations (
+                    token_hash TEXT PRIMARY KEY NOT NULL,
+                    organization_id TEXT NOT NULL,
+                    organization_name TEXT NOT NULL,
+                    email TEXT NOT NULL,
+                    display_name TEXT NOT NULL,
+                    password_hash TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL
+                );
+                CREATE INDEX pending_registrations_email ON pending_registrations (organization_id, email);
+                """)
+        }
         return migrator
     }
 }
