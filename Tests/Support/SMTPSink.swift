@@ -66,7 +66,7 @@ public final class SMTPSink: Sendable {
     public var messages: [Received] { received.withLock { $0 } }
 
     /// Waits until `count` messages have arrived (fails after `timeout`).
-    public func waitForMessages(_ count: Int, timeout: Duration = .seconds(10)) async throws -> [Received] {
+    public func waitForMessages(_ count: Int, timeout: Duration = .seconds(30)) async throws -> [Received] {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let now = messages

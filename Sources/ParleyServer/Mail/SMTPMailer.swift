@@ -95,6 +95,8 @@ public struct SMTPMailer: Mailer {
         self.logger = logger
     }
 
+    /// Sends one message over a new connection; throws ``SMTPError`` when the mail server
+    /// refuses any step, closes, or does not finish within ``timeout``.
     public func send(_ message: MailMessage) async throws {
         guard let recipient = SMTPConfiguration.address(in: message.to),
             let sender = SMTPConfiguration.address(in: configuration.from)
