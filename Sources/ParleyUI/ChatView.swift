@@ -197,8 +197,11 @@ public struct MessageActions {
     }
 
     /// Actions that do nothing (previews).
-    public static let none = MessageActions(
-        reply: { _ in }, edit: { _ in }, react: { _, _ in }, unreact: { _, _ in }, resend: { _ in }, discard: { _ in },
-        revoke: { _ in }, deleteForMe: { _ in })
+    /// (Computed: a stored static of a type holding non-Sendable closures is an error in Swift 6.)
+    public static var none: MessageActions {
+        MessageActions(
+            reply: { _ in }, edit: { _ in }, react: { _, _ in }, unreact: { _, _ in }, resend: { _ in }, discard: { _ in },
+            revoke: { _ in }, deleteForMe: { _ in })
+    }
 }
 #endif

@@ -58,10 +58,12 @@ public struct ParleyChat: View {
         }
         .task {
             guard session == nil, let server else { return }
-            let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask).first
+            // Application Support, not Caches: the database holds the outbox (messages written
+            // and not yet sent), and iOS empties Caches when it runs short of space.
+            let support = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
             let made = ChatSession(
                 server: server, store: KeychainSessionStore(server: server),
-                databaseDirectory: caches?.appendingPathComponent("Parley", isDirectory: true).path)
+                databaseDirectory: support?.appendingPathComponent("Parley", isDirectory: true).path)
             session = made
             if let signedIn {
                 await made.start(with: signedIn)

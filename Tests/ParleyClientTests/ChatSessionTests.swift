@@ -8,6 +8,34 @@ import Testing
 /// (and being refused with a sentence), the session kept and resumed, names and rows, a new
 /// direct chat, and signing out with this device's data wiped.
 @MainActor @Suite struct ChatSessionTests {
+    /// The ready-made screens send a picked file: the session's client uploads it before the
+    /// message goes (the server refuses a file message without an `attachmentId`), and the
+    /// session keeps the renewed refresh token it was given.
+    @Test func aFilePickedInTheChatIsUploadedAndSent() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (_, bob, direct) = try await server.directPair()
+        let folder = TestServer.temporaryDirectory()
+        let store = FileSessionStore(path: folder + "/session.json")
+        let session = ChatSession(server: server.baseURL, store: store, databaseDirectory: folder + "/db")
+        await session.signIn(organization: "acme", email: "alice@x.io", password: TestUser.password)
+        #expect(try store.load()?.refreshToken != nil, "the refresh token is kept with the session")
+        let chat = try #require(session.chat(direct.id))
+        await chat.start()
+        let file = URL(fileURLWithPath: folder + "/notes.txt")
+        try Data("meeting at noon".utf8).write(to: file)
+        await chat.send(file: file, contentType: "text/plain", type: .file, caption: "the notes")
+        try await ChatClientTests.eventually("the file at Bob's") {
+            try await bob.api.messages(direct.id).messages.first?.attachment?.name == "notes.txt"
+        }
+        let received = try #require(try await bob.api.messages(direct.id).messages.first)
+        #expect(received.text == "the notes" && received.type == .file)
+        let attachment = try #require(received.attachment)
+        #expect(try await bob.api.download(attachment.url) == Data("meeting at noon".utf8))
+        chat.stop()
+        await session.signOut()
+    }
+
     @Test func signInResumeStartAChatAndSignOut() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

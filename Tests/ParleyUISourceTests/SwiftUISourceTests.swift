@@ -52,6 +52,56 @@ import Testing
         #expect(manifest.contains("#if os(macOS)") && manifest.contains(#"name: "ParleyUI""#))
     }
 
+    /// The code Apple platforms compile (the protocol, the SDK, the SwiftUI screens) builds at
+    /// the platforms Package.swift declares (iOS 17, macOS 14): nothing of the Synchronization
+    /// module (`Mutex`, `Atomic`: iOS 18, macOS 15) outside code only Linux compiles.
+    @Test func theAppleFacingModulesUseNothingAboveTheirDeclaredPlatforms() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        #expect(manifest.contains(".iOS(.v17)") && manifest.contains(".macOS(.v14)"), "the floor this test guards")
+        var found: [String] = []
+        for folder in ["Sources/ParleyProtocol", "Sources/ParleyClient", "Sources/ParleyUI"] {
+            for file in Self.swiftFiles(under: folder) {
+                let text = try String(contentsOf: file, encoding: .utf8)
+                for (line, place) in Self.linesAppleCompiles(text) where line.contains("Synchronization") || line.contains("Mutex")
+                    || line.contains("Atomic<") || line.contains("Atomic(")
+                {
+                    found.append("\(Self.relative(file)):\(place): \(line.trimmingCharacters(in: .whitespaces))")
+                }
+            }
+        }
+        #expect(found.isEmpty, "above iOS 17 / macOS 14:\n\(found.joined(separator: "\n"))")
+        // The scan itself: what `#if os(Linux)` guards is skipped, its `#else` is not.
+        let sample = "#if os(Linux)\nlet a = Mutex(0)\n#else\nlet b = Mutex(1)\n#endif\n// Mutex in a comment\nlet c = 1"
+        #expect(Self.linesAppleCompiles(sample).map(\.0).filter { $0.contains("Mutex") } == ["let b = Mutex(1)"])
+    }
+
+    /// The code lines (not comments) of `text` outside `#if os(Linux)` and
+    /// `#if canImport(FoundationNetworking)` branches, with their line numbers.
+    static func linesAppleCompiles(_ text: String) -> [(String, Int)] {
+        var stack: [Bool] = []  // per open #if: whether the current branch is Linux-only
+        var lines: [(String, Int)] = []
+        for (index, raw) in text.components(separatedBy: "\n").enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            let linuxOnly = { (condition: Substring) in
+                !condition.contains("!") && !condition.contains("||")
+                    && (condition.contains("os(Linux)") || condition.contains("canImport(FoundationNetworking)")
+                        || condition.contains("canImport(Glibc)"))
+            }
+            if line.hasPrefix("#if ") {
+                stack.append(linuxOnly(line.dropFirst(4)))
+            } else if line.hasPrefix("#elseif ") {
+                if !stack.isEmpty { stack[stack.count - 1] = linuxOnly(line.dropFirst(8)) }
+            } else if line == "#else" {
+                if !stack.isEmpty { stack[stack.count - 1] = false }
+            } else if line == "#endif" {
+                _ = stack.popLast()
+            } else if !stack.contains(true), !line.hasPrefix("//") {
+                lines.append((line, index + 1))
+            }
+        }
+        return lines
+    }
+
     @Test func nothingIsForceUnwrappedAndEveryPublicDeclarationIsDocumented() throws {
         for file in Self.uiFiles {
             let tree = try Self.parse(file)

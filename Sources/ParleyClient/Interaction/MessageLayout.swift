@@ -1,6 +1,6 @@
 import Foundation
 import ParleyProtocol
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// A width and a height in points.
 public struct LayoutSize: Sendable, Hashable {
@@ -126,8 +126,9 @@ public final class MessageLayoutCache: Sendable {
         var width: Double
     }
 
-    private let entries = Mutex<[Key: LayoutSize]>([:])
-    private let counters = Mutex((hits: 0, misses: 0))
+    // NIOLockedValueBox, not Synchronization.Mutex: this ships at iOS 17 / macOS 14.
+    private let entries = NIOLockedValueBox<[Key: LayoutSize]>([:])
+    private let counters = NIOLockedValueBox((hits: 0, misses: 0))
     /// Which component, and so which size strategy, each message type uses.
     public let registry: MessageComponentRegistry
     /// What the size strategies measure text with.
@@ -143,19 +144,19 @@ public final class MessageLayoutCache: Sendable {
     public func size(of message: LocalMessage, fittingWidth width: Double) -> LayoutSize {
         // A temporary message has no updatedSeq yet; its text cannot change until it is stored.
         let key = Key(message: message.id, version: message.updatedSeq ?? -1, text: message.text, width: width)
-        if let cached = entries.withLock({ $0[key] }) {
-            counters.withLock { $0.hits += 1 }
+        if let cached = entries.withLockedValue({ $0[key] }) {
+            counters.withLockedValue { $0.hits += 1 }
             return cached
         }
         let size = registry.component(for: message).sizeStrategy.size(of: message, fittingWidth: width, measurer: measurer)
-        entries.withLock { $0[key] = size }
-        counters.withLock { $0.misses += 1 }
+        entries.withLockedValue { $0[key] = size }
+        counters.withLockedValue { $0.misses += 1 }
         return size
     }
 
     /// How often a size came from the cache, and how often it was measured.
-    public var statistics: (hits: Int, misses: Int) { counters.withLock { $0 } }
+    public var statistics: (hits: Int, misses: Int) { counters.withLockedValue { $0 } }
 
     /// Forgets everything (memory warning).
-    public func removeAll() { entries.withLock { $0.removeAll() } }
+    public func removeAll() { entries.withLockedValue { $0.removeAll() } }
 }

@@ -1,8 +1,8 @@
 import Foundation
 import NIOSSL
-import Synchronization
 #if canImport(FoundationNetworking)
 import AsyncHTTPClient
+import Synchronization
 import FoundationNetworking
 import NIOCore
 import NIOHTTP1

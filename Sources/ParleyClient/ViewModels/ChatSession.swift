@@ -1,7 +1,7 @@
 import Foundation
 import Observation
 import ParleyProtocol
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Where an app keeps the signed-in user between launches (the token is a credential: the
 /// Keychain on Apple platforms, a private file elsewhere).
@@ -68,17 +68,18 @@ public struct FileSessionStore: SessionStore {
 /// Display names by user id, readable from any thread (view models resolve names while the
 /// directory loads in the background).
 public final class NameBook: Sendable {
-    private let names = Mutex<[EntityID: String]>([:])
+    // NIOLockedValueBox, not Synchronization.Mutex: this ships at iOS 17 / macOS 14.
+    private let names = NIOLockedValueBox<[EntityID: String]>([:])
 
     /// A book with no names yet.
     public init() {}
 
     /// The user's display name, if known.
-    public func name(_ id: EntityID) -> String? { names.withLock { $0[id] } }
+    public func name(_ id: EntityID) -> String? { names.withLockedValue { $0[id] } }
 
     /// Learns the names of these users.
     public func learn(_ users: [User]) {
-        names.withLock { names in for user in users { names[user.id] = user.displayName } }
+        names.withLockedValue { names in for user in users { names[user.id] = user.displayName } }
     }
 }
 
@@ -240,9 +241,13 @@ public final class ChatSession {
             }
             try? store.save(session)
             let credentials = SessionCredentials(SessionTokens(session), storage: SessionStoreCredentials(store: store))
-            let client = try ChatClient(
-                serverURL: server, credentials: credentials, userId: session.user.id,
-                databasePath: databasePath(for: session.user.id))
+            let transport = LiveTransport(serverURL: server, credentials: credentials)
+            let path = databasePath(for: session.user.id)
+            // Files picked in the chat are uploaded by the outbox before their message goes.
+            let client = ChatClient(
+                transport: transport, database: try path.map { try LocalDatabase.open(path: $0) } ?? LocalDatabase.inMemory(),
+                userId: session.user.id, hooks: MessageHooks(preparations: [AttachmentUpload(api: transport.api)]),
+                mediaDirectory: path.map { URL(fileURLWithPath: $0 + "-media", isDirectory: true) })
             self.session = session
             self.client = client
             user = session.user
