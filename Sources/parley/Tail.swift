@@ -16,6 +16,10 @@ struct Tail: AsyncParsableCommand {
         // The newest seq printed or known per conversation: after a reconnect, what came in
         // between is fetched and printed once (an event for a message already printed is not).
         var printed: [EntityID: Int64] = [:]
+        // Where each conversation stands before the socket opens: anything after it arrives as
+        // an event or is printed by the catch-up below (noting it after the socket opened would
+        // swallow a message stored in between: its event would look printed already).
+        for conversation in try await clientCall({ try await api.conversations() }) { printed[conversation.id] = conversation.lastSeq }
         var attempt = 0
         var connected = false
         while true {
@@ -34,14 +38,15 @@ struct Tail: AsyncParsableCommand {
             do {
                 let hello = try await connection.connect()
                 attempt = 0
-                if !connected {
-                    // Written unbuffered, so a pipe or file sees each event as it arrives.
-                    emit("Connected as \(TerminalOutput.inline(hello.user.displayName)); waiting for events (Ctrl-C to stop)")
-                } else {
+                if connected {
                     note("reconnected")
                     if let people = try? await api.users() { for user in people { names[user.id] = user.displayName } }
                 }
-                try await catchUp(api, printed: &printed, names: names, printing: connected)
+                try await catchUp(api, printed: &printed, names: names, printing: true)
+                if !connected {
+                    // Written unbuffered, so a pipe or file sees each event as it arrives.
+                    emit("Connected as \(TerminalOutput.inline(hello.user.displayName)); waiting for events (Ctrl-C to stop)")
+                }
                 connected = true
             } catch let error as ClientError where !connected || error.code == .unauthorized {
                 // The first connection, or a refused token: one line and the documented exit code.
