@@ -124,8 +124,8 @@ public struct LiveTransport: ChatTransport {
     public let api: ParleyAPI
 
     /// The sign-in's tokens, renewed as they expire.
-    public var credentials: SessionCredentials? { api.credentials }
-    private var tokens: SessionCredentials { api.credentials! }
+    public var credentials: SessionCredentials? { tokens }
+    private let tokens: SessionCredentials
 
     /// A transport for a server URL and a token; `trust` adds certificate authorities for an
     /// `https` server whose certificate the system does not know (REST and WebSocket alike).
@@ -136,6 +136,7 @@ public struct LiveTransport: ChatTransport {
     /// A transport for a sign-in whose tokens renew themselves (access tokens live minutes).
     public init(serverURL: URL, credentials: SessionCredentials, trust: ServerTrust? = nil) {
         api = ParleyAPI(baseURL: serverURL, credentials: credentials, trust: trust)
+        tokens = credentials
     }
 
     /// Uses this access token from now on (every copy of this transport), keeping the refresh token.

@@ -33,14 +33,18 @@ public struct SignInSessions: Sendable {
 
     /// Starts a session for a user who just proved who they are; answers both tokens.
     func start(for user: User, label: String?) async throws -> AuthResponse {
+        try await create(id: "\(EntityID())", for: user, label: Self.label(label))
+    }
+
+    /// Stores a new session row for `user` and answers its first pair of tokens.
+    private func create(id: String, for user: User, label: String?) async throws -> AuthResponse {
         let at = now()
-        let id = "\(EntityID())"
         let (refreshToken, hash) = Self.newRefreshToken(sessionId: id)
         let expiresAt = at.addingTimeInterval(refreshLifetime.timeInterval)
         try await store.createSignInSession(
             SignInSession(
-                id: id, userId: user.id, organizationId: user.organizationId, tokenHash: hash, label: Self.label(label),
-                createdAt: at, lastUsedAt: at, expiresAt: expiresAt))
+                id: id, userId: user.id, organizationId: user.organizationId, tokenHash: hash, label: label, createdAt: at,
+                lastUsedAt: at, expiresAt: expiresAt))
         return try await answer(user, sessionId: id, refreshToken: refreshToken, refreshExpiresAt: expiresAt, at: at)
     }
 
@@ -90,14 +94,7 @@ public struct SignInSessions: Sendable {
                 token: token, user: user, expiresAt: tokens.expiry(issuedAt: at, notAfter: session.expiresAt),
                 refreshExpiresAt: session.expiresAt)
         }
-        let id = grant.sessionId ?? "\(EntityID())"
-        let (refreshToken, hash) = Self.newRefreshToken(sessionId: id)
-        let expiresAt = at.addingTimeInterval(refreshLifetime.timeInterval)
-        try await store.createSignInSession(
-            SignInSession(
-                id: id, userId: user.id, organizationId: user.organizationId, tokenHash: hash, createdAt: at, lastUsedAt: at,
-                expiresAt: expiresAt))
-        return try await answer(user, sessionId: id, refreshToken: refreshToken, refreshExpiresAt: expiresAt, at: at)
+        return try await create(id: grant.sessionId ?? "\(EntityID())", for: user, label: nil)
     }
 
     /// Ends the user's sessions (only `id` when given): refresh tokens at once, access tokens and

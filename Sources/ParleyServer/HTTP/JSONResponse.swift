@@ -21,6 +21,13 @@ extension Request {
     ///
     /// Oversized bodies are `payload_too_large`; empty, malformed or mistyped ones are
     /// `invalid_request` with a message naming the offending key.
+    /// The JSON body as ``decodeJSON(_:)`` reads it, or `absent` when the request has none
+    /// (no length and no chunked body: routes whose body is optional).
+    mutating func decodeOptionalJSON<T: Decodable>(_ type: T.Type, absent: T) async throws -> T {
+        let hasBody = (headers[.contentLength].flatMap(Int.init) ?? 0) > 0 || headers[.transferEncoding] != nil
+        return hasBody ? try await decodeJSON(type) : absent
+    }
+
     mutating func decodeJSON<T: Decodable>(_ type: T.Type) async throws -> T {
         let buffer: ByteBuffer
         do {

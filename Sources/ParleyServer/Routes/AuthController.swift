@@ -70,8 +70,7 @@ struct AuthController: Sendable {
     /// obstacle). Without: the bearer token is renewed within its session (v1 clients).
     @Sendable func refresh(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         var request = request
-        let hasBody = (request.headers[.contentLength].flatMap(Int.init) ?? 0) > 0 || request.headers[.transferEncoding] != nil
-        let body = hasBody ? try await request.decodeJSON(RefreshRequest.self) : RefreshRequest(refreshToken: nil)
+        let body = try await request.decodeOptionalJSON(RefreshRequest.self, absent: RefreshRequest(refreshToken: nil))
         if let refreshToken = body.refreshToken {
             return try JSONResponse.make(try await sessions.renew(refreshToken: refreshToken))
         }

@@ -23,8 +23,7 @@ struct DeviceController: Sendable {
     @Sendable func logout(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         var request = request
         let identity = try context.requireIdentity()
-        let hasBody = (request.headers[.contentLength].flatMap(Int.init) ?? 0) > 0 || request.headers[.transferEncoding] != nil
-        let body = hasBody ? try await request.decodeJSON(LogoutRequest.self) : LogoutRequest()
+        let body = try await request.decodeOptionalJSON(LogoutRequest.self, absent: LogoutRequest())
         if let token = body.deviceToken {
             _ = try await store.unregisterDevice(token: try Self.token(token), userId: identity.userId)
         } else {
