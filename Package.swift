@@ -7,6 +7,7 @@ let strict: [SwiftSetting] = [
 
 let package = Package(
     name: "Parley",
+    defaultLocalization: "en",
     platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .library(name: "ParleyProtocol", targets: ["ParleyProtocol"]),
@@ -30,6 +31,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        // Apple platforms: the SDK's WebSocket on Network.framework (already in the graph through
+        // swift-websocket; Linux builds do not compile it).
+        .package(url: "https://github.com/apple/swift-nio-transport-services.git", from: "1.28.0"),
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
@@ -74,7 +78,11 @@ let package = Package(
             dependencies: [
                 "ParleyProtocol",
                 .product(name: "WSClient", package: "swift-websocket"),
+                .product(name: "WSCore", package: "swift-websocket"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(
+                    name: "NIOTransportServices", package: "swift-nio-transport-services",
+                    condition: .when(platforms: [.macOS, .iOS, .tvOS, .watchOS, .visionOS])),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -85,6 +93,8 @@ let package = Package(
                 // REST with an extra trusted CA on Linux, where URLSession cannot take one.
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
             ],
+            // The String Catalog of user-facing texts (error sentences), English and French.
+            resources: [.process("Resources")],
             swiftSettings: strict
         ),
         .target(

@@ -10,9 +10,10 @@ guard let server = URL(string: ProcessInfo.processInfo.environment["PARLEY_URL"]
 else { fatalError("PARLEY_URL is not a URL") }
 let api = ParleyAPI(baseURL: server)
 let auth = try await api.login(.init(organization: "Acme", email: "alice@acme.io", password: "alice-secret"))
-let caches = FileManager.default.urls(for: .cachesDirectory, in: .userDomainMask)[0]
+let support = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask)[0]  // not Caches:
+try FileManager.default.createDirectory(at: support, withIntermediateDirectories: true)  // the outbox lives there
 let client = try ChatClient(serverURL: server, token: auth.token, userId: auth.user.id,  // one database per user
-                            databasePath: caches.appendingPathComponent("parley-\(auth.user.id).sqlite").path)
+                            databasePath: support.appendingPathComponent("parley-\(auth.user.id).sqlite").path)
 await client.start()                            // connects, reconnects with backoff, catches up
 
 let list = ConversationListModel(client: client)  // @MainActor @Observable: rows, badges, banner

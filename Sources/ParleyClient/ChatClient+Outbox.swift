@@ -42,10 +42,23 @@ extension ChatClient {
         for precheck in hooks.prechecks {
             if case .veto(let reason) = await precheck.check(request, in: conversationId) { throw SendVetoed(reason: reason) }
         }
-        let message = try await database.enqueue(
-            request, in: conversationId, senderId: userId, now: environment.now(),
-            preparations: hooks.preparations.map(\.name), context: context)
+        // The file to upload is copied into the SDK's storage first: the picked one may be gone
+        // by the time the outbox uploads it (after a restart, too).
+        var context = context
+        if let file = context["file"] {
+            context["file"] = try outboxFiles.stage(URL(fileURLWithPath: file), for: request.clientMessageId).path
+        }
+        let message: LocalMessage
+        do {
+            message = try await database.enqueue(
+                request, in: conversationId, senderId: userId, now: environment.now(),
+                preparations: hooks.preparations.map(\.name), context: context)
+        } catch {
+            if context["file"] != nil { outboxFiles.release(clientMessageId: request.clientMessageId) }
+            throw error
+        }
         watchSend(message.id, in: conversationId)
+        messagesSentThisLaunch += 1
         notify(.messages(conversationId))
         Task { await self.flushOutbox() }
         return message
@@ -59,9 +72,18 @@ extension ChatClient {
         Task { await self.flushOutbox() }
     }
 
+    /// Copies a file the user picked into the SDK's own storage and returns the copy, to pass
+    /// as the message's `file` later. Call it while the file is readable (inside the picker's
+    /// callback, with its security scope open); ``send(_:in:context:)`` copies any other file
+    /// itself when the message is queued. The copy is removed once the server has the message.
+    public nonisolated func keepFileForSending(_ file: URL) throws -> URL {
+        try outboxFiles.pick(file)
+    }
+
     /// Drops a failed message.
     public func discard(clientMessageId: String, in conversationId: EntityID) async throws {
         _ = try await database.discard(clientMessageId: clientMessageId)
+        outboxFiles.release(clientMessageId: clientMessageId)
         sendStartedAt[LocalMessage.id(senderId: userId, clientMessageId: clientMessageId)] = nil
         notify(.messages(conversationId))
     }
@@ -120,6 +142,8 @@ extension ChatClient {
             }
             try await database.apply([stored])
             sendStartedAt[messageId] = nil
+            // The server has it (and the file): the SDK's copy goes.
+            if entry.context["file"] != nil { outboxFiles.release(clientMessageId: clientMessageId) }
             // The server answers: entries waiting out a backoff go now (one update, only when
             // some may be waiting, not a read per send).
             if backingOff || entry.attempts > 0 {

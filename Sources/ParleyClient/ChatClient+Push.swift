@@ -92,6 +92,7 @@ extension ChatClient {
         if !keepLocalData {
             try await database.reset(includingOutbox: true)
             await media.purge()
+            outboxFiles.purge()
         }
         notify(.conversations)
     }
@@ -111,6 +112,11 @@ extension ChatClient {
     /// The app icon's badge: the total unread count of the cached conversations (call after a
     /// sync, or on every `.conversations` change).
     public func badgeCount() async throws -> Int {
-        try await database.conversations().reduce(0) { $0 + $1.unreadCount }
+        PushRules.badge(unreadCounts: try await unreadCounts())
+    }
+
+    /// Each cached conversation's unread count.
+    public func unreadCounts() async throws -> [Int] {
+        try await database.conversations().map(\.unreadCount)
     }
 }

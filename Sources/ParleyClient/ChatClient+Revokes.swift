@@ -23,6 +23,7 @@ extension ChatClient {
                 throw error
             }
             if dropped {
+                outboxFiles.release(clientMessageId: clientMessageId)
                 sendStartedAt[LocalMessage.id(senderId: userId, clientMessageId: clientMessageId)] = nil
                 notify(.messages(conversationId))
                 return

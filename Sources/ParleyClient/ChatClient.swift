@@ -35,11 +35,13 @@ public enum ChatChange: Sendable, Equatable {
 /// ambiguous failure never duplicates.
 public actor ChatClient {
     /// The local database (cache and outbox).
-    public nonisolated let database: LocalDatabase
+    package nonisolated let database: LocalDatabase
     /// The signed-in user.
     public nonisolated let userId: EntityID
     /// Downloaded attachments (memory and disk), purged on logout.
     public nonisolated let media: MediaCache
+    /// The SDK's copies of files waiting to be sent (see ``keepFileForSending(_:)``).
+    nonisolated let outboxFiles: OutboxFiles
     private var observers: [UUID: AsyncStream<ChatChange>.Continuation] = [:]
     nonisolated let transport: any ChatTransport
     let environment: ClientEnvironment
@@ -50,6 +52,11 @@ public actor ChatClient {
     let pollInterval: Duration
 
     var machine: ConnectionStateMachine
+    /// The app's phase and the network, as the app shell reports them.
+    var lifecycle: AppLifecycleMachine
+    private var graceTask: Task<Void, Never>?
+    /// Between ``start()`` and ``stop()``: the lifecycle connects and disconnects only then.
+    private var started = false
     /// Syncs running now (``isSyncing``).
     var syncsRunning = 0
     /// Counts presence events; `presenceApplied` says when each user's last one came, so a
@@ -107,6 +114,9 @@ public actor ChatClient {
     var backingOff = true
     /// When each message still on its way was (last) handed to the outbox, by ``LocalMessage/id``.
     var sendStartedAt: [String: Date] = [:]
+    /// Messages the user sent since the client was made (the push permission prompt waits for
+    /// the first, ``PushRules``).
+    public internal(set) var messagesSentThisLaunch = 0
     /// Seed 004's read counter.
     public internal(set) var readCounts = ReadCounts()
     var receipts = ReceiptQueue()
@@ -142,7 +152,8 @@ public actor ChatClient {
         let database = try databasePath.map { try LocalDatabase.open(path: $0) } ?? LocalDatabase.inMemory()
         self.init(
             transport: LiveTransport(serverURL: serverURL, credentials: credentials, trust: trust), database: database, userId: userId,
-            policy: policy, mediaDirectory: databasePath.map { URL(fileURLWithPath: $0 + "-media", isDirectory: true) })
+            policy: policy, mediaDirectory: databasePath.map { URL(fileURLWithPath: $0 + "-media", isDirectory: true) },
+            outboxFilesDirectory: databasePath.map { URL(fileURLWithPath: $0 + "-outbox", isDirectory: true) })
     }
 
     /// A client over any transport (tests inject faults here) and environment.
@@ -151,7 +162,8 @@ public actor ChatClient {
         environment: ClientEnvironment = .live, policy: ConnectionStateMachine.Policy = .init(),
         pollInterval: Duration = .seconds(15), hooks: MessageHooks = MessageHooks(),
         logger: Logger = Logger(label: "parley.client"),
-        mediaDirectory: URL? = nil, mediaLimits: MediaCache.Limits = .init()
+        mediaDirectory: URL? = nil, mediaLimits: MediaCache.Limits = .init(),
+        outboxFilesDirectory: URL? = nil, lifecycle: AppLifecycleMachine.Policy = .init()
     ) {
         self.hooks = hooks
         self.transport = transport
@@ -167,6 +179,11 @@ public actor ChatClient {
         self.pollInterval = pollInterval
         self.logger = logger
         machine = ConnectionStateMachine(policy: policy, jitter: environment.random)
+        self.lifecycle = AppLifecycleMachine(policy: lifecycle)
+        // Beside the database too; a client on an in-memory database gets a folder of its own.
+        outboxFiles = OutboxFiles(
+            directory: outboxFilesDirectory
+                ?? FileManager.default.temporaryDirectory.appendingPathComponent("parley-outbox-\(UUID().uuidString)", isDirectory: true))
         // Every renewal, whoever triggered it (a request that found its token expired, the
         // heartbeat, a sync), reaches the open connection and the app.
         transport.credentials?.onRenewed { [weak self] tokens in
@@ -194,17 +211,26 @@ public actor ChatClient {
 
     /// Connects (and keeps reconnecting) until `stop()`.
     public func start() {
-        run(machine.handle(.start))
+        started = true
+        // Started while suspended in the background: it connects when the app comes back.
+        if lifecycle.phase != .suspended { run(machine.handle(.start)) }
         startPolling()
         // Edits and reactions still waiting from an earlier run show at once.
         Task {
             await loadPendingChanges()
             await loadPendingRevokes()
+            // Copies of files whose messages went (or were discarded) while the app was gone.
+            if let queued = try? await database.outboxClientMessageIds() {
+                outboxFiles.sweep(keeping: queued, now: environment.now())
+            }
         }
     }
 
     /// Disconnects and stops every background task.
     public func stop() async {
+        started = false
+        graceTask?.cancel()
+        graceTask = nil
         run(machine.handle(.stop))
         pollTask?.cancel()
         outboxTimer?.cancel()
@@ -215,7 +241,62 @@ public actor ChatClient {
     }
 
     /// The OS says the network is back: reconnect now rather than after the backoff.
-    public func networkBecameAvailable() { run(machine.handle(.networkAvailable)) }
+    public func networkBecameAvailable() {
+        _ = lifecycle.handle(.networkChanged(available: true, interfaceChanged: false))
+        run(machine.handle(.networkAvailable))
+    }
+
+    // MARK: App lifecycle
+
+    /// Where the app is, as last reported by ``appEnteredBackground()`` and
+    /// ``appEnteredForeground()``.
+    public var appPhase: AppLifecycleMachine.Phase { lifecycle.phase }
+
+    /// The app left the screen (`scenePhase` became `.background`): the outbox is sent at once,
+    /// and the socket is closed cleanly after the grace period (``AppLifecycleMachine``).
+    public func appEnteredBackground() { lifecycleEvent(.enteredBackground(at: environment.uptime())) }
+
+    /// The app is on screen again (`scenePhase` became `.active`): after more than a moment
+    /// away it reconnects at once and catches up, without waiting for a heartbeat or a backoff.
+    public func appEnteredForeground() { lifecycleEvent(.enteredForeground(at: environment.uptime())) }
+
+    /// The network path changed (a path monitor's update): a network that returns, or a new
+    /// interface, reconnects at once; while there is none, no attempt is spent.
+    public func networkChanged(available: Bool, interfaceChanged: Bool = false) {
+        lifecycleEvent(.networkChanged(available: available, interfaceChanged: interfaceChanged))
+    }
+
+    private func lifecycleEvent(_ event: AppLifecycleMachine.Event) {
+        for action in lifecycle.handle(event) {
+            switch action {
+            case .flushOutbox:
+                // Everything queued goes now, backoff or not: the app may be frozen any moment.
+                Task {
+                    try? await self.database.outboxRetryNow()
+                    await self.flushOutbox()
+                }
+            case .startGrace(let grace):
+                graceTask?.cancel()
+                graceTask = Task { [environment] in
+                    do { try await environment.sleep(grace) } catch { return }
+                    self.lifecycleEvent(.graceElapsed)
+                }
+            case .cancelGrace:
+                graceTask?.cancel()
+                graceTask = nil
+            case .suspend:
+                guard started else { continue }
+                run(machine.handle(.stop))
+                heartbeatTask?.cancel()
+            case .resume:
+                guard started else { continue }
+                run(machine.handle(.start))
+            case .reconnectNow:
+                guard started else { continue }
+                run(machine.handle(machine.state == .disconnected ? .start : .reconnectNow))
+            }
+        }
+    }
 
     /// The user tapped "retry" on a failed connection.
     public func retry() { run(machine.handle(.retry)) }
@@ -229,6 +310,9 @@ public actor ChatClient {
                 waitTask?.cancel()
                 waitTask = Task { [environment] in
                     do { try await environment.sleep(delay) } catch { return }
+                    // No network: the attempt would fail and spend a retry. The network's
+                    // return reconnects at once (``networkChanged(available:interfaceChanged:)``).
+                    guard self.lifecycle.networkAvailable else { return }
                     self.feed(.backoffElapsed)
                 }
             case .cancelWait:
@@ -321,9 +405,15 @@ public actor ChatClient {
         pollTask = Task { [environment, pollInterval] in
             while !Task.isCancelled {
                 do { try await environment.sleep(pollInterval) } catch { return }
-                if await self.connectionState != .connected { await self.synchronize() }
+                if await self.shouldPoll() { await self.synchronize() }
             }
         }
+    }
+
+    /// Polling stands in for a socket that is down, not for one closed on purpose in the
+    /// background.
+    private func shouldPoll() -> Bool {
+        machine.state != .connected && lifecycle.phase != .suspended && lifecycle.networkAvailable
     }
 
     // MARK: Receiving

@@ -130,11 +130,13 @@ public final class TerminalChat {
         self.api = api
         let client: ChatClient
         do {
+            let path = (configuration.databaseDirectory as NSString).appendingPathComponent("chat-\(session.user.id).sqlite")
             client = ChatClient(
                 transport: LiveTransport(serverURL: configuration.serverURL, credentials: credentials, trust: configuration.trust),
-                database: try LocalDatabase.open(
-                    path: (configuration.databaseDirectory as NSString).appendingPathComponent("chat-\(session.user.id).sqlite")), userId: session.user.id,
-                hooks: MessageHooks(preparations: [AttachmentUpload(api: api)]))
+                database: try LocalDatabase.open(path: path), userId: session.user.id,
+                hooks: MessageHooks(preparations: [AttachmentUpload(api: api)]),
+                mediaDirectory: URL(fileURLWithPath: path + "-media", isDirectory: true),
+                outboxFilesDirectory: URL(fileURLWithPath: path + "-outbox", isDirectory: true))
         } catch {
             screen.status = "Cannot open the local database: \(error)"
             return
@@ -146,6 +148,7 @@ public final class TerminalChat {
         let directory = DirectoryModel(client: client)
         self.directory = directory
         let list = ConversationListModel(client: client, names: names.lookup)
+        list.retryHint = "/retry"
         self.list = list
         await client.start()
         await list.start()

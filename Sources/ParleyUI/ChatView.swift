@@ -105,8 +105,10 @@ public struct ChatView: View {
                         replyingTo = nil
                         editing = nil
                     },
-                    onAttach: { url, contentType, isImage in
-                        Task { await model.send(file: url, contentType: contentType, type: isImage ? .image : .file) }
+                    onAttach: { picked, contentType, isImage in
+                        // Copied now, while the picker's scope is open; sent from the copy.
+                        guard let kept = model.keepFile(picked) else { return }
+                        Task { await model.send(file: kept, contentType: contentType, type: isImage ? .image : .file) }
                     })
             }
             .background(.bar)

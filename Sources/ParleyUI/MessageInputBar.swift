@@ -95,20 +95,13 @@ public struct MessageInputBar: View {
         }
         .fileImporter(isPresented: $picking, allowedContentTypes: [.item]) { result in
             guard case .success(let picked) = result, let onAttach else { return }
-            // The picked file is readable only while its security scope is open; the outbox
-            // uploads it later (and again after a restart), so it gets a copy of its own.
+            // The picked file is readable only while its security scope is open: `onAttach`
+            // runs inside it and hands the file to the SDK, which keeps a copy of its own (the
+            // outbox uploads later, and again after a restart).
             let scoped = picked.startAccessingSecurityScopedResource()
             defer { if scoped { picked.stopAccessingSecurityScopedResource() } }
-            let folder = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString, isDirectory: true)
-            let copy = folder.appendingPathComponent(picked.lastPathComponent)
-            do {
-                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-                try FileManager.default.copyItem(at: picked, to: copy)
-            } catch {
-                return
-            }
             let type = UTType(filenameExtension: picked.pathExtension) ?? .data
-            onAttach(copy, type.preferredMIMEType ?? "application/octet-stream", type.conforms(to: .image))
+            onAttach(picked, type.preferredMIMEType ?? "application/octet-stream", type.conforms(to: .image))
         }
     }
 

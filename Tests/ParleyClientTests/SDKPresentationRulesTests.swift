@@ -279,11 +279,21 @@ import Testing
         (.reconnecting(attempt: 3, retryIn: .seconds(4)), false, 0, "Offline · reconnecting in 4 s"),
         (.reconnecting(attempt: 8, retryIn: .seconds(30)), false, 5, "Offline · reconnecting in 30 s · 5 waiting to send"),
         (.reconnecting(attempt: 1, retryIn: .zero), false, 0, "Offline · reconnecting in 1 s"),
-        (.failed, false, 0, "Offline · can't reach the server (/retry)"),
-        (.failed, false, 2, "Offline · can't reach the server (/retry) · 2 waiting to send"),
+        (.failed, false, 0, "Offline · can't reach the server"),
+        (.failed, false, 2, "Offline · can't reach the server · 2 waiting to send"),
     ])
     func bannerTexts(state: ConnectionState, syncing: Bool, outbox: Int, text: String?) {
         #expect(ChatPresentation.banner(state, syncing: syncing, outboxCount: outbox) == text)
+    }
+
+    /// A phone's banner names no terminal command (it has a retry button); the terminal's
+    /// names its `/retry`, and only once the client gave up.
+    @Test func onlyTheTerminalsBannerNamesItsRetryCommand() {
+        #expect(ChatPresentation.banner(.failed, outboxCount: 2, retryHint: "/retry") == "Offline · can't reach the server (/retry) · 2 waiting to send")
+        #expect(ChatPresentation.banner(.reconnecting(attempt: 1, retryIn: .seconds(2)), retryHint: "/retry") == "Offline · reconnecting in 2 s")
+        for state in [ConnectionState.failed, .disconnected, .connecting, .reconnecting(attempt: 3, retryIn: .seconds(4))] {
+            #expect(ChatPresentation.banner(state, outboxCount: 1)?.contains("/") == false, "\(state)")
+        }
     }
 
     /// Badges and counts at their edges.

@@ -21,7 +21,7 @@ import Testing
 
         let home = TestServer.temporaryDirectory()
         try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-        let environment: [String: String?] = ["PARLEY_URL": server.baseURL.absoluteString, "HOME": home, "XDG_CACHE_HOME": home + "/cache"]
+        let environment: [String: String?] = ["PARLEY_URL": server.baseURL.absoluteString, "HOME": home, "XDG_DATA_HOME": home + "/data"]
         for run in 1...2 {  // the first run has no cache; the second starts from it
             let (status, output) = try await runToEndOffPool(Self.binary, [], environment: environment)
             #expect(status == 0, "run \(run): \(output)")
@@ -29,7 +29,8 @@ import Testing
         }
         let texts = try await bob.api.messages(direct.id).messages.map(\.text)
         #expect(texts == ["Welcome!", "Hi", "Hi"], "each run's send reached the server once")
-        let caches = try FileManager.default.contentsOfDirectory(atPath: home + "/cache")
-        #expect(caches.contains("parley-\(alice.user.id).sqlite"), "the cache is where the sample says: \(caches)")
+        // Application Support (XDG_DATA_HOME on Linux), not Caches: the database holds the outbox.
+        let support = try FileManager.default.contentsOfDirectory(atPath: home + "/data")
+        #expect(support.contains("parley-\(alice.user.id).sqlite"), "the database is where the sample says: \(support)")
     }
 }

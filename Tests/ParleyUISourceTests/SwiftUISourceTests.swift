@@ -52,25 +52,58 @@ import Testing
         #expect(manifest.contains("#if os(macOS)") && manifest.contains(#"name: "ParleyUI""#))
     }
 
+    /// APIs newer than the declared floor (iOS 17, macOS 14), from the last two OS releases
+    /// (iOS 18 / macOS 15, iOS 26 / macOS 26), with a line each that the scan must catch.
+    static let newerThanTheFloor: [(api: String, pattern: String, sample: String)] = [
+        ("Synchronization (iOS 18)", #"\bimport Synchronization\b"#, "import Synchronization"),
+        ("Synchronization.Mutex (iOS 18)", #"\bMutex\s*[<(]"#, "let names = Mutex<[String]>([])"),
+        ("Synchronization.Atomic (iOS 18)", #"\bAtomic\s*[<(]"#, "let count = Atomic<Int>(0)"),
+        ("Observation.Observations (iOS 26)", #"\bObservations\s*[({]"#, "for await value in Observations { model.count } {}"),
+        ("SwiftUI ScrollPosition (iOS 18)", #"\bScrollPosition\s*\("#, "@State var position = ScrollPosition(edge: .bottom)"),
+        ("SwiftUI onScrollGeometryChange (iOS 18)", #"\.onScrollGeometryChange\b"#, ".onScrollGeometryChange(for: CGFloat.self) { $0.contentOffset.y } action: { _, _ in }"),
+        ("SwiftUI onScrollVisibilityChange (iOS 18)", #"\.onScrollVisibilityChange\b"#, ".onScrollVisibilityChange { visible in }"),
+        ("SwiftUI MeshGradient (iOS 18)", #"\bMeshGradient\s*\("#, "MeshGradient(width: 2, height: 2, points: [], colors: [])"),
+        ("SwiftUI Tab (iOS 18)", #"(^|[^\w.])Tab\s*\("#, #"Tab("Chats", systemImage: "bubble") { List {} }"#),
+        ("SwiftUI navigationTransition (iOS 18)", #"\.navigationTransition\s*\("#, ".navigationTransition(.zoom(sourceID: id, in: namespace))"),
+        ("SwiftUI matchedTransitionSource (iOS 18)", #"\.matchedTransitionSource\s*\("#, ".matchedTransitionSource(id: id, in: namespace)"),
+        ("SwiftUI presentationSizing (iOS 18)", #"\.presentationSizing\s*\("#, ".presentationSizing(.form)"),
+        ("SwiftUI glassEffect (iOS 26)", #"\.glassEffect\b|\bGlassEffectContainer\b"#, ".glassEffect(.regular, in: .capsule)"),
+        ("Foundation Calendar.RecurrenceRule (iOS 18)", #"\bRecurrenceRule\b"#, "let rule = Calendar.RecurrenceRule.daily(calendar: .current)"),
+        ("Foundation #Expression (iOS 18)", #"#Expression\b|\bExpression\s*<"#, "let twice = #Expression<Int, Int> { $0 * 2 }"),
+        ("Foundation NotificationCenter messages (iOS 26)", #"\b(MainActorMessage|AsyncMessage)\b"#, "struct Moved: NotificationCenter.MainActorMessage {}"),
+    ]
+
     /// The code Apple platforms compile (the protocol, the SDK, the SwiftUI screens) builds at
-    /// the platforms Package.swift declares (iOS 17, macOS 14): nothing of the Synchronization
-    /// module (`Mutex`, `Atomic`: iOS 18, macOS 15) outside code only Linux compiles.
+    /// the platforms Package.swift declares (iOS 17, macOS 14): none of the APIs above outside
+    /// code only Linux compiles; and the scan catches each kind it lists.
     @Test func theAppleFacingModulesUseNothingAboveTheirDeclaredPlatforms() throws {
         let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
         #expect(manifest.contains(".iOS(.v17)") && manifest.contains(".macOS(.v14)"), "the floor this test guards")
+        let patterns = try Self.newerThanTheFloor.map { ($0.api, try NSRegularExpression(pattern: $0.pattern)) }
+        func newer(_ line: String) -> [String] {
+            patterns.filter { $0.1.firstMatch(in: line, range: NSRange(line.startIndex..., in: line)) != nil }.map(\.0)
+        }
         var found: [String] = []
-        for folder in ["Sources/ParleyProtocol", "Sources/ParleyClient", "Sources/ParleyUI"] {
+        for folder in ["Sources/ParleyProtocol", "Sources/ParleyClient", "Sources/ParleyUI", "Examples/ParleyChatApp"] {
             for file in Self.swiftFiles(under: folder) {
                 let text = try String(contentsOf: file, encoding: .utf8)
-                for (line, place) in Self.linesAppleCompiles(text) where line.contains("Synchronization") || line.contains("Mutex")
-                    || line.contains("Atomic<") || line.contains("Atomic(")
-                {
-                    found.append("\(Self.relative(file)):\(place): \(line.trimmingCharacters(in: .whitespaces))")
+                for (line, place) in Self.linesAppleCompiles(text) where !newer(line).isEmpty {
+                    found.append("\(Self.relative(file)):\(place): \(newer(line)): \(line)")
                 }
             }
         }
         #expect(found.isEmpty, "above iOS 17 / macOS 14:\n\(found.joined(separator: "\n"))")
-        // The scan itself: what `#if os(Linux)` guards is skipped, its `#else` is not.
+        // The scan itself: each kind is caught by its own pattern...
+        for entry in Self.newerThanTheFloor {
+            #expect(newer(entry.sample).contains(entry.api), "\(entry.api) is not caught in: \(entry.sample)")
+        }
+        // ...and what the floor has is not: iOS 17's scroll position binding, a TabView, a
+        // lock of NIO's, Observation's tracking.
+        for fine in ["ScrollView {}.scrollPosition(id: $top)", "TabView { List {} }", "let box = NIOLockedValueBox(0)",
+                     "withObservationTracking { model.count } onChange: {}", "let tab = selectedTab(1)"] {
+            #expect(newer(fine).isEmpty, "\(fine): \(newer(fine))")
+        }
+        // What `#if os(Linux)` guards is skipped, its `#else` is not.
         let sample = "#if os(Linux)\nlet a = Mutex(0)\n#else\nlet b = Mutex(1)\n#endif\n// Mutex in a comment\nlet c = 1"
         #expect(Self.linesAppleCompiles(sample).map(\.0).filter { $0.contains("Mutex") } == ["let b = Mutex(1)"])
     }
@@ -128,6 +161,28 @@ import Testing
         }
         #expect(checked > 500, "the audit sees the public API (\(checked) declarations)")
         #expect(missing.isEmpty, "undocumented public declarations:\n\(missing.joined(separator: "\n"))")
+    }
+
+    /// The SDK's public surface is what an app may rely on: the local database, the receipt
+    /// batching, the preview samples and the raw socket are the package's own (`package`
+    /// access: its other modules and tests use them, an app cannot).
+    @Test func theSDKKeepsItsInternalsOutOfThePublicSurface() throws {
+        let internals: Set<String> = ["database: LocalDatabase", "ReceiptQueue", "PresentationSamples", "sendRawAwaitingReply"]
+        var exposed: [String] = []
+        for file in Self.swiftFiles(under: "Sources/ParleyClient") {
+            let names = PublicNames(viewMode: .sourceAccurate)
+            names.walk(try Self.parse(file))
+            exposed += names.all.filter(internals.contains).map { "\(Self.relative(file)): \($0)" }
+        }
+        #expect(exposed.isEmpty, "public internals: \(exposed)")
+        // The check sees what it must.
+        let probe = PublicNames(viewMode: .sourceAccurate)
+        probe.walk(Parser.parse(source: """
+            public actor ChatClient { public nonisolated let database: LocalDatabase; package let quiet: Int }
+            public struct ReceiptQueue {}
+            extension RealtimeConnection { public func sendRawAwaitingReply() {} }
+            """))
+        #expect(probe.all.isSuperset(of: ["database: LocalDatabase", "ReceiptQueue", "sendRawAwaitingReply"]) && !probe.all.contains("quiet: Int"))
     }
 
     /// The audit itself: an undocumented public function, property, protocol requirement and
@@ -296,6 +351,19 @@ final class Audit: SyntaxAnyVisitor {
         if let variable = node.as(VariableDeclSyntax.self) { return variable.bindings.trimmedDescription }
         if let named = node.asProtocol(NamedDeclSyntax.self) { return named.name.text }
         return String(node.trimmedDescription.prefix(60))
+    }
+}
+
+/// The names of a file's public or open declarations.
+final class PublicNames: SyntaxAnyVisitor {
+    var all: Set<String> = []
+
+    override func visitAny(_ node: Syntax) -> SyntaxVisitorContinueKind {
+        if node.is(DeclSyntax.self), !node.is(ExtensionDeclSyntax.self),
+           let modifiers = node.asProtocol(WithModifiersSyntax.self)?.modifiers, Audit.isPublic(modifiers) {
+            all.insert(Audit.name(of: node))
+        }
+        return .visitChildren
     }
 }
 

@@ -3,6 +3,9 @@ import SwiftUI
 
 @main
 struct ChatApp: App {
+    // Push: the device token, quiet banners for the open chat, taps that open their chat.
+    @UIApplicationDelegateAdaptor(ParleyAppDelegate.self) private var appDelegate
+
     var body: some Scene {
         WindowGroup {
             // Sign-in, the conversation list and the chats, against your Parley server.

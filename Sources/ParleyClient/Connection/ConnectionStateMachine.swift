@@ -57,6 +57,9 @@ public struct ConnectionStateMachine: Sendable {
         case networkAvailable
         /// The user asked to try again.
         case retry
+        /// The app came back or the network changed: drop the socket if there is one and
+        /// connect at once, without a backoff step (``AppLifecycleMachine``).
+        case reconnectNow
         /// The app wants to be disconnected.
         case stop
     }
@@ -129,7 +132,12 @@ public struct ConnectionStateMachine: Sendable {
         case (.reconnecting, .backoffElapsed):
             state = .connecting
             return [.open]
-        case (.reconnecting, .networkAvailable), (.reconnecting, .retry), (.failed, .retry), (.failed, .networkAvailable):
+        case (.connected, .reconnectNow):
+            failures = 0
+            state = .connecting
+            return [.close, .open]
+        case (.reconnecting, .networkAvailable), (.reconnecting, .retry), (.failed, .retry), (.failed, .networkAvailable),
+            (.reconnecting, .reconnectNow), (.failed, .reconnectNow):
             failures = 0
             state = .connecting
             return [.cancelWait, .open]

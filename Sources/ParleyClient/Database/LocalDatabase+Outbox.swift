@@ -132,6 +132,11 @@ extension LocalDatabase {
         }
     }
 
+    /// The client message ids of every queued or failed message.
+    public func outboxClientMessageIds() async throws -> Set<String> {
+        try await writer.read { db in Set(try String.fetchAll(db, sql: "SELECT client_message_id FROM outbox")) }
+    }
+
     /// Drops a failed (or still queued) message that the server never stored.
     public func discard(clientMessageId: String) async throws -> Bool {
         try await writer.write { db in

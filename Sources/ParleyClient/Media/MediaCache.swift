@@ -191,6 +191,13 @@ public actor MediaCache {
         guard Int64(data.count) <= limits.diskBytes else { return }
         let manager = FileManager.default
         try? manager.createDirectory(at: directory, withIntermediateDirectories: true)
+        #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+        // Downloaded again when needed: not worth a place in the user's backups.
+        var folder = directory
+        var values = URLResourceValues()
+        values.isExcludedFromBackup = true
+        try? folder.setResourceValues(values)
+        #endif
         let temporary = directory.appendingPathComponent(".tmp-\(UUID().uuidString)")
         do {
             try data.write(to: temporary)

@@ -205,8 +205,10 @@ public enum ChatPresentation {
         count <= 0 ? "" : count > 99 ? "99+" : "\(count)"
     }
 
-    /// The connection banner's text; nil while connected (no banner).
-    public static func banner(_ state: ConnectionState, syncing: Bool = false, outboxCount: Int = 0) -> String? {
+    /// The connection banner's text; nil while connected (no banner). `retryHint` names how to
+    /// retry after the client gave up ("/retry" in the terminal); a screen with a retry button
+    /// passes nil.
+    public static func banner(_ state: ConnectionState, syncing: Bool = false, outboxCount: Int = 0, retryHint: String? = nil) -> String? {
         let waiting = outboxCount > 0 ? " · \(outboxCount) waiting to send" : ""
         switch state {
         case .connected: return syncing ? "Syncing…" + (outboxCount > 0 ? " · sending \(outboxCount)" : "") : nil
@@ -215,7 +217,7 @@ public enum ChatPresentation {
         case .reconnecting(_, let retryIn):
             let seconds = Int((Double(retryIn.components.seconds) + Double(retryIn.components.attoseconds) / 1e18).rounded(.up))
             return "Offline · reconnecting in \(max(seconds, 1)) s" + waiting
-        case .failed: return "Offline · can't reach the server (/retry)" + waiting
+        case .failed: return "Offline · can't reach the server" + (retryHint.map { " (\($0))" } ?? "") + waiting
         }
     }
 

@@ -4,42 +4,42 @@ import ParleyProtocol
 /// Sample data for SwiftUI previews, screenshots and presentation tests: three people, a direct
 /// chat and a group, and a timeline with every status, a reply, reactions, an edit, a deletion,
 /// an image, a file, a location and a system line. Nothing here touches a server or a database.
-public enum PresentationSamples {
+package enum PresentationSamples {
     private static func id(_ n: Int) -> EntityID {
         EntityID(UUID(uuid: (0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n))))
     }
 
     /// The organization everyone is in.
-    public static let organizationId = id(1)
+    package static let organizationId = id(1)
     /// The signed-in user.
-    public static let me = User(id: id(2), organizationId: organizationId, email: "you@acme.io", displayName: "You Rself", isOnline: true)
+    package static let me = User(id: id(2), organizationId: organizationId, email: "you@acme.io", displayName: "You Rself", isOnline: true)
     /// Someone online.
-    public static let ada = User(id: id(3), organizationId: organizationId, email: "ada@acme.io", displayName: "Ada Lovelace", isOnline: true)
+    package static let ada = User(id: id(3), organizationId: organizationId, email: "ada@acme.io", displayName: "Ada Lovelace", isOnline: true)
     /// Someone last seen an hour before `now`.
-    public static func bob(now: Date = Date()) -> User {
+    package static func bob(now: Date = Date()) -> User {
         User(id: id(4), organizationId: organizationId, email: "bob@acme.io", displayName: "Bob Byte", isOnline: false,
              lastSeenAt: now.addingTimeInterval(-3600))
     }
 
     /// Everyone, by id.
-    public static func users(now: Date = Date()) -> [EntityID: User] {
+    package static func users(now: Date = Date()) -> [EntityID: User] {
         Dictionary(uniqueKeysWithValues: [me, ada, bob(now: now)].map { ($0.id, $0) })
     }
 
     /// A display-name lookup over ``users(now:)``.
-    public static func names(now: Date = Date()) -> @Sendable (EntityID) -> String? {
+    package static func names(now: Date = Date()) -> @Sendable (EntityID) -> String? {
         let users = users(now: now)
         return { users[$0]?.displayName }
     }
 
     /// The direct chat with Ada: its timeline is ``messages(now:)``.
-    public static let directId = id(10)
+    package static let directId = id(10)
     /// The group "Launch" with Ada and Bob.
-    public static let groupId = id(11)
+    package static let groupId = id(11)
 
     /// The timeline of the direct chat with Ada, oldest first: yesterday's messages, then
     /// today's, ending with own messages in every delivery state.
-    public static func messages(now: Date = Date()) -> [LocalMessage] {
+    package static func messages(now: Date = Date()) -> [LocalMessage] {
         var seq: Int64 = 0
         func message(
             _ sender: User, _ text: String, minutesAgo: Double, type: MessageType = .text, delivery: Delivery? = nil,
@@ -85,7 +85,7 @@ public enum PresentationSamples {
     }
 
     /// The direct chat with Ada and the group "Launch", as the list shows them.
-    public static func conversations(now: Date = Date()) -> [Conversation] {
+    package static func conversations(now: Date = Date()) -> [Conversation] {
         let messages = messages(now: now)
         let lastStored = messages.last { $0.seq != nil }
         let last = lastStored.flatMap { local -> Message? in
@@ -108,7 +108,7 @@ public enum PresentationSamples {
     }
 
     /// The list's rows, titled as ``ConversationListModel`` titles them.
-    public static func rows(now: Date = Date()) -> [ConversationRow] {
+    package static func rows(now: Date = Date()) -> [ConversationRow] {
         conversations(now: now).map { conversation in
             ConversationRow(conversation: conversation, title: conversation.name ?? ada.displayName)
         }

@@ -2,7 +2,7 @@ import ParleyProtocol
 
 /// Read and delivered watermarks waiting to be sent, collapsed to the highest per conversation
 /// (seed 003's batched receipts): many "this message is visible" become one `read`.
-public struct ReceiptQueue: Sendable, Equatable {
+package struct ReceiptQueue: Sendable, Equatable {
     private(set) var read: [EntityID: Int64] = [:]
     private(set) var delivered: [EntityID: Int64] = [:]
     /// What was last acknowledged by the server, so nothing is sent twice.
@@ -10,25 +10,25 @@ public struct ReceiptQueue: Sendable, Equatable {
     private var sentDelivered: [EntityID: Int64] = [:]
 
     /// An empty queue, with nothing sent yet.
-    public init() {}
+    package init() {}
 
     /// The user has seen everything up to `seq`.
-    public mutating func markRead(_ conversationId: EntityID, upTo seq: Int64) {
+    package mutating func markRead(_ conversationId: EntityID, upTo seq: Int64) {
         guard seq > max(read[conversationId] ?? 0, sentRead[conversationId] ?? 0) else { return }
         read[conversationId] = seq
     }
 
     /// This device holds everything up to `seq`.
-    public mutating func markDelivered(_ conversationId: EntityID, upTo seq: Int64) {
+    package mutating func markDelivered(_ conversationId: EntityID, upTo seq: Int64) {
         guard seq > max(delivered[conversationId] ?? 0, sentDelivered[conversationId] ?? 0) else { return }
         delivered[conversationId] = seq
     }
 
     /// Whether anything waits.
-    public var isEmpty: Bool { read.isEmpty && delivered.isEmpty }
+    package var isEmpty: Bool { read.isEmpty && delivered.isEmpty }
 
     /// Takes what waits: one read and one delivered per conversation at most.
-    public mutating func drain() -> (read: [EntityID: Int64], delivered: [EntityID: Int64]) {
+    package mutating func drain() -> (read: [EntityID: Int64], delivered: [EntityID: Int64]) {
         defer {
             read = [:]
             delivered = [:]
@@ -39,7 +39,7 @@ public struct ReceiptQueue: Sendable, Equatable {
     }
 
     /// The server took these; later marks at or below them are no-ops.
-    public mutating func acknowledged(read: [EntityID: Int64], delivered: [EntityID: Int64]) {
+    package mutating func acknowledged(read: [EntityID: Int64], delivered: [EntityID: Int64]) {
         for (id, seq) in read {
             sentRead[id] = max(sentRead[id] ?? 0, seq)
             sentDelivered[id] = max(sentDelivered[id] ?? 0, seq)
@@ -52,7 +52,7 @@ public struct ReceiptQueue: Sendable, Equatable {
     }
 
     /// Sending failed: put them back (collapsing with anything marked since).
-    public mutating func requeue(read failedRead: [EntityID: Int64], delivered failedDelivered: [EntityID: Int64]) {
+    package mutating func requeue(read failedRead: [EntityID: Int64], delivered failedDelivered: [EntityID: Int64]) {
         for (id, seq) in failedRead { markRead(id, upTo: seq) }
         for (id, seq) in failedDelivered { markDelivered(id, upTo: seq) }
     }

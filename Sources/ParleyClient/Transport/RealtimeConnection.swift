@@ -5,6 +5,12 @@ import NIOCore
 import NIOWebSocket
 import ParleyProtocol
 import WSClient
+import WSCore
+
+#if canImport(Network)
+import Network
+import NIOTransportServices
+#endif
 
 /// One WebSocket connection to the gateway: decoded events as an async sequence, commands as
 /// async calls that return their reply.
@@ -60,11 +66,11 @@ public actor RealtimeConnection {
             autoPing: .disabled)
         let logger = self.logger
         let outgoing = self.outgoing
-        let tls = trust?.tlsConfiguration
+        let trust = self.trust
         runTask = Task {
             do {
-                let closeFrame = try await WebSocketClient.connect(
-                    url: url, configuration: configuration, tlsConfiguration: tls, logger: logger
+                let closeFrame = try await Self.run(
+                    url: url, configuration: configuration, trust: trust, logger: logger
                 ) {
                     inbound, outbound, _ in
                     try await withThrowingTaskGroup(of: Void.self) { group in
@@ -91,6 +97,30 @@ public actor RealtimeConnection {
         return try await withTimeout(timeout, onTimeout: { await self.abandonHello() }) {
             try await self.waitForHello()
         }
+    }
+
+    /// Connects and runs `handler` over the connection. On Apple platforms the socket and TLS are
+    /// the system's (Network.framework through NIO Transport Services: the platform's trust
+    /// store, proxies, VPNs and path changes, and no BSD sockets, which iOS discourages); a
+    /// server with an extra certificate authority (``ServerTrust``, for development and private
+    /// deployments) goes through NIO's TLS with that authority, as it does on Linux.
+    private static func run(
+        url: String, configuration: WebSocketClientConfiguration, trust: ServerTrust?, logger: Logger,
+        handler: @escaping WebSocketDataHandler<WebSocketClient.Context>
+    ) async throws -> WebSocketCloseFrame? {
+        #if canImport(Network)
+        if trust == nil {
+            if url.hasPrefix("wss:") {
+                return try await WebSocketClient.connect(
+                    url: url, configuration: configuration, transportServicesTLSOptions: .options(NWProtocolTLS.Options()),
+                    eventLoopGroup: NIOTSEventLoopGroup.singleton, logger: logger, handler: handler)
+            }
+            return try await WebSocketClient.connect(
+                url: url, configuration: configuration, eventLoopGroup: NIOTSEventLoopGroup.singleton, logger: logger, handler: handler)
+        }
+        #endif
+        return try await WebSocketClient.connect(
+            url: url, configuration: configuration, tlsConfiguration: trust?.tlsConfiguration, logger: logger, handler: handler)
     }
 
     /// Sends a command and returns its reply's data; throws the server's error as ``ClientError``.
@@ -137,7 +167,7 @@ public actor RealtimeConnection {
 
     /// Sends raw text as one frame and returns the next reply whose `replyTo` is null or not one
     /// of this connection's own ids: for probing how the server answers malformed input.
-    public func sendRawAwaitingReply(_ text: String, timeout: Duration = .seconds(10)) async throws -> Data {
+    package func sendRawAwaitingReply(_ text: String, timeout: Duration = .seconds(10)) async throws -> Data {
         try await withTimeout(timeout, onTimeout: { await self.abandonRaw() }) {
             try await self.enqueueRaw(text)
         }

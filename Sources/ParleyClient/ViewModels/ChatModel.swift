@@ -60,7 +60,7 @@ public final class ChatModel {
         do {
             show(await client.presented(try await client.openConversation(conversationId)))
         } catch {
-            lastError = "\(error)"
+            lastError = ClientError.readable(error)
         }
         observation = Task { [weak self] in
             for await change in changes {
@@ -131,7 +131,7 @@ public final class ChatModel {
                 messages.append(pending)
             }
         } catch {
-            lastError = "\(error)"
+            lastError = ClientError.readable(error)
         }
     }
 
@@ -140,7 +140,21 @@ public final class ChatModel {
         await perform { try await self.service.resend(message) }
     }
 
+    /// Copies a file the user just picked into the SDK's storage while it is still readable
+    /// (call it inside the picker's callback, with the security scope open) and returns the
+    /// copy to pass to ``send(file:contentType:type:caption:)``; nil (and ``lastError``) when it
+    /// cannot be read.
+    public func keepFile(_ picked: URL) -> URL? {
+        do {
+            return try client.keepFileForSending(picked)
+        } catch {
+            lastError = ClientError.readable(error)
+            return nil
+        }
+    }
+
     /// Sends a file (uploaded by the outbox's `AttachmentUpload` preparation, if installed).
+    /// The SDK copies it when the message is queued, so the original may go right after.
     public func send(file: URL, contentType: String, type: MessageType, caption: String = "") async {
         await perform {
             _ = try await self.service.send(
@@ -179,7 +193,7 @@ public final class ChatModel {
                 }
             }
         } catch {
-            lastError = "\(error)"
+            lastError = ClientError.readable(error)
             return nil
         }
     }
@@ -211,7 +225,7 @@ public final class ChatModel {
             lastError = nil
             return results
         } catch {
-            lastError = "\(error)"
+            lastError = ClientError.readable(error)
             return []
         }
     }
@@ -226,7 +240,7 @@ public final class ChatModel {
             try await action()
             lastError = nil
         } catch {
-            lastError = "\(error)"
+            lastError = ClientError.readable(error)
         }
         await reload()
     }
@@ -246,7 +260,7 @@ public final class ChatModel {
             if let first = older.first?.seq { windowStart = first }
             await reload()
         } catch {
-            lastError = "\(error)"
+            lastError = ClientError.readable(error)
         }
     }
 

@@ -121,6 +121,14 @@ public final class ChatSession {
     }
     /// Display names (also for models made before the directory arrived).
     public let names = NameBook()
+    /// The conversation open on screen (a split view's selection); a tapped notification
+    /// sets it (``open(_:)``).
+    public var selection: EntityID?
+    /// The app icon's badge: unread messages over every conversation (``PushRules/badge(unreadCounts:)``).
+    public private(set) var badge = 0
+
+    @ObservationIgnored private var pendingRoute = PendingRoute()
+    @ObservationIgnored private var pushToken: (token: Data, environment: PushEnvironment)?
 
     @ObservationIgnored private let store: any SessionStore
     @ObservationIgnored private let databaseDirectory: String?
@@ -195,7 +203,7 @@ public final class ChatSession {
         await end()
         try? store.save(nil)
         if let path {
-            for suffix in ["", "-wal", "-shm", "-media"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+            for suffix in ["", "-wal", "-shm", "-media", "-outbox"] { try? FileManager.default.removeItem(atPath: path + suffix) }
         }
     }
 
@@ -228,6 +236,64 @@ public final class ChatSession {
         return try? await client.media.data(for: attachment)
     }
 
+    // MARK: Push and app lifecycle (the app shell's inputs)
+
+    /// A notification was tapped: its conversation opens (synced first, so the announced
+    /// message is there). Before anyone is signed in (the tap launched the app) the route
+    /// waits and opens once the session is ready.
+    public func open(_ route: PushRoute) async {
+        pendingRoute.tapped(route)
+        await followPendingRoute()
+    }
+
+    /// How to show a notification that arrives while the app is open: nothing for the
+    /// conversation on screen or for the person's own message, a banner otherwise.
+    public func presentation(ofNotification userInfo: [AnyHashable: Any]) async -> PushRules.Presentation {
+        let route = PushRoute(userInfo: userInfo)
+        let onScreen = await client?.focusedConversation
+        let fromMe = (userInfo["senderId"] as? String).flatMap(EntityID.init) == user?.id && user != nil
+        return PushRules.foregroundPresentation(of: route, conversationOnScreen: onScreen, fromMe: fromMe)
+    }
+
+    /// Hands the device's APNs token to the SDK (from the app delegate's
+    /// `didRegisterForRemoteNotificationsWithDeviceToken`); kept for a user who signs in later.
+    public func setPushToken(_ token: Data, environment: PushEnvironment) async {
+        pushToken = (token, environment)
+        await client?.setPushToken(token, environment: environment)
+    }
+
+    /// Whether to show the notification permission prompt now (``PushRules/shouldAskPermission(_:signedIn:messagesSent:alreadyAsked:)``).
+    public func shouldAskForNotifications(_ permission: PushRules.Permission, alreadyAsked: Bool) async -> Bool {
+        let sent = await client?.messagesSentThisLaunch ?? 0
+        return PushRules.shouldAskPermission(permission, signedIn: state == .signedIn, messagesSent: sent, alreadyAsked: alreadyAsked)
+    }
+
+    /// The app left the screen (``ChatClient/appEnteredBackground()``).
+    public func appEnteredBackground() async { await client?.appEnteredBackground() }
+
+    /// The app is on screen again (``ChatClient/appEnteredForeground()``).
+    public func appEnteredForeground() async { await client?.appEnteredForeground() }
+
+    /// The network path changed (``ChatClient/networkChanged(available:interfaceChanged:)``).
+    public func networkChanged(available: Bool, interfaceChanged: Bool) async {
+        await client?.networkChanged(available: available, interfaceChanged: interfaceChanged)
+    }
+
+    private func followPendingRoute() async {
+        guard let client, let route = pendingRoute.take(ready: state == .signedIn) else { return }
+        do {
+            _ = try await client.open(route)
+            selection = route.conversationId
+        } catch {
+            self.error = Self.describe(error)
+        }
+    }
+
+    private func refreshBadge() async {
+        guard let client else { return }
+        if let counts = try? await client.unreadCounts() { badge = PushRules.badge(unreadCounts: counts) }
+    }
+
     /// The database file of a user, in ``databaseDirectory``.
     func databasePath(for userId: EntityID?) -> String? {
         guard let databaseDirectory, let userId else { return nil }
@@ -243,11 +309,13 @@ public final class ChatSession {
             let credentials = SessionCredentials(SessionTokens(session), storage: SessionStoreCredentials(store: store))
             let transport = LiveTransport(serverURL: server, credentials: credentials)
             let path = databasePath(for: session.user.id)
-            // Files picked in the chat are uploaded by the outbox before their message goes.
+            // Files picked in the chat are uploaded by the outbox before their message goes,
+            // pictures downscaled first (on Apple platforms).
             let client = ChatClient(
                 transport: transport, database: try path.map { try LocalDatabase.open(path: $0) } ?? LocalDatabase.inMemory(),
-                userId: session.user.id, hooks: MessageHooks(preparations: [AttachmentUpload(api: transport.api)]),
-                mediaDirectory: path.map { URL(fileURLWithPath: $0 + "-media", isDirectory: true) })
+                userId: session.user.id, hooks: MessageHooks(preparations: [ImageDownscaling(), AttachmentUpload(api: transport.api)]),
+                mediaDirectory: path.map { URL(fileURLWithPath: $0 + "-media", isDirectory: true) },
+                outboxFilesDirectory: path.map { URL(fileURLWithPath: $0 + "-outbox", isDirectory: true) })
             self.session = session
             self.client = client
             user = session.user
@@ -261,9 +329,13 @@ public final class ChatSession {
             error = nil
             follow(client)
             await client.start()
+            if let pushToken { await client.setPushToken(pushToken.token, environment: pushToken.environment) }
             await directory.start()
             names.learn(directory.users)
             await list.start()
+            await refreshBadge()
+            // A notification tapped before anyone was signed in (a cold start) opens now.
+            await followPendingRoute()
         } catch {
             self.error = Self.describe(error)
         }
@@ -284,11 +356,13 @@ public final class ChatSession {
                     }
                 case .signInRequired:
                     // The token was refused: sign in again; the outbox waits on this device.
-                    self.error = "Your session has ended. Please sign in again."
+                    self.error = ParleyStrings.text("error.signedOut")
                     await self.end()
                     try? self.store.save(nil)
                 case .directory:
                     if let directory = self.directory { self.names.learn(directory.users) }
+                case .conversations:
+                    await self.refreshBadge()
                 default: break
                 }
             }
@@ -304,19 +378,19 @@ public final class ChatSession {
         list = nil
         directory = nil
         client = nil
+        selection = nil
+        badge = 0
         user = nil
         session = nil
         state = .signedOut
     }
 
-    /// A sentence for a form.
-    static func describe(_ error: any Error) -> String {
-        guard let error = error as? ClientError else { return "Something went wrong: \(error)" }
-        switch (error.kind, error.code) {
-        case (.server, .unauthorized): return "Wrong organization, email or password."
-        case (.server, _): return error.message
-        case (.decoding, _): return "The server's answer could not be read. Is this a Parley server?"
-        default: return "Can't reach the server. Check the connection and try again."
+    /// A sentence for a form, in the device's language: a refused sign-in says so; anything
+    /// else is ``ClientError/readable(_:locale:)``.
+    static func describe(_ error: any Error, locale: Locale = .current) -> String {
+        if let error = error as? ClientError, error.kind == .server, error.code == .unauthorized {
+            return ParleyStrings.text("signIn.wrongCredentials", locale: locale)
         }
+        return ClientError.readable(error, locale: locale)
     }
 }

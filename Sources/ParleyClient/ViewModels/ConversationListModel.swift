@@ -34,7 +34,12 @@ public final class ConversationListModel {
     /// Messages of this device waiting in the outbox (the banner counts them).
     public private(set) var outboxCount = 0
     /// The banner's text (offline, connecting, syncing, with what waits to send); nil for none.
-    public var banner: String? { ChatPresentation.banner(connection, syncing: isSyncing, outboxCount: outboxCount) }
+    public var banner: String? {
+        ChatPresentation.banner(connection, syncing: isSyncing, outboxCount: outboxCount, retryHint: retryHint)
+    }
+    /// How the banner tells a person to retry once the client gave up: the terminal sets
+    /// "/retry"; nil (a screen with a retry button) names nothing.
+    public var retryHint: String?
     /// True on a first run while the server's list is on its way (show "Loading…" rather than
     /// "no conversations"); see ``ChatClient/waitForFirstSync()``.
     public private(set) var isLoading = false
