@@ -285,6 +285,58 @@ import Testing
         await client.stop()
     }
 
+    /// An app with its own sign-in renews through its backend (a token provider), not Parley's
+    /// refresh token: ten requests refused at once ask the backend once, the answer is saved,
+    /// and a message written meanwhile goes out. A backend that says "sign in again" stops the
+    /// outbox (the message waits, queued) instead of failing it.
+    @Test func anAppsOwnBackendRenewsTheSignInThroughATokenProvider() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, bob, direct) = try await server.directPair()
+        let calls = Mutex(0)
+        let storage = MemoryStorage()
+        // The app's backend: it signs Alice in to Parley with the password it keeps for her.
+        let backend: SessionCredentials.TokenProvider = { stale in
+            #expect(stale.token == "issued.by.an.earlier.login")
+            calls.withLock { $0 += 1 }
+            return SessionTokens(try await ParleyAPI(baseURL: server.baseURL).login(
+                LoginRequest(organization: "acme", email: "alice@x.io", password: TestUser.password)))
+        }
+        let credentials = SessionCredentials(SessionTokens(token: "issued.by.an.earlier.login"), storage: storage, provider: backend)
+        #expect(credentials.canRenew)
+        let api = ParleyAPI(baseURL: server.baseURL, credentials: credentials)
+        let ids = try await withThrowingTaskGroup(of: EntityID.self) { group in
+            for _ in 0..<10 { group.addTask { try await api.me().id } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(ids == Array(repeating: alice.id, count: 10))
+        #expect(calls.withLock { $0 } == 1 && storage.saves == [credentials.tokens])
+
+        let client = try ChatClient(serverURL: server.baseURL, credentials: credentials, userId: alice.id, databasePath: nil)
+        await client.start()
+        _ = try await client.send(text: "through my own backend", in: direct.id)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await bob.api.messages(direct.id).messages.isEmpty, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(try await bob.api.messages(direct.id).messages.map(\.text) == ["through my own backend"])
+        await client.stop()
+
+        // The backend refuses: the user must sign in again; nothing is lost.
+        let refusing = SessionCredentials(SessionTokens(token: "refused.by.server")) { _ in
+            throw ClientError(kind: .server, code: .unauthorized, httpStatus: 401, message: "signed out of the app")
+        }
+        let stranded = try ChatClient(serverURL: server.baseURL, credentials: refusing, userId: alice.id, databasePath: nil)
+        await stranded.start()
+        _ = try await stranded.send(text: "waits for a sign-in", in: direct.id)
+        let until = ContinuousClock.now + .seconds(20)
+        while await !stranded.signInRequired, ContinuousClock.now < until { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await stranded.signInRequired)
+        #expect(try await stranded.database.outboxCounts() == (queued: 1, failed: 0) ? true : false)
+        #expect(try await bob.api.messages(direct.id).messages.count == 1)
+        await stranded.stop()
+    }
+
     /// A token about to expire is renewed before the request, not after a refusal.
     @Test func aTokenAboutToExpireIsRenewedFirst() async throws {
         let clock = ManualClock(start: Date().addingTimeInterval(-15 * 60 + 20))

@@ -435,7 +435,7 @@ public struct ParleyAPI: Sendable {
         let bearer = try await credentials?.validToken(using: self) ?? token
         if let bearer { request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization") }
         let first = try await perform(request)
-        guard let credentials, let bearer, credentials.tokens.refreshToken != nil,
+        guard let credentials, let bearer, credentials.canRenew,
             (first.1 as? HTTPURLResponse)?.statusCode == 401
         else { return first }
         let renewed = try await credentials.renew(replacing: bearer, using: self)

@@ -78,7 +78,11 @@ extension ServerTrust {
 
 #if canImport(Security) && !canImport(FoundationNetworking)
 /// Evaluates the server's chain against the system's anchors plus the extra ones.
-final class AnchorDelegate: NSObject, URLSessionDelegate, Sendable {
+///
+/// `@unchecked Sendable`: URLSession calls it from its own queue, and its one stored property is
+/// a constant array of certificates, immutable objects that the SDKs before iOS 18 do not
+/// mark `Sendable` (a checked conformance would not compile at the iOS 17 floor).
+final class AnchorDelegate: NSObject, URLSessionDelegate, @unchecked Sendable {
     let anchors: [SecCertificate]
 
     init(trust: ServerTrust) {

@@ -72,6 +72,12 @@ extension CredentialStorage {
 /// one renewal at a time: requests that find the token expired (or refused) all wait for the
 /// same renewal, so a refresh token is never presented twice.
 public final class SessionCredentials: Sendable {
+    /// Gets new tokens for a sign-in whose access token expired or was refused, from
+    /// somewhere else than Parley's refresh token: an app with its own sign-in asks its backend,
+    /// which signs the user in to Parley and answers the tokens. It is given the tokens that are
+    /// stale; throw a ``ClientError`` with code `unauthorized` when the user must sign in again.
+    public typealias TokenProvider = @Sendable (_ stale: SessionTokens) async throws -> SessionTokens
+
     private struct State {
         var tokens: SessionTokens
         var renewal: Task<SessionTokens, any Error>?
@@ -79,13 +85,27 @@ public final class SessionCredentials: Sendable {
 
     private let state: NIOLockedValueBox<State>
     private let storage: (any CredentialStorage)?
+    private let provider: TokenProvider?
     private let observers = NIOLockedValueBox<[@Sendable (SessionTokens) -> Void]>([])
 
     /// Credentials starting from `tokens`, saving each renewal to `storage` when given.
     public init(_ tokens: SessionTokens, storage: (any CredentialStorage)? = nil) {
         state = NIOLockedValueBox(State(tokens: tokens))
         self.storage = storage
+        provider = nil
     }
+
+    /// Credentials renewed by the app's own `provider` (its backend) instead of Parley's
+    /// refresh token: called, one call at a time, when the access token is about to expire or
+    /// the server refuses it. Each answer is saved to `storage` when given.
+    public init(_ tokens: SessionTokens, storage: (any CredentialStorage)? = nil, provider: @escaping TokenProvider) {
+        state = NIOLockedValueBox(State(tokens: tokens))
+        self.storage = storage
+        self.provider = provider
+    }
+
+    /// Whether these credentials can renew themselves (a refresh token, or a provider).
+    public var canRenew: Bool { provider != nil || tokens.refreshToken != nil }
 
     /// The current tokens.
     public var tokens: SessionTokens { state.withLockedValue { $0.tokens } }
@@ -102,7 +122,7 @@ public final class SessionCredentials: Sendable {
     /// token to renew it with.
     public func validToken(using api: ParleyAPI, margin: TimeInterval = 30, now: Date = Date()) async throws -> String {
         let current = tokens
-        guard current.refreshToken != nil, let expiry = current.accessExpiry, expiry.timeIntervalSince(now) < margin else {
+        guard canRenew, let expiry = current.accessExpiry, expiry.timeIntervalSince(now) < margin else {
             return current.token
         }
         return try await renew(replacing: current.token, using: api).token
@@ -129,7 +149,11 @@ public final class SessionCredentials: Sendable {
         let result: Result<SessionTokens, any Error>
         do {
             let renewed: SessionTokens
-            if let storage {
+            if let provider {
+                // The app's backend answers; what it answers is the sign-in from now on.
+                renewed = try await provider(seen)
+                try? storage?.saveTokens(renewed)
+            } else if let storage {
                 renewed = try await storage.exclusively {
                     // Another process of this sign-in may have renewed already: its tokens are
                     // the current ones, and ours are spent.

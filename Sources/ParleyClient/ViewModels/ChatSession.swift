@@ -303,7 +303,15 @@ public final class ChatSession {
     private func begin(_ session: AuthResponse) async {
         do {
             if let databaseDirectory {
+                #if os(iOS) || os(tvOS) || os(watchOS) || os(visionOS)
+                // Readable after the first unlock: a background sync, upload or push extension
+                // may open the database while the phone is locked.
+                try FileManager.default.createDirectory(
+                    atPath: databaseDirectory, withIntermediateDirectories: true,
+                    attributes: [.protectionKey: FileProtectionType.completeUntilFirstUserAuthentication])
+                #else
                 try FileManager.default.createDirectory(atPath: databaseDirectory, withIntermediateDirectories: true)
+                #endif
             }
             try? store.save(session)
             let credentials = SessionCredentials(SessionTokens(session), storage: SessionStoreCredentials(store: store))
