@@ -25,19 +25,7 @@ extension ChatClient {
     /// runs waits for it (and the flush runs once more for what came meanwhile).
     func flushChanges() async {
         await loadPendingChanges()
-        guard !isFlushingChanges else {
-            flushChangesAgain = true
-            await withCheckedContinuation { changeWaiters.append($0) }
-            return
-        }
-        isFlushingChanges = true
-        defer {
-            isFlushingChanges = false
-            for waiter in changeWaiters { waiter.resume() }
-            changeWaiters.removeAll()
-        }
-        repeat {
-            flushChangesAgain = false
+        await inSingleFlight(.changes, waiting: true) {
             while !signInRequired, let next = pendingChanges.first {
                 do {
                     let answer = try await transport.change(next.change, of: next.messageId, in: next.conversationId)
@@ -45,7 +33,7 @@ extension ChatClient {
                     pendingChanges.removeFirst()
                 } catch let error as ClientError where error.code == .unauthorized {
                     requireSignIn()
-                    return
+                    return false
                 } catch let error as ClientError where !error.isTransient {
                     // Refused: nothing to retry. The cache keeps the server's version.
                     try? await database.finish(next, applying: nil)
@@ -61,7 +49,8 @@ extension ChatClient {
                 notify(.messages(next.conversationId))
                 notify(.conversations)
             }
-        } while flushChangesAgain
+            return true
+        }
     }
 
     /// Reads the pending changes once per run (they survive restarts).

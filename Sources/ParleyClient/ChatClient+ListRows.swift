@@ -25,22 +25,17 @@ extension ChatClient {
     /// Reads one conversation's view again (a row that missed an event); one read at a time
     /// per conversation, and one more if another miss came in meanwhile.
     func refreshListRow(_ conversationId: EntityID) async {
-        guard refreshingRows.insert(conversationId).inserted else {
-            refreshRowAgain.insert(conversationId)
-            return
-        }
-        defer { refreshingRows.remove(conversationId) }
-        repeat {
-            refreshRowAgain.remove(conversationId)
+        await inSingleFlight(.listRow(conversationId), waiting: false) {
             do {
                 let view = try await transport.conversation(conversationId)
                 readCounts.networkReads += 1
                 try await database.store(conversation: view)
                 notify(.conversations)
+                return true
             } catch {
                 logger.debug("Could not read a conversation again; the next sync will", metadata: ["error": "\(error)"])
-                return
+                return false
             }
-        } while refreshRowAgain.contains(conversationId)
+        }
     }
 }

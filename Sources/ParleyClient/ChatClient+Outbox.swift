@@ -64,6 +64,33 @@ extension ChatClient {
         return message
     }
 
+    /// Deletes a message on this device only ("delete for me"): it is hidden at once, and
+    /// catch-up never brings it back. One's own message that has not gone yet does not go: it
+    /// is dropped (or, refused, discarded); one already on its way (the server may store it)
+    /// is hidden when it arrives.
+    public func deleteForMe(_ message: LocalMessage) async throws {
+        let clientMessageId = message.clientMessageId
+        if message.senderId == userId, !message.isConfirmed, !schedule.inFlight.contains(clientMessageId) {
+            let state = try await database.outboxState(clientMessageId: clientMessageId)?.state
+            if state == "failed" {
+                _ = try await database.discard(clientMessageId: clientMessageId)
+            } else if state == "queued" {
+                // Decided in one turn of the actor, as for a revoke: not in flight now, and a
+                // flush that read the entry before skips it.
+                cancelledSends.insert(clientMessageId)
+                if !(try await database.discardNeverSent(clientMessageId: clientMessageId)) { cancelledSends.remove(clientMessageId) }
+            }
+            if try await database.outboxState(clientMessageId: clientMessageId) == nil {
+                outboxFiles.release(clientMessageId: clientMessageId)
+                sendStartedAt[message.id] = nil
+                schedule.settled(clientMessageId)
+            }
+        }
+        try await database.hide(senderId: message.senderId, clientMessageId: clientMessageId)
+        notify(.messages(message.conversationId))
+        notify(.conversations)
+    }
+
     /// Queues a failed message again.
     public func resend(clientMessageId: String, in conversationId: EntityID) async throws {
         guard try await database.resend(clientMessageId: clientMessageId) else { return }
@@ -80,9 +107,17 @@ extension ChatClient {
         try outboxFiles.pick(file)
     }
 
-    /// Drops a failed message.
+    /// Drops a failed message. A message still queued or on its way is deleted as an unsent
+    /// one is (``revokeUnsent(clientMessageId:in:)``): it never goes, or, when the server may
+    /// have it already, it is deleted there once it has an id; it never reappears.
     public func discard(clientMessageId: String, in conversationId: EntityID) async throws {
+        let state = try await database.outboxState(clientMessageId: clientMessageId)?.state
+        if schedule.inFlight.contains(clientMessageId) || state == "queued" {
+            try await revokeUnsent(clientMessageId: clientMessageId, in: conversationId)
+            return
+        }
         _ = try await database.discard(clientMessageId: clientMessageId)
+        schedule.settled(clientMessageId)
         outboxFiles.release(clientMessageId: clientMessageId)
         sendStartedAt[LocalMessage.id(senderId: userId, clientMessageId: clientMessageId)] = nil
         notify(.messages(conversationId))
@@ -91,49 +126,54 @@ extension ChatClient {
     /// Sends every due outbox head, oldest first, over the WebSocket when connected, else HTTP.
     /// Returns when the outbox has nothing due (a call during a flush waits for that flush).
     public func flushOutbox() async {
-        guard !isFlushing else {
-            flushAgain = true
-            await withCheckedContinuation { flushWaiters.append($0) }
-            return
-        }
-        isFlushing = true
-        defer {
-            isFlushing = false
-            for waiter in flushWaiters { waiter.resume() }
-            flushWaiters.removeAll()
-        }
-        repeat {
-            flushAgain = false
+        await inSingleFlight(.outbox, waiting: true) {
             do {
                 // Nothing goes while the token is refused: the messages wait, still queued.
                 while !signInRequired,
-                    let entry = try await database.dueOutboxEntries(now: environment.now())
-                        .first(where: { !cancelledSends.contains($0.request.clientMessageId) }) {
-                    await deliver(entry)
+                    let entry = schedule.next(
+                        of: try await database.outboxHeads(), now: environment.now(), excluding: cancelledSends)
+                {
+                    guard await deliver(entry) else {
+                        logger.error("The outbox stops: the local database refuses to record failed sends")
+                        return false
+                    }
                 }
             } catch is CancellationError {
                 // The client is stopping; the entries stay in the outbox for the next start.
-                return
+                return false
             } catch {
                 logger.warning("Outbox read failed", metadata: ["error": "\(error)"])
             }
-        } while flushAgain
-        // Then the edits and reactions waiting for the server, in the order they were made,
-        // and the deletes of messages that were on their way.
-        await flushChanges()
-        await flushRevokes()
-        await scheduleOutboxWake()
+            return true
+        } then: {
+            guard !Task.isCancelled else { return }
+            // Then the edits and reactions waiting for the server, in the order they were made,
+            // and the deletes of messages that were on their way.
+            await flushChanges()
+            await flushRevokes()
+            await scheduleOutboxWake()
+        }
     }
 
-    private func deliver(_ entry: OutboxEntry) async {
+    /// Every queued message is due now, in the database and in memory (the server answered,
+    /// the connection is back, the user asked, the app is leaving the screen).
+    func makeOutboxDue() async {
+        try? await database.outboxRetryNow()
+        schedule.retryAll()
+    }
+
+    /// Sends one entry and writes its outcome; false when the flush must stop (failed sends
+    /// could not be recorded, repeatedly).
+    private func deliver(_ entry: OutboxEntry) async -> Bool {
         let clientMessageId = entry.request.clientMessageId
         let messageId = LocalMessage.id(senderId: userId, clientMessageId: clientMessageId)
+        var keepGoing = true
         do {
             let request = try await prepare(entry)
             // Deleted by the user before it ever went: it never goes (the entry is being
             // discarded). From here to its answer, it is in flight.
-            guard !cancelledSends.contains(clientMessageId) else { return }
-            sendsInFlight.insert(clientMessageId)
+            guard !cancelledSends.contains(clientMessageId) else { return true }
+            schedule.sending(clientMessageId)
             let stored: Message
             if let channel, machine.state == .connected {
                 stored = try await channel.sendMessage(request)
@@ -142,35 +182,38 @@ extension ChatClient {
             }
             try await database.apply([stored])
             sendStartedAt[messageId] = nil
+            schedule.settled(clientMessageId)
             // The server has it (and the file): the SDK's copy goes.
             if entry.context["file"] != nil { outboxFiles.release(clientMessageId: clientMessageId) }
             // The server answers: entries waiting out a backoff go now (one update, only when
             // some may be waiting, not a read per send).
             if backingOff || entry.attempts > 0 {
                 backingOff = false
-                try? await database.outboxRetryNow()
+                await makeOutboxDue()
             }
-        } catch let error as ClientError where error.code == .unauthorized {
-            // Not the message's fault: keep it queued, as it is, until the user signs in again.
-            requireSignIn()
-        } catch let error as ClientError where !error.isTransient {
-            sendStartedAt[messageId] = nil
-            try? await database.outboxRejected(clientMessageId: clientMessageId, reason: error.message)
-        } catch let error as PreparationFailed {
-            sendStartedAt[messageId] = nil
-            try? await database.outboxRejected(clientMessageId: clientMessageId, reason: error.reason)
         } catch {
-            // No answer (it may or may not be stored), or the server asked for time (storage
-            // trouble, rate limiting): retrying with the same id is safe; not before it said.
-            let delay = max(machine.backoff(min(entry.attempts, 5)).seconds, (error as? ClientError)?.retryAfter ?? 0)
-            backingOff = true
-            try? await database.outboxAttemptFailed(
-                clientMessageId: clientMessageId, retryAt: environment.now().addingTimeInterval(delay))
+            switch OutboxSchedule.decide(error, attempts: entry.attempts, backoff: { self.machine.backoff($0).seconds }) {
+            case .waitForSignIn:
+                // Not the message's fault: keep it queued, as it is, until the user signs in again.
+                requireSignIn()
+            case .refused(let reason):
+                sendStartedAt[messageId] = nil
+                schedule.settled(clientMessageId)
+                try? await database.outboxRejected(clientMessageId: clientMessageId, reason: reason)
+            case .retry(let delay):
+                // No answer (it may or may not be stored), or the server asked for time.
+                let retryAt = environment.now().addingTimeInterval(delay)
+                backingOff = true
+                schedule.failed(clientMessageId, retryAt: retryAt)
+                let written = (try? await database.outboxAttemptFailed(clientMessageId: clientMessageId, retryAt: retryAt)) != nil
+                keepGoing = schedule.recordedFailure(written: written)
+            }
         }
         // Its answer (or its failure) is written: no longer in flight.
-        sendsInFlight.remove(clientMessageId)
+        schedule.sent(clientMessageId)
         notify(.messages(entry.conversationId))
         notify(.conversations)
+        return keepGoing
     }
 
     /// Runs the entry's remaining preparations in order, recording each as it finishes.
@@ -216,7 +259,7 @@ extension ChatClient {
         }
         // Read before cancelling: this may run inside the timer task being replaced, and a
         // cancelled task's database reads throw.
-        let next = try? await database.nextOutboxAttempt()
+        let next = (try? await database.outboxHeads()).flatMap { schedule.nextWake(of: $0) }
         outboxTimer?.cancel()
         guard let next else {
             outboxTimer = nil
@@ -247,7 +290,7 @@ extension ChatClient {
     /// "Retry now": every queued message is due at once, the connection is tried again if it
     /// is down, and the outbox is sent.
     public func retryNow() async {
-        try? await database.outboxRetryNow()
+        await makeOutboxDue()
         let now = environment.now()
         for id in sendStartedAt.keys { sendStartedAt[id] = now }
         if machine.state != .connected { run(machine.handle(.retry)) }
@@ -259,7 +302,7 @@ extension ChatClient {
     public func updateToken(_ token: String) async {
         transport.updateToken(token)
         signInRequired = false
-        try? await database.outboxRetryNow()
+        await makeOutboxDue()
         if machine.state != .connected { run(machine.handle(.retry)) }
         await synchronize()
     }

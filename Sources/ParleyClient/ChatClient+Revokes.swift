@@ -11,7 +11,7 @@ extension ChatClient {
     /// Deletes one's own message that has no server id yet (see the extension's note).
     public func revokeUnsent(clientMessageId: String, in conversationId: EntityID) async throws {
         // Decided in one turn of the actor: not in flight now, and never sent from here on.
-        if !sendsInFlight.contains(clientMessageId) {
+        if !schedule.inFlight.contains(clientMessageId) {
             cancelledSends.insert(clientMessageId)
             // Dropped: it stays cancelled, for a flush that read the entry before (still
             // preparing it); else it may go as usual.
@@ -50,16 +50,7 @@ extension ChatClient {
         guard !revokesPending.isEmpty, !signInRequired else { return }
         // One flush at a time; a call meanwhile makes it look once more (what it asked for may
         // have changed since the running one read the table).
-        guard !isFlushingRevokes else {
-            flushRevokesAgain = true
-            return
-        }
-        isFlushingRevokes = true
-        defer { isFlushingRevokes = false }
-        repeat {
-            flushRevokesAgain = false
-            guard await flushRevokesOnce() else { return }
-        } while flushRevokesAgain
+        await inSingleFlight(.revokes, waiting: false) { await flushRevokesOnce() }
     }
 
     /// One pass over the pending revokes; false when the server did not answer.

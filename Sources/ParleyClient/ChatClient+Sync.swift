@@ -31,7 +31,7 @@ extension ChatClient {
             signInRequired = false
             await renewTokenIfDue()
             // The server is back: what waited for it goes now, not when its backoff ends.
-            try? await database.outboxRetryNow()
+            await makeOutboxDue()
             let list: [Conversation]
             switch sync {
             case .all(let all, let next):
@@ -149,17 +149,15 @@ extension ChatClient {
 
     /// Fetches `/changes` from the synced seq until current, one transaction per page.
     public func catchUp(_ conversationId: EntityID) async {
-        guard !catchingUp.contains(conversationId) else {
-            catchUpAgain.insert(conversationId)
-            return
-        }
-        catchingUp.insert(conversationId)
-        readCounts.catchUps += 1
-        defer { catchingUp.remove(conversationId) }
-        repeat {
-            catchUpAgain.remove(conversationId)
+        var started = false
+        await inSingleFlight(.catchUp(conversationId), waiting: false) {
+            // Counted once per catch-up, not per round.
+            if !started {
+                started = true
+                readCounts.catchUps += 1
+            }
             do {
-                guard var since = try await database.syncedSeq(conversationId) else { return }
+                guard var since = try await database.syncedSeq(conversationId) else { return false }
                 while true {
                     let page = try await transport.changes(conversationId, since: since, limit: Limits.changesPageMax)
                     readCounts.networkReads += 1
@@ -169,6 +167,7 @@ extension ChatClient {
                 }
                 await markDeliveredUpToSynced(conversationId)
                 catchUpFailures[conversationId] = nil
+                return true
             } catch {
                 // Nothing else may come to trigger it (the missed message was the last one), so
                 // try again with backoff while connected; a reconnect's sync covers the rest.
@@ -182,9 +181,9 @@ extension ChatClient {
                         await self.catchUp(conversationId)
                     }
                 }
-                return
+                return false
             }
-        } while catchUpAgain.contains(conversationId)
+        }
     }
 
     // MARK: Reading

@@ -69,34 +69,23 @@ public actor ChatClient {
     private var heartbeatTask: Task<Void, Never>?
     private var pollTask: Task<Void, Never>?
     var outboxTimer: Task<Void, Never>?
-    var isFlushing = false
-    var flushAgain = false
-    var flushWaiters: [CheckedContinuation<Void, Never>] = []
-    var catchingUp: Set<EntityID> = []
-    var catchUpAgain: Set<EntityID> = []
     /// Failed catch-ups in a row, by conversation, for the retry's backoff.
     var catchUpFailures: [EntityID: Int] = [:]
     /// Edits and reactions not yet confirmed (see ChatClient+Changes).
     var pendingChanges: [PendingChange] = []
     var pendingChangesLoaded = false
-    var isFlushingChanges = false
-    var flushChangesAgain = false
-    var changeWaiters: [CheckedContinuation<Void, Never>] = []
     var changeRefusals: [Int64: ClientError] = [:]
-    /// Outbox entries being sent right now (from the moment they go until their answer is
-    /// written), by client message id (see ChatClient+Revokes).
-    var sendsInFlight: Set<String> = []
+    /// The outbox's rules: what is due, in flight, backing off (see ``OutboxSchedule``).
+    var schedule = OutboxSchedule()
+    /// The background work running now, one run per kind and conversation (``SingleFlight``).
+    var flights = SingleFlight<Flight>()
     /// Outbox entries the user deleted before they were ever sent: never sent from then on.
     var cancelledSends: Set<String> = []
     /// Messages deleted while on their way, by client message id: shown deleted until the
     /// server's copy is (see ChatClient+Revokes).
     var revokesPending: Set<String> = []
     var revokesLoaded = false
-    var isFlushingRevokes = false
-    var flushRevokesAgain = false
     /// List rows being read again after a missed event (see ``refreshListRow(_:)``).
-    var refreshingRows: Set<EntityID> = []
-    var refreshRowAgain: Set<EntityID> = []
     /// The server refused the token (401): queued messages wait for ``updateToken(_:)``.
     public internal(set) var signInRequired = false
     /// When the cache was last trimmed to its retention limits.
@@ -272,7 +261,7 @@ public actor ChatClient {
             case .flushOutbox:
                 // Everything queued goes now, backoff or not: the app may be frozen any moment.
                 Task {
-                    try? await self.database.outboxRetryNow()
+                    await self.makeOutboxDue()
                     await self.flushOutbox()
                 }
             case .startGrace(let grace):
@@ -330,7 +319,7 @@ public actor ChatClient {
                 connectSyncsPending += 1
                 Task {
                     // Connected again: what waited for the network goes now.
-                    try? await self.database.outboxRetryNow()
+                    await self.makeOutboxDue()
                     await self.synchronize()
                     self.connectSyncsPending -= 1
                     self.resumeFirstSyncWaitersIfDone()
@@ -483,5 +472,44 @@ public actor ChatClient {
             // list row follows (applyToListRow); its messages load when it is opened.
             if message.senderId == userId { try await database.apply([message]) }
         }
+    }
+}
+
+// MARK: One run at a time
+
+/// The kinds of background work that run one at a time (``SingleFlight``).
+enum Flight: Hashable, Sendable {
+    /// Sending the outbox.
+    case outbox
+    /// Sending the pending edits and reactions.
+    case changes
+    /// Sending the deletes of messages that were on their way.
+    case revokes
+    /// A conversation's catch-up.
+    case catchUp(EntityID)
+    /// Reading a list row again.
+    case listRow(EntityID)
+}
+
+extension ChatClient {
+    /// Runs `round` as `flight` unless that is running already. A call during a run makes it
+    /// run one round more (and, with `waiting`, returns when the run is over); `round` returns
+    /// false to stop without that round. `then` runs at the end of the run, before waiters
+    /// resume. Returns whether this call ran it.
+    @discardableResult
+    func inSingleFlight(
+        _ flight: Flight, waiting: Bool, _ round: () async -> Bool, then: () async -> Void = {}
+    ) async -> Bool {
+        guard flights.start(flight) else {
+            if waiting { await withCheckedContinuation { flights.wait(flight, $0) } }
+            return false
+        }
+        // A call during `then` asks for a run too: it gets one.
+        repeat {
+            while await round(), flights.another(flight) {}
+            await then()
+        } while flights.another(flight)
+        for waiter in flights.finish(flight) { waiter.resume() }
+        return true
     }
 }

@@ -127,7 +127,7 @@ extension LocalDatabase {
             var rows = try Row.fetchAll(db, sql: sql, arguments: arguments).reversed() as [Row]
             if before == nil {
                 rows += try Row.fetchAll(
-                    db, sql: "SELECT \(RowReader.columns) FROM messages WHERE conversation_id = ? AND state != 'confirmed' ORDER BY local_order",
+                    db, sql: "SELECT \(RowReader.columns) FROM messages WHERE conversation_id = ? AND state != 'confirmed' AND \(Self.notHidden) ORDER BY local_order",
                     arguments: [conversationId.description])
             }
             var reader = RowReader(conversationId: conversationId, viewer: viewer, members: members)

@@ -46,6 +46,9 @@ extension LocalDatabase {
         try await writer.read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM outbox") ?? 0 }
     }
 
+    /// The oldest queued entry of each conversation, oldest first, due or not.
+    package func outboxHeads() async throws -> [OutboxEntry] { try await heads() }
+
     private func heads() async throws -> [OutboxEntry] {
         try await writer.read { db in
             let rows = try Row.fetchAll(

@@ -205,3 +205,11 @@ public struct LocalDatabase: Sendable {
         }
     }
 }
+
+extension LocalDatabase {
+    /// Makes every write fail as a full or broken disk would (SQLite's `query_only`), reads
+    /// still working: for the tests of what the client does when it cannot record an outcome.
+    package func refuseWrites(_ refuse: Bool) async throws {
+        try await writer.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA query_only = \(refuse ? 1 : 0)") }
+    }
+}

@@ -80,8 +80,7 @@ public struct MessageService: MessageServicing {
 
     /// Hides the message in the local database only.
     public func deleteForMe(_ message: LocalMessage) async throws {
-        try await client.database.hide(senderId: message.senderId, clientMessageId: message.clientMessageId)
-        await client.notify(.messages(message.conversationId))
+        try await client.deleteForMe(message)
     }
 
     /// Checks the caller sent the message, then edits it through ``ChatClient/change(_:of:)``.
