@@ -102,7 +102,8 @@ import Testing
         var odds = FaultPlan.Odds.none
         odds.failBeforeSend = 1
         let sends = Mutex(0)
-        let database = try LocalDatabase.inMemory()
+        // A file (a pool): its writer keeps `query_only`, which a queue's reads would reset.
+        let database = try LocalDatabase.open(path: TestServer.temporaryDirectory() + "-outbox.sqlite")
         let transport = FaultyTransport(
             serverURL: server.baseURL, token: alice.token, plan: FaultPlan(seed: 7, odds: odds),
             beforeSend: { _ in
@@ -117,9 +118,15 @@ import Testing
             SendMessageRequest(clientMessageId: "full-disk", text: "hello"), in: direct.id, senderId: alice.id, now: clock.now(),
             preparations: [], context: [:])
         try await database.refuseWrites(true)
+        await #expect(throws: (any Error).self, "the database refuses writes") {
+            try await database.outboxAttemptFailed(clientMessageId: "full-disk", retryAt: clock.now().addingTimeInterval(5))
+        }
         await client.flushOutbox()
-        #expect(sends.withLock { $0 } == 1, "sent once, then it waits")
+        #expect(sends.withLock { $0 } == 1, "sent once, then it waits: \(sends.withLock { $0 })")
         #expect(try await database.outboxCount() == 1, "still queued")
+        await #expect(throws: (any Error).self, "the database still refuses writes") {
+            try await database.outboxRetryNow()
+        }
         try await database.refuseWrites(false)
         await client.stop()
     }
