@@ -5,10 +5,8 @@ import ParleyProtocol
 import PostgresNIO
 import Synchronization
 
-/// What arrives from the other nodes: one line per record, by its first letter. `U` a frame
-/// for users, `Q` an event of a conversation's sequence (through this node's orderer), `O` a
-/// frame for an organization, `X` a deactivation, `P` presence, `D` a dead node, `S` a record
-/// too large for NOTIFY, spilled to a table.
+/// What arrives from the other nodes: one ``ClusterRecord`` per line, decoded whole (a line
+/// that does not decode is refused and counted, never half-applied).
 extension ClusterNode {
     /// Applies a notification's records.
     func receive(_ payload: String) async {
@@ -18,55 +16,46 @@ extension ClusterNode {
     }
 
     func apply(_ line: Substring) async {
-        let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, parts[1] != nodeId else { return }
-        let origin = String(parts[1])
-        let rest = parts.count > 2 ? parts[2] : ""
+        let record: ClusterRecord
+        switch ClusterRecord.decode(line) {
+        case .success(let decoded): record = decoded
+        case .failure(let malformed):
+            // A node of another version, or a corrupted notification: refused whole, counted.
+            stats.increment("parley_cluster_records_malformed_total")
+            logger.warning("Refused a malformed cluster record", metadata: ["reason": "\(malformed)", "record": "\(line.prefix(80))"])
+            return
+        }
+        guard record.origin != nodeId else { return }
         stats.increment("parley_cluster_records_received_total")
-        switch parts[0] {
-        case "U":
-            let fields = rest.split(separator: " ", maxSplits: 1)
-            guard fields.count == 2 else { return }
-            let users = fields[0].split(separator: ",").compactMap { EntityID(String($0)) }
-            fanOut.deliverHere(ByteBuffer(string: String(fields[1])), to: users)
-        case "Q":
+        switch record {
+        case .users(_, let users, let frame):
+            fanOut.deliverHere(ByteBuffer(string: frame), to: users)
+        case .sequenced(_, let conversation, let seq, let users, let frame):
             // An event of a conversation's sequence: this node's orderer puts it in seq order
             // with the ones committed here and on every other node.
-            let fields = rest.split(separator: " ", maxSplits: 3)
-            guard fields.count == 4, let conversation = EntityID(String(fields[0])), let seq = Int64(fields[1]) else { return }
-            let users = fields[2].split(separator: ",").compactMap { EntityID(String($0)) }
-            fanOut.order.publish(conversation, .init(seq: seq, frame: ByteBuffer(string: String(fields[3])), recipients: users), fromAnotherNode: true)
-        case "X":
+            fanOut.order.publish(conversation, .init(seq: seq, frame: ByteBuffer(string: frame), recipients: users), fromAnotherNode: true)
+        case .deactivated(_, let user, let organization):
             // Another node deactivated a user: refuse their token here too, close their sockets.
-            let fields = rest.split(separator: " ")
-            guard fields.count == 2, let user = EntityID(String(fields[0])), let organization = EntityID(String(fields[1])) else { return }
             onDeactivated.function?(user, organization)
-        case "O":
-            let fields = rest.split(separator: " ", maxSplits: 2)
-            guard fields.count == 3, let organization = EntityID(String(fields[0])) else { return }
-            let excluded = fields[1] == "-" ? [] : Set(fields[1].split(separator: ",").compactMap { EntityID(String($0)) })
-            fanOut.deliverHere(ByteBuffer(string: String(fields[2])), toOrganization: organization, excluding: excluded)
-        case "P":
-            let fields = rest.split(separator: " ")
-            guard fields.count == 3, let user = EntityID(String(fields[0])) else { return }
+        case .organization(_, let organization, let excluded, let frame):
+            fanOut.deliverHere(ByteBuffer(string: frame), toOrganization: organization, excluding: Set(excluded))
+        case .presence(let origin, let user, _, let online):
             remote.withLock { remote in
-                if fields[2] == "1" {
+                if online {
                     remote[user, default: []].insert(origin)
                 } else {
                     remote[user]?.remove(origin)
                     if remote[user]?.isEmpty == true { remote[user] = nil }
                 }
             }
-        case "D":
-            let dead = String(rest)
+        case .nodeDied(_, let dead):
             remote.withLock { remote in
                 for user in Array(remote.keys) {
                     remote[user]?.remove(dead)
                     if remote[user]?.isEmpty == true { remote[user] = nil }
                 }
             }
-        case "S":
-            guard let id = Int64(rest) else { return }
+        case .spilled(_, let id):
             do {
                 let rows = try await client.query("SELECT payload FROM parley_cluster_spill WHERE id = \(id)", logger: logger)
                 for try await payload in rows.decode(String.self) {
@@ -75,8 +64,6 @@ extension ClusterNode {
             } catch {
                 logger.warning("Could not read a spilled cluster record", metadata: ["error": "\(error)"])
             }
-        default:
-            return
         }
     }
 }

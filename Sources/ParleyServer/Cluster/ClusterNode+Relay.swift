@@ -17,7 +17,7 @@ extension ClusterNode {
     public func forward(_ frame: ByteBuffer, to userIds: [EntityID]) {
         let elsewhere = remote.withLock { remote in userIds.filter { remote[$0] != nil } }
         guard !elsewhere.isEmpty else { return }
-        send("U \(nodeId) \(elsewhere.map(\.description).joined(separator: ",")) \(String(buffer: frame))")
+        send(.users(origin: nodeId, users: elsewhere, frame: String(buffer: frame)))
     }
 
     /// Every event of a conversation's sequence goes to the other nodes, whoever this node
@@ -28,14 +28,13 @@ extension ClusterNode {
     /// shared notifications, it costs little; the receiving node keeps its own connections.
     public func forward(_ frame: ByteBuffer, to userIds: [EntityID], conversation conversationId: EntityID, seq: Int64) {
         guard !userIds.isEmpty else { return }
-        send("Q \(nodeId) \(conversationId) \(seq) \(userIds.map(\.description).joined(separator: ",")) \(String(buffer: frame))")
+        send(.sequenced(origin: nodeId, conversation: conversationId, seq: seq, users: userIds, frame: String(buffer: frame)))
     }
 
     /// Sends the frame to every other node as an `O` record, for the organization's connections
     /// except `excluded`.
     public func forward(_ frame: ByteBuffer, toOrganization organizationId: EntityID, excluding excluded: Set<EntityID>) {
-        let excludedList = excluded.isEmpty ? "-" : excluded.map(\.description).joined(separator: ",")
-        send("O \(nodeId) \(organizationId) \(excludedList) \(String(buffer: frame))")
+        send(.organization(origin: nodeId, organization: organizationId, excluding: Array(excluded), frame: String(buffer: frame)))
     }
 
     /// Updates this node's presence row for the user; returns whether they are online elsewhere.
@@ -75,7 +74,7 @@ extension ClusterNode {
                 recorded.withLock { _ = $0.remove(identity.userId) }
             }
             // Sent before the connection's `hello`: other nodes learn of it as soon as possible.
-            await notify("P \(nodeId) \(user) \(organization) \(here ? 1 : 0)")
+            await notify(ClusterRecord.presence(origin: nodeId, user: identity.userId, organization: identity.organizationId, online: here))
         } catch {
             logger.warning("Could not record presence in the cluster", metadata: ["error": "\(error)"])
         }
@@ -85,10 +84,15 @@ extension ClusterNode {
     /// a missed event from the store when they see the seq gap).
     static let queueLimit = 100_000
 
-    func send(_ record: String) {
+    func send(_ record: ClusterRecord) {
+        guard let line = record.encoded() else {
+            stats.increment("parley_cluster_records_unencodable_total")
+            logger.error("A cluster record cannot be written as one line; dropped", metadata: ["origin": "\(record.origin)"])
+            return
+        }
         let accepted = queued.withLock { queue in
             guard queue.count < Self.queueLimit else { return false }
-            queue.append(record)
+            queue.append(line)
             return true
         }
         if accepted { wakeSink.yield() } else { stats.increment("parley_cluster_records_dropped_total") }

@@ -74,7 +74,7 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
     /// Tells every other node (an `X` record) to refuse the user's token and close their
     /// connections.
     public func userDeactivated(_ userId: EntityID, organizationId: EntityID) {
-        send("X \(nodeId) \(userId) \(organizationId)")
+        send(.deactivated(origin: nodeId, user: userId, organization: organizationId))
     }
 
     // MARK: Running
@@ -154,7 +154,9 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
         _ = try? await client.query("DELETE FROM parley_node_users WHERE node_id = \(nodeId)", logger: logger)
         _ = try? await client.query("DELETE FROM parley_nodes WHERE node_id = \(nodeId)", logger: logger)
         // Tell the others now rather than after deadAfter.
-        await notifyPacked(fanOut.localUsers().map { "P \(nodeId) \($0.userId) \($0.organizationId) 0" })
+        await notifyPacked(fanOut.localUsers().compactMap {
+            ClusterRecord.presence(origin: nodeId, user: $0.userId, organization: $0.organizationId, online: false).encoded()
+        })
     }
 
     /// LISTENs on a pooled connection; reconnects with backoff when it drops.
@@ -216,6 +218,15 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
         if !payload.isEmpty { await notify(payload) }
     }
 
+    /// Notifies one record at once (presence, a spill's id), outside the packed queue.
+    func notify(_ record: ClusterRecord) async {
+        guard let line = record.encoded() else {
+            stats.increment("parley_cluster_records_unencodable_total")
+            return
+        }
+        await notify(line)
+    }
+
     func notify(_ payload: String) async {
         do {
             try await client.query("SELECT pg_notify(\(configuration.channel), \(payload))", logger: logger)
@@ -231,7 +242,7 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
             let rows = try await client.query(
                 "INSERT INTO parley_cluster_spill (payload) VALUES (\(record)) RETURNING id", logger: logger)
             for try await id in rows.decode(Int64.self) {
-                await notify("S \(nodeId) \(id)")
+                await notify(ClusterRecord.spilled(origin: nodeId, id: id))
             }
             stats.increment("parley_cluster_spilled_total")
         } catch {
@@ -300,7 +311,7 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
         let deadNodes = Set(lost.map(\.node))
         for node in deadNodes {
             logger.warning("Expired a dead node", metadata: ["node": "\(node)"])
-            send("D \(nodeId) \(node)")
+            send(.nodeDied(origin: nodeId, node: node))
             stats.increment("parley_cluster_nodes_expired_total")
         }
         remote.withLock { remote in
