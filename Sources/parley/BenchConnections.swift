@@ -153,6 +153,7 @@ func rssKB(_ pid: Int32) throws -> Double {
 /// Linux. It is safe as used: every stored property is a `let` set before the worker is shared,
 /// and after that only its file descriptor number is read (`ready()`), and its stdin closed
 /// and the process awaited (`stop()`), once, by the benchmark that owns it.
+// SAFETY: every stored property is a `let` set before sharing; only `stop()` touches the process, once.
 final class Worker: @unchecked Sendable {
     let process: Process
     let input: Pipe

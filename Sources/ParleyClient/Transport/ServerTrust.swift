@@ -82,6 +82,7 @@ extension ServerTrust {
 /// `@unchecked Sendable`: URLSession calls it from its own queue, and its one stored property is
 /// a constant array of certificates, immutable objects that the SDKs before iOS 18 do not
 /// mark `Sendable` (a checked conformance would not compile at the iOS 17 floor).
+// SAFETY: one constant array of immutable certificates; URLSession only reads it.
 final class AnchorDelegate: NSObject, URLSessionDelegate, @unchecked Sendable {
     let anchors: [SecCertificate]
 

@@ -7,6 +7,7 @@ import * as outbox from '/web/outbox.js';
 import { initList, renderList } from '/web/views-list.js';
 import { initChat, renderChat, renderTyping, resetComposer, scrollToLatest } from '/web/views-chat.js';
 import { initInvites, closeInvites, readJoinLink } from '/web/views-invites.js';
+import { updateTitle, askForNotificationsOnce, notifyIncoming, rememberOpen, linkedConversation } from '/web/attention.js';
 
 const BANNER = { online: 'Connected', offline: 'Offline: messages will be sent when the connection returns', connecting: 'Connecting…', syncing: 'Syncing…' };
 
@@ -143,6 +144,8 @@ async function signOut(callServer) {
   closeInvites();
   for (const id of ['#new-chat-panel', '#forward-panel']) $(id).hidden = true;
   renderList(); renderChat();
+  updateTitle();
+  rememberOpen(null);
   setScreen('auth');
 }
 
@@ -162,12 +165,20 @@ async function enterMain(user) {
         if (n.what === 'users' || (n.what === 'chat' && (!n.conversationId || n.conversationId === store.openId))) chat = true;
         if (n.what === 'typing' && n.conversationId === store.openId) typing = true;
       }
-      if (list) renderList();
+      if (list) { renderList(); updateTitle(); }
       if (chat) renderChat(); else if (typing) renderTyping();
     });
   }
   await client.startSession(user);
   renderList(); renderChat();
+  openLinkedConversation();
+}
+
+// A link to a conversation (`#c=ID`, kept in the address bar while it is open): opened at
+// sign-in and on reload, or when the address changes to one.
+function openLinkedConversation() {
+  const id = linkedConversation();
+  if (id && document.body.dataset.screen === 'main' && store.openId !== id) openChat(id).catch(showError);
 }
 
 async function openChat(id, seq) {
@@ -196,7 +207,13 @@ function boot() {
   initList({ openChat, showError });
   initChat({ showError });
   initInvites();
-  client.init({ onAuthFailed: () => { signOut(false); $('#auth-error').textContent = 'Your session has ended. Please sign in again.'; }, onError: showError });
+  client.init({
+    onAuthFailed: () => { signOut(false); $('#auth-error').textContent = 'Your session has ended. Please sign in again.'; },
+    onError: showError,
+    onIncoming: (m) => notifyIncoming(m, (id) => openChat(id).catch(showError)),
+    onOpened: rememberOpen,
+    onSending: askForNotificationsOnce,
+  });
   onUnauthorized(() => client.socket.onAuthFailed());
   $('#logout').addEventListener('click', () => signOut(true));
   $('#back').addEventListener('click', () => client.closeConversation());
@@ -220,7 +237,7 @@ function boot() {
   if (token && user) enterMain(user).catch(showError);
   else setScreen('auth');
   takeJoinLink();
-  window.addEventListener('hashchange', takeJoinLink);
+  window.addEventListener('hashchange', () => { takeJoinLink(); openLinkedConversation(); });
 }
 
 boot();

@@ -8,7 +8,7 @@ import {
   setTypingSummary,
 } from '/web/store.js';
 
-let hooks = { onAuthFailed() {}, onError() {} };
+let hooks = { onAuthFailed() {}, onError() {}, onIncoming() {}, onOpened() {}, onSending() {} };
 export function init(h) { hooks = { ...hooks, ...h }; }
 
 export const socket = new Socket({
@@ -146,14 +146,18 @@ async function fetchConversation(id) {
 // ---- messages ----
 export async function openConversation(id) {
   store.openId = id;
+  hooks.onOpened(id);
   emit('chat', id); emit('list');
   if (socket.isOpen) socket.request('focus', { conversationId: id }).catch(() => {});
+  // Opened from a link (or a notification) before the list knows it: read it on its own.
+  if (!store.conversations.has(id)) fetchConversation(id);
   const c = getCache(id);
   if (!c.loaded) await loadHistory(id);
 }
 
 export function closeConversation() {
   store.openId = null;
+  hooks.onOpened(null);
   if (socket.isOpen) socket.request('focus', { conversationId: null }).catch(() => {});
   emit('chat'); emit('list');
 }
@@ -239,6 +243,7 @@ function handleMessage(m, created, fromReply = false) {
   if (created && !own) {
     setTyping(m.conversationId, m.senderId, false);
     scheduleDelivered(m.conversationId, m.seq);
+    if (!fromReply && m.type !== 'system') hooks.onIncoming(m);
   }
   ensureUsers([m.senderId]);
   emit('list'); emit('chat', m.conversationId);
@@ -351,6 +356,7 @@ export function typingStop() {
 
 // ---- sending through the outbox ----
 export async function sendMessage(fields) {
+  hooks.onSending();
   const item = {
     clientMessageId: crypto.randomUUID(), userId: store.me.id, createdAt: new Date().toISOString(),
     type: 'text', text: '', ...fields,
@@ -365,39 +371,57 @@ export async function sendMessage(fields) {
 let flushing = false;
 let flushAgain = false;
 let retryTimer = null;
+let restFailures = 0;
+
+// Later, after a wait that doubles up to 30 s: the server asked for time, or it cannot be
+// reached over REST either (the socket's reconnect flushes too, at once).
+function retryLater(seconds) {
+  clearTimeout(retryTimer);
+  retryTimer = setTimeout(flushOutbox, seconds * 1000);
+}
+
+// Sends the outbox in order: over the socket when it is open, else over REST (a proxy that
+// drops WebSockets, a socket still reconnecting): the server answers the stored message either
+// way, and the clientMessageId makes a retry safe.
 export async function flushOutbox() {
   if (flushing) { flushAgain = true; return; }
   flushing = true;
   try {
     do {
       flushAgain = false;
-      while (socket.isOpen) {
+      for (;;) {
         const item = [...store.pending.values()].filter((i) => !i.failed).sort((a, b) => a.order - b.order)[0];
         if (!item) break;
         try {
           await uploadQueued(item);
         } catch (e) {
-          if (e.retryable) break; // offline again: the reconnect flushes again
+          if (e.retryable) { if (!socket.isOpen) retryLater(Math.min(30, 2 ** restFailures++)); break; }
           item.failed = true; item.error = e.message;
           await outbox.putItem(item);
           hooks.onError(e);
           emit('chat', item.conversationId);
           continue;
         }
-        const data = { conversationId: item.conversationId, clientMessageId: item.clientMessageId };
+        const data = { clientMessageId: item.clientMessageId };
         if (item.forwardOf) data.forwardOf = item.forwardOf;
         else { data.type = item.type; data.text = item.text; if (item.attachmentId) data.attachmentId = item.attachmentId; }
         if (item.replyToId) data.replyToId = item.replyToId;
         try {
-          const m = await socket.request('message.send', data);
+          const m = socket.isOpen
+            ? await socket.request('message.send', { conversationId: item.conversationId, ...data })
+            : await api('POST', `/conversations/${item.conversationId}/messages`, data);
+          restFailures = 0;
           handleMessage(m, true, true);
         } catch (e) {
           if (e.code === 'unavailable' || e.code === 'rate_limited') {
-            clearTimeout(retryTimer);
-            retryTimer = setTimeout(flushOutbox, (e.retryAfter || 5) * 1000);
+            retryLater(e.retryAfter || 5);
             break;
           }
-          if (e.retryable) break; // disconnected or timed out: the reconnect flushes again
+          if (e.retryable) {
+            // No answer: it may or may not be stored; the same clientMessageId goes again.
+            if (!socket.isOpen) retryLater(Math.min(30, 2 ** restFailures++));
+            break;
+          }
           item.failed = true; item.error = e.message;
           await outbox.putItem(item);
           hooks.onError(e);

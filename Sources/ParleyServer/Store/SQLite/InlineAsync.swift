@@ -37,7 +37,7 @@ private final class Outcome<T: Sendable>: Sendable {
 
 /// A task executor whose jobs run on the thread that calls ``drain()``, until ``finish()``.
 private final class DrainingExecutor: TaskExecutor, @unchecked Sendable {
-    // @unchecked: `jobs` and `finished` are only touched under `lock`; `ready` is a semaphore.
+    // SAFETY: `jobs` and `finished` are only touched under `lock`; `ready` is a semaphore.
     private let lock = NSLock()
     private var jobs: [UnownedJob] = []
     private var finished = false

@@ -7,7 +7,7 @@ import ParleyProtocol
 /// Every method is synchronous (SQLite is a library): the rules' `await`s never suspend here,
 /// and the store runs them on its writer thread (see ``InlineAsync``).
 struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
-    // @unchecked: a `Database` may only be used on its writer's thread inside the closure GRDB
+    // SAFETY: a `Database` may only be used on its writer's thread inside the closure GRDB
     // gave it to. The store creates this value there and runs the rule with ``InlineAsync``,
     // whose every job runs on that same thread before the closure returns; nothing keeps it after.
     let db: Database
