@@ -42,6 +42,8 @@ public final class TerminalChat {
         /// Where renewed tokens are saved before they are used (the profile); nil keeps them
         /// in memory only.
         public var credentialStorage: (any CredentialStorage)?
+        /// Whether a message in another conversation rings the terminal's bell.
+        public var bell = true
 
         /// A configuration of these values.
         public init(
@@ -59,6 +61,8 @@ public final class TerminalChat {
 
     let configuration: Configuration
     let device: TerminalDevice
+    /// Unread counts by conversation at the last frame (nil before the list first loaded).
+    var lastUnread: [EntityID: Int]?
     var screen = ChatScreen()
     var parser = KeyParser()
     var session: Session?
@@ -206,6 +210,11 @@ public final class TerminalChat {
             }
             screen.selectedRow = min(screen.selectedRow, max(0, screen.rows.count - 1))
             screen.banner = list.banner
+            let unread = Dictionary(list.rows.map { ($0.id, $0.unreadCount) }, uniquingKeysWith: { $1 })
+            if configuration.bell, ChatPresentation.shouldRing(previousUnread: lastUnread, currentUnread: unread, open: chat?.conversationId) {
+                device.bell()
+            }
+            lastUnread = list.rows.isEmpty && lastUnread == nil ? nil : unread
         }
         if let chat, let me = session?.user.id {
             screen.timeline = ChatPresentation.timeline(chat.messages, me: me, names: names.lookup)

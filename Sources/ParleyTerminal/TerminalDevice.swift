@@ -136,6 +136,10 @@ public final class TerminalDevice {
         write(out)
     }
 
+    /// Rings the terminal's bell (BEL): the terminal beeps, flashes or marks the window, as
+    /// its user set it up.
+    public func bell() { write("\u{07}") }
+
     /// Forgets what is on screen, so the next frame draws everything (Ctrl-L).
     public func invalidate() { drawnSize = (0, 0) }
 

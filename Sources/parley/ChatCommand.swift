@@ -8,6 +8,8 @@ struct Chat: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Chat in a full-screen terminal client (signs in from inside when the profile has no session).")
     @OptionGroup var options: ClientOptions
+    @Flag(name: .customLong("bell"), inversion: .prefixedNo, help: "Ring the terminal's bell for a message in another conversation (PARLEY_BELL=0 turns it off).")
+    var bell: Bool = ProcessInfo.processInfo.environment["PARLEY_BELL"] != "0"
 
     @MainActor
     func run() async throws {
@@ -30,8 +32,7 @@ struct Chat: AsyncParsableCommand {
         }
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let server = url.absoluteString
-        let app = TerminalChat(
-            configuration: .init(
+        var configuration = TerminalChat.Configuration(
                 serverURL: url, databaseDirectory: directory, trust: try options.trust(),
                 credentialStorage: ProfileCredentials(directory: directory),
                 onSignedIn: { session in
@@ -42,8 +43,9 @@ struct Chat: AsyncParsableCommand {
                 },
                 onSignedOut: {
                     try? FileManager.default.removeItem(atPath: (directory as NSString).appendingPathComponent("session.json"))
-                }),
-            session: session)
+                })
+        configuration.bell = bell
+        let app = TerminalChat(configuration: configuration, session: session)
         let status = await app.run()
         if status != 0 { throw ExitCode(status) }
     }

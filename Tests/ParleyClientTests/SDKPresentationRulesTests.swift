@@ -286,6 +286,19 @@ import Testing
         #expect(ChatPresentation.banner(state, syncing: syncing, outboxCount: outbox) == text)
     }
 
+    /// The terminal's bell: a new unread message in another conversation rings; the open one,
+    /// reading, the first list and an unchanged list do not.
+    @Test func theBellRingsForANewMessageElsewhereOnly() {
+        let open = EntityID(), other = EntityID(), fresh = EntityID()
+        #expect(!ChatPresentation.shouldRing(previousUnread: nil, currentUnread: [other: 5], open: nil), "the first list")
+        #expect(ChatPresentation.shouldRing(previousUnread: [other: 1, open: 0], currentUnread: [other: 2, open: 0], open: open))
+        #expect(!ChatPresentation.shouldRing(previousUnread: [other: 1, open: 0], currentUnread: [other: 1, open: 3], open: open), "on screen")
+        #expect(!ChatPresentation.shouldRing(previousUnread: [other: 4], currentUnread: [other: 0], open: nil), "read")
+        #expect(!ChatPresentation.shouldRing(previousUnread: [other: 4], currentUnread: [other: 4], open: nil))
+        #expect(ChatPresentation.shouldRing(previousUnread: [other: 0], currentUnread: [other: 0, fresh: 1], open: nil), "a new conversation")
+        #expect(!ChatPresentation.shouldRing(previousUnread: [other: 0], currentUnread: [other: 0, fresh: 0], open: nil))
+    }
+
     /// A phone's banner names no terminal command (it has a retry button); the terminal's
     /// names its `/retry`, and only once the client gave up.
     @Test func onlyTheTerminalsBannerNamesItsRetryCommand() {

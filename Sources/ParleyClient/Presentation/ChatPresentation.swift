@@ -221,6 +221,14 @@ public enum ChatPresentation {
         }
     }
 
+    /// Whether a new message elsewhere deserves the terminal's bell: some conversation other
+    /// than the open one has more unread messages than before (a new conversation with unread
+    /// ones too). Nothing rings for the first list (what was unread at start) or for reading.
+    public static func shouldRing(previousUnread: [EntityID: Int]?, currentUnread: [EntityID: Int], open: EntityID?) -> Bool {
+        guard let previousUnread else { return false }
+        return currentUnread.contains { id, count in id != open && count > (previousUnread[id] ?? 0) }
+    }
+
     /// The first line of a text, cut to `max` characters with an ellipsis.
     public static func firstLine(_ text: String, max: Int) -> String {
         // "\r\n" is one Character in Swift: a Windows line ending ends the line too.
