@@ -10,6 +10,14 @@ public enum ChatCommand: Sendable, Equatable {
     case direct(String)
     /// A group's name and its members' emails or names.
     case group(name: String, members: [String])
+    /// Renames the open group.
+    case rename(String)
+    /// Adds people (emails or names) to the open group.
+    case add([String])
+    /// Removes someone (an email or a name) from the open group.
+    case remove(String)
+    /// Leaves the open group.
+    case leave
     case reply(message: Int?, text: String?)
     case edit(message: Int?, text: String?)
     case delete(message: Int?)
@@ -27,6 +35,8 @@ public enum ChatCommand: Sendable, Equatable {
         "/dm EMAIL                     a direct conversation",
         "/group EMAIL,EMAIL… NAME      a group with these people",
         "/open N|TEXT                  open a conversation (number or title)",
+        "/rename NAME  /add EMAIL,…    rename the open group, add people to it",
+        "/remove EMAIL  /leave         take someone out of the open group, leave it",
         "/reply [N] [TEXT]             reply to message N (1 = newest)",
         "/edit [N] [TEXT]              edit your message N",
         "/delete [N]                   delete your message N for everyone",
@@ -76,6 +86,14 @@ public enum ChatCommand: Sendable, Equatable {
             }
             guard !members.isEmpty, !words.isEmpty else { return .invalid("/group EMAIL,EMAIL… NAME") }
             return .group(name: words.joined(separator: " "), members: members)
+        case "rename":
+            return rest.isEmpty ? .invalid("/rename needs the group's new name") : .rename(rest)
+        case "add":
+            let people = rest.split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+            return people.isEmpty ? .invalid("/add EMAIL,EMAIL…") : .add(people)
+        case "remove", "kick":
+            return rest.isEmpty ? .invalid("/remove needs an email or a name") : .remove(rest)
+        case "leave": return rest.isEmpty ? .leave : .invalid("/leave takes nothing: it leaves the open group")
         case "reply", "r": return .reply(message: number, text: afterNumber.isEmpty ? nil : afterNumber)
         case "edit", "e": return .edit(message: number, text: afterNumber.isEmpty ? nil : afterNumber)
         case "delete", "del":

@@ -111,6 +111,33 @@ extension TerminalChat {
                 ids.append(user.id)
             }
             await create(CreateConversationRequest(type: .group, participantIds: ids, name: name))
+        case .rename(let name):
+            await changeGroup("Renamed") { api, id in try await api.rename(id, to: name) }
+        case .add(let people):
+            var ids: [EntityID] = []
+            for person in people {
+                guard let user = await findUser(person) else { return }
+                ids.append(user.id)
+            }
+            await changeGroup("Added \(ids.count == 1 ? "1 person" : "\(ids.count) people")") { api, id in
+                try await api.addParticipants(id, userIds: ids)
+            }
+        case .remove(let who):
+            guard let user = await findUser(who) else { return }
+            await changeGroup("Removed \(user.displayName)") { api, id in try await api.removeParticipant(id, userId: user.id) }
+        case .leave:
+            guard let me = session?.user.id, let id = chat?.conversationId else {
+                screen.status = "Open the group to leave first"
+                return
+            }
+            await changeGroup("You left the group") { api, id in try await api.removeParticipant(id, userId: me) }
+            if let client { try? await client.database.forget(conversations: [id]) }
+            chat?.stop()
+            chat = nil
+            screen.chatTitle = nil
+            screen.timeline = []
+            screen.focus = .list
+            await list?.reload()
         case .reply(let number, let text):
             guard let target = message(number) else { return }
             if let text {
@@ -190,6 +217,25 @@ extension TerminalChat {
             try await client.database.store(conversation: conversation)
             await list?.reload()
             await open(conversation.id)
+        } catch {
+            screen.status = "\(error)"
+        }
+    }
+
+    /// Changes the open group through `change` and says so; the server's `conversation.updated`
+    /// and system message bring the change to the list and the chat.
+    private func changeGroup(_ done: String, _ change: (ParleyAPI, EntityID) async throws -> Conversation) async {
+        guard let api, let client, let id = chat?.conversationId else {
+            screen.status = "Open a group first"
+            return
+        }
+        do {
+            let conversation = try await change(api, id)
+            if conversation.participantIds.contains(where: { $0 == session?.user.id }) {
+                try await client.database.store(conversation: conversation)
+            }
+            await list?.reload()
+            screen.status = done
         } catch {
             screen.status = "\(error)"
         }

@@ -286,6 +286,23 @@ import Testing
         #expect(ChatPresentation.banner(state, syncing: syncing, outboxCount: outbox) == text)
     }
 
+    /// System messages read as who did what, by name, from their metadata (the server's text
+    /// names nobody); one without a known action keeps its text.
+    @Test func systemMessagesSayWhoDidWhat() {
+        let me = EntityID(), ada = EntityID(), bob = EntityID(), dan = EntityID()
+        let names: (EntityID) -> String? = { [ada: "Ada", bob: "Bob"][$0] }
+        func line(_ metadata: [String: String]?, by actor: EntityID, _ text: String = "x") -> String {
+            ChatPresentation.systemLine(text, metadata: metadata, by: actor, me: me, names: names)
+        }
+        #expect(line(["action": "renamed", "name": "Launch"], by: me) == "You renamed the group to “Launch”")
+        #expect(line(["action": "participants.added", "userIds": "\(bob)"], by: ada) == "Ada added Bob")
+        #expect(line(["action": "participants.added", "userIds": "\(bob),\(me),\(dan)"], by: ada) == "Ada added Bob, you and Someone")
+        #expect(line(["action": "participant.removed", "userId": "\(ada)"], by: me) == "You removed Ada")
+        #expect(line(["action": "participant.left", "userId": "\(bob)"], by: bob) == "Bob left")
+        #expect(line(nil, by: ada, "Ada created the conversation") == "Ada created the conversation")
+        #expect(line(["action": "archived"], by: dan, "") == "Someone changed the conversation")
+    }
+
     /// The terminal's bell: a new unread message in another conversation rings; the open one,
     /// reading, the first list and an unchanged list do not.
     @Test func theBellRingsForANewMessageElsewhereOnly() {

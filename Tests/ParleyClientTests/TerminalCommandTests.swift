@@ -83,6 +83,19 @@ import Testing
         #expect(reason.hasPrefix("/delete [N]"))
     }
 
+    /// Managing the open group: rename (the rest of the line is the name), add people (commas
+    /// or spaces), remove someone, leave; each refuses what it cannot take.
+    @Test(arguments: [
+        ("/rename Launch crew", ChatCommand.rename("Launch crew")), ("/rename", .invalid("/rename needs the group's new name")),
+        ("/add a@x.io,b@x.io", .add(["a@x.io", "b@x.io"])), ("/add a@x.io, bob", .add(["a@x.io", "bob"])),
+        ("/add", .invalid("/add EMAIL,EMAIL…")), ("/remove carol@x.io", .remove("carol@x.io")), ("/kick bob", .remove("bob")),
+        ("/remove", .invalid("/remove needs an email or a name")), ("/leave", .leave),
+        ("/leave now", .invalid("/leave takes nothing: it leaves the open group")),
+    ])
+    func groupManagementCommands(line: String, expected: ChatCommand) {
+        #expect(ChatCommand.parse(line) == expected)
+    }
+
     /// Groups: members as emails or names, separated by commas with or without spaces, then
     /// the group's name (which may have several words).
     @Test(arguments: [

@@ -58,3 +58,44 @@ import Testing
         #expect(Self.bells(quiet) == 0)
     }
 }
+
+/// A group managed from `parley chat` in tmux: renamed, someone added and someone removed, then
+/// left; each change reaches the server (and so the others), and a left group leaves the list.
+@Suite(.serialized, .needs("tmux")) struct TerminalGroupEndToEndTests {
+    typealias Tmux = TerminalClientEndToEndTests.Tmux
+    typealias Terminal = TerminalClientEndToEndTests
+
+    @Test(.heavy) func aGroupIsRenamedGrowsShrinksAndIsLeftFromTheTerminal() async throws {
+        let cast = try await Terminal.AdaAndBob.start("terminal-group", firstMessage: "hi")
+        defer { cast.server.stop() }
+        let api = ParleyAPI(baseURL: cast.url)
+        let carol = try await api.register(.init(organization: "acme", email: "carol@x.io", password: TestUser.password, displayName: "Carol"))
+        let dave = try await api.register(.init(organization: "acme", email: "dave@x.io", password: TestUser.password, displayName: "Dave"))
+        let group = try await cast.bobAPI.createConversation(.init(type: .group, participantIds: [cast.ada.user.id, carol.user.id], name: "Launch"))
+        _ = try await cast.bobAPI.send(.init(clientMessageId: "g0", text: "the group on top"), to: group.id)
+        let tmux = Tmux()
+        defer { tmux.kill() }
+        try tmux.start("ada", width: 100, height: 30, command: Terminal.chat(try Terminal.profile(for: cast.ada, server: cast.url)))
+        try await tmux.waitFor("ada", "● online")
+        try await waitFor("the group first") { try tmux.screen("ada").contains("the group on top") }
+        try tmux.press("ada", "Enter")
+        try await tmux.waitFor("ada", "the group on top")
+
+        for command in ["/rename Launch crew", "/add dave@x.io", "/remove carol@x.io"] {
+            try tmux.type("ada", command)
+            try tmux.press("ada", "Enter")
+        }
+        try await waitFor("the changes at the server") {
+            let now = try await cast.bobAPI.conversation(group.id)
+            return now.name == "Launch crew" && Set(now.participantIds) == [cast.bob.user.id, cast.ada.user.id, dave.user.id]
+        }
+        try await tmux.waitFor("ada", "Launch crew")
+        try tmux.save("ada", as: "group-managed")
+
+        try tmux.type("ada", "/leave")
+        try tmux.press("ada", "Enter")
+        try await waitFor("Ada out of the group") { try await !cast.bobAPI.conversation(group.id).participantIds.contains(cast.ada.user.id) }
+        try await tmux.waitFor("ada", "You left the group")
+        try await waitFor("the group gone from Ada's list") { try !tmux.screen("ada").contains("Launch crew") }
+    }
+}

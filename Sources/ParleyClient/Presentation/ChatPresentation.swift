@@ -120,7 +120,7 @@ public enum ChatPresentation {
             previousDay = day
             if newDay { items.append(.day(dayTitle(message.createdAt, now: now, calendar: calendar))) }
             if message.type == .system {
-                items.append(.notice(message.text, id: message.id))
+                items.append(.notice(systemLine(message.text, metadata: message.metadata, by: message.senderId, me: me, names: names), id: message.id))
                 previous = nil
                 continue
             }
@@ -221,6 +221,30 @@ public enum ChatPresentation {
         }
     }
 
+    /// A system message as a sentence with who did what, from its metadata: "You renamed the
+    /// group to “Launch”", "Ada added Bob and Carol", "Bob removed Dan", "Carol left". Names
+    /// not known yet read "Someone"; a message without a known action keeps its own text.
+    public static func systemLine(
+        _ text: String, metadata: [String: String]?, by actor: EntityID, me: EntityID, names: (EntityID) -> String?
+    ) -> String {
+        func name(_ id: EntityID) -> String { id == me ? "you" : names(id) ?? "Someone" }
+        func list(_ ids: [EntityID]) -> String {
+            let all = ids.map(name)
+            guard all.count > 1 else { return all.first ?? "people" }
+            return all.dropLast().joined(separator: ", ") + " and " + (all.last ?? "")
+        }
+        let who = actor == me ? "You" : names(actor) ?? "Someone"
+        let meta = metadata ?? [:]
+        let ids = { (key: String) in (meta[key] ?? "").split(separator: ",").compactMap { EntityID(String($0)) } }
+        switch meta["action"] {
+        case "renamed": return meta["name"].map { "\(who) renamed the group to “\($0)”" } ?? "\(who) renamed the group"
+        case "participants.added": return "\(who) added \(list(ids("userIds")))"
+        case "participant.removed": return "\(who) removed \(list(ids("userId")))"
+        case "participant.left": return "\(who) left"
+        default: return text.isEmpty ? "\(who) changed the conversation" : text
+        }
+    }
+
     /// Whether a new message elsewhere deserves the terminal's bell: some conversation other
     /// than the open one has more unread messages than before (a new conversation with unread
     /// ones too). Nothing rings for the first list (what was unread at start) or for reading.
@@ -249,7 +273,9 @@ public enum ChatPresentation {
     public static func preview(_ conversation: Conversation, me: EntityID, names: (EntityID) -> String?) -> String {
         guard let last = conversation.lastMessage else { return "No messages yet" }
         if last.deletedAt != nil { return "This message was deleted" }
-        if last.type == .system { return firstLine(last.text, max: 80) }
+        if last.type == .system {
+            return firstLine(systemLine(last.text, metadata: last.metadata, by: last.senderId, me: me, names: names), max: 80)
+        }
         let who = last.senderId == me ? "You" : names(last.senderId) ?? "Someone"
         let body = last.text.isEmpty ? (last.attachment.map(attachmentLine) ?? "") : firstLine(last.text, max: 80)
         return conversation.type == .direct && last.senderId != me ? body : "\(who): \(body)"

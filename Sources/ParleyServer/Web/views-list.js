@@ -33,13 +33,18 @@ function previewText(conv) {
   return { text: who + (text || ''), cls: '' };
 }
 
+// The same sentences as the SDK's ChatPresentation.systemLine: who did what, by name.
 export function systemText(m) {
-  const who = userName(m.senderId);
+  const me = store.me?.id;
+  const who = m.senderId === me ? 'You' : userName(m.senderId);
+  const name = (id) => (id === me ? 'you' : userName(id));
+  const list = (ids) => (ids.length > 1 ? `${ids.slice(0, -1).map(name).join(', ')} and ${name(ids[ids.length - 1])}` : ids.length ? name(ids[0]) : 'people');
   const meta = m.metadata || {};
+  const ids = (key) => (meta[key] || '').split(',').filter(Boolean);
   switch (meta.action) {
     case 'renamed': return `${who} renamed the group${meta.name ? ` to “${meta.name}”` : ''}`;
-    case 'participants.added': return `${who} added ${meta.names || 'people'}`;
-    case 'participant.removed': return `${who} removed ${meta.name || meta.names || 'someone'}`;
+    case 'participants.added': return `${who} added ${list(ids('userIds'))}`;
+    case 'participant.removed': return `${who} removed ${list(ids('userId'))}`;
     case 'participant.left': return `${who} left`;
     default: return m.text || `${who} changed the conversation`;
   }
