@@ -32,6 +32,11 @@ extension ChatClient {
                 try await database.store(conversation: view)
                 notify(.conversations)
                 return true
+            } catch let error as ClientError where error.code == .notFound {
+                // No longer this user's (left, removed): the row goes.
+                try? await database.forget(conversations: [conversationId])
+                notify(.conversations)
+                return false
             } catch {
                 logger.debug("Could not read a conversation again; the next sync will", metadata: ["error": "\(error)"])
                 return false

@@ -421,6 +421,16 @@ public actor ChatClient {
             case .conversationActivity(let activity):
                 try await apply(activity: activity)
             case .conversationUpdated(let payload):
+                // Without this user among its participants: they left or were removed (the
+                // server sends this one event, then nothing more); the row and its messages go.
+                // (A large group's view may list no participants at all: that says nothing.)
+                let participants = payload.conversation.participantIds
+                if !participants.isEmpty, !participants.contains(userId) {
+                    try await database.forget(conversations: [payload.conversation.id])
+                    notify(.conversations)
+                    notify(.messages(payload.conversation.id))
+                    return
+                }
                 if try await database.store(conversation: payload.conversation) == .stale {
                     await refreshListRow(payload.conversation.id)
                 }

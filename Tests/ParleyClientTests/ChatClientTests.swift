@@ -33,6 +33,31 @@ import Testing
         throw ClientError(kind: .timeout, message: what)
     }
 
+    /// Removed from a group (or leaving it from another device): the one `conversation.updated`
+    /// without the user takes the row and its messages away at once, and the events that
+    /// follow (the system message) do not bring it back. It stayed until the next full sync.
+    @Test func aGroupOneIsRemovedFromLeavesTheListAtOnce() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, bob, _) = try await server.directPair()
+        let group = try await bob.api.createConversation(.init(type: .group, participantIds: [alice.id], name: "Launch"))
+        _ = try await bob.api.send(.init(clientMessageId: "g1", text: "welcome"), to: group.id)
+        let client = try Self.client(alice)
+        await client.start()
+        _ = try await client.openConversation(group.id)
+        try await Self.eventually("the group in Alice's list") { try await client.database.conversations().contains { $0.id == group.id } }
+        try await Self.eventually("connected") { await client.connectionState == .connected }
+        _ = try await bob.api.removeParticipant(group.id, userId: alice.id)
+        try await Self.eventually("the group gone from Alice's list") {
+            try await !client.database.conversations().contains { $0.id == group.id }
+        }
+        #expect(try await client.database.messages(in: group.id, viewer: alice.id).isEmpty, "its messages too")
+        _ = try await bob.api.send(.init(clientMessageId: "g2", text: "after you left"), to: group.id)
+        await client.synchronize()
+        #expect(try await !client.database.conversations().contains { $0.id == group.id }, "nothing brings it back")
+        await client.stop()
+    }
+
     @Test func optimisticSendShowsAtOnceThenIsConfirmedOnEveryDevice() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

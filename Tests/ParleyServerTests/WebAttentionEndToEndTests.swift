@@ -1,4 +1,5 @@
 import Foundation
+import ParleyClient
 import ParleyProtocol
 import ParleyTestSupport
 import Testing
@@ -99,6 +100,66 @@ import Testing
                 "['sent', 'delivered', 'read'].includes(\(Web.messages("Sent over REST"))[0]?.dataset.status)", "sent without the socket")
             try await bob.waitFor("[...document.querySelectorAll('#conversation-list .preview')].some(e => e.textContent.includes('Sent over REST'))", "at Bob's")
             #expect(try await ada.eval("window.parleyDebug.state().pending.length") as? Int == 0, "the outbox is empty")
+        } catch {
+            await browser.close()
+            throw error
+        }
+        await browser.close()
+    }
+
+    /// A group managed in the web client: renamed, someone added and someone removed, then
+    /// left; the others see each change as a sentence that says who did it.
+    @Test(.heavy) func aGroupIsRenamedGrowsShrinksAndIsLeft() async throws {
+        var server = try ServeProcess(name: "web-group", dataDirectory: TestServer.temporaryDirectory())
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        let url = server.url
+        let api = ParleyAPI(baseURL: url)
+        let carol = try await api.register(.init(organization: "Acme", email: "carol@acme.io", password: "correct horse", displayName: "Carol"))
+        let dave = try await api.register(.init(organization: "Acme", email: "dave@acme.io", password: "correct horse", displayName: "Dave"))
+        let browser = try await Chromium.launch()
+        let ada = try await browser.newPage("ada")
+        let bob = try await browser.newPage("bob")
+        do {
+            try await Web.register(ada, url, organization: "Acme", email: "ada@acme.io", name: "Ada")
+            try await Web.register(bob, url, organization: "acme", email: "bob@acme.io", name: "Bob")
+            try await ada.click("#new-chat")
+            for person in ["bob", "carol"] {
+                try await ada.fill("#new-chat-search", person)
+                _ = try await ada.eval("document.querySelector('#new-chat-search').dispatchEvent(new Event('input')), true")
+                try await ada.waitFor("[...document.querySelectorAll('#new-chat-results .user-email')].some(e => e.textContent.startsWith('\(person)@'))")
+                try await ada.eval("[...document.querySelectorAll('#new-chat-results [data-user-id]')].find(b => b.textContent.includes('\(person)@')).click(), true")
+            }
+            try await ada.fill("#new-chat-name", "Launch")
+            try await ada.click("#new-chat-create")
+            let group = try #require(try await ada.waitFor("document.querySelector('#chat').dataset.conversationId") as? String)
+
+            try await ada.click("#group-open")
+            try await ada.waitFor("document.querySelector('#group-count').textContent === '(3)'", "three members")
+            try await ada.fill("#group-name", "Launch crew")
+            try await ada.click("#group-rename")
+            try await ada.waitFor("document.querySelector('#chat-title').textContent === 'Launch crew'", "renamed")
+            try await ada.fill("#group-add-search", "dave")
+            _ = try await ada.eval("document.querySelector('#group-add-search').dispatchEvent(new Event('input')), true")
+            try await ada.waitFor("document.querySelector('#group-add-results [data-user-id]')", "Dave found")
+            try await ada.click("#group-add-results [data-user-id]")
+            try await ada.waitFor("document.querySelector('#group-count').textContent === '(4)'", "Dave added")
+            try await ada.click("[data-remove-user-id=\"\(carol.user.id)\"]")
+            try await ada.waitFor("document.querySelector('#group-count').textContent === '(3)'", "Carol removed")
+            try await ada.screenshot(Web.screens + "/web-group-panel.png")
+            let row = "#conversation-list [data-conversation-id=\"\(group)\"]"
+            try await bob.waitFor("document.querySelector('\(row) .name')?.textContent === 'Launch crew'", "Bob's list follows")
+            try await bob.click(row)
+            for line in ["Ada renamed the group to “Launch crew”", "Ada added Dave", "Ada removed Carol"] {
+                try await bob.waitFor("[...document.querySelectorAll('#messages .msg.system .text')].some(e => e.textContent === \(BrowserPage.literal(line)))", line)
+            }
+
+            try await ada.click("#group-leave")
+            try await ada.waitFor("!document.querySelector('\(row)') && document.querySelector('#group-panel').hidden", "left: gone from Ada's list")
+            try await bob.waitFor("[...document.querySelectorAll('#messages .msg.system .text')].some(e => e.textContent === 'Ada left')", "Bob sees Ada leave")
+            let now = try await ParleyAPI(baseURL: url, token: dave.token).conversation(EntityID(group)!)
+            #expect(now.participantIds.count == 2 && now.participantIds.contains(dave.user.id), "Bob and Dave remain")
+            #expect(!now.participantIds.contains(carol.user.id))
         } catch {
             await browser.close()
             throw error

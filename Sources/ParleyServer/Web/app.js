@@ -7,6 +7,7 @@ import * as outbox from '/web/outbox.js';
 import { initList, renderList } from '/web/views-list.js';
 import { initChat, renderChat, renderTyping, resetComposer, scrollToLatest } from '/web/views-chat.js';
 import { initInvites, closeInvites, readJoinLink } from '/web/views-invites.js';
+import { initGroup, renderGroupPanel, closeGroupPanel } from '/web/views-group.js';
 import { updateTitle, askForNotificationsOnce, notifyIncoming, rememberOpen, linkedConversation } from '/web/attention.js';
 
 const BANNER = { online: 'Connected', offline: 'Offline: messages will be sent when the connection returns', connecting: 'Connecting…', syncing: 'Syncing…' };
@@ -142,6 +143,7 @@ async function signOut(callServer) {
   resetStore();
   resetComposer();
   closeInvites();
+  closeGroupPanel();
   for (const id of ['#new-chat-panel', '#forward-panel']) $(id).hidden = true;
   renderList(); renderChat();
   updateTitle();
@@ -166,7 +168,7 @@ async function enterMain(user) {
         if (n.what === 'typing' && n.conversationId === store.openId) typing = true;
       }
       if (list) { renderList(); updateTitle(); }
-      if (chat) renderChat(); else if (typing) renderTyping();
+      if (chat) { renderChat(); renderGroupPanel(); } else if (typing) renderTyping();
     });
   }
   await client.startSession(user);
@@ -207,6 +209,7 @@ function boot() {
   initList({ openChat, showError });
   initChat({ showError });
   initInvites();
+  initGroup({ showError });
   client.init({
     onAuthFailed: () => { signOut(false); $('#auth-error').textContent = 'Your session has ended. Please sign in again.'; },
     onError: showError,

@@ -494,6 +494,24 @@ export const addReaction = (c, id, emoji) => mutate('POST', `${mpath(c, id)}/rea
 export const removeReaction = (c, id, emoji) => mutate('DELETE', `${mpath(c, id)}/reactions/${encodeURIComponent(emoji)}`);
 export const forwardMessage = (toConversationId, messageId) => sendMessage({ conversationId: toConversationId, forwardOf: messageId, type: 'text' });
 
+// ---- groups: rename, members, leave (any participant of a group; the server writes a system
+// message for each, and `conversation.updated` brings the change to every device) ----
+async function changeGroup(method, path, body) {
+  const conv = await api(method, path, body);
+  if (conv && conv.participantIds && conv.participantIds.includes(store.me.id)) applyConversation(conv);
+  emit('list'); emit('chat', conv?.id);
+  return conv;
+}
+export const renameGroup = (id, name) => changeGroup('PATCH', `/conversations/${id}`, { name });
+export const addToGroup = (id, userIds) => changeGroup('POST', `/conversations/${id}/participants`, { userIds });
+export const removeFromGroup = (id, userId) => changeGroup('DELETE', `/conversations/${id}/participants/${userId}`);
+export async function leaveGroup(id) {
+  await api('DELETE', `/conversations/${id}/participants/${store.me.id}`);
+  store.conversations.delete(id);
+  if (store.openId === id) closeConversation();
+  emit('list');
+}
+
 export const search = (q) => api('GET', `/search${qs({ q, limit: 30 })}`);
 
 export { ApiError };

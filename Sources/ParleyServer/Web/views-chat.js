@@ -66,6 +66,7 @@ export function renderChat() {
   document.body.classList.toggle('chat-open', !!id);
   if (!id) {
     delete chat.dataset.conversationId;
+    $('#group-open').hidden = true;
     $('#chat-title').textContent = ''; $('#chat-subtitle').textContent = '';
     $('#messages').replaceChildren(); elements.clear(); renderedFor = null; visible.clear();
     $('#typing').textContent = '';
@@ -75,6 +76,7 @@ export function renderChat() {
   chat.dataset.conversationId = id;
   $('#chat-title').textContent = conversationName(conv);
   $('#chat-subtitle').textContent = subtitle(conv);
+  $('#group-open').hidden = conv?.type !== 'group';
   renderTyping();
   renderMessages(id, conv);
 }
