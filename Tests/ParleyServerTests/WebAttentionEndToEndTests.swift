@@ -167,6 +167,49 @@ import Testing
         await browser.close()
     }
 
+    /// A chat with unread messages opens at the first of them, under a "New messages" line,
+    /// not at the bottom; the newest are below, and reading them clears the count.
+    @Test(.heavy) func aChatOpensAtItsFirstUnreadMessage() async throws {
+        var server = try ServeProcess(name: "web-unread", dataDirectory: TestServer.temporaryDirectory())
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        let url = server.url
+        let api = ParleyAPI(baseURL: url)
+        let ada = try await api.register(.init(organization: "Acme", email: "ada@acme.io", password: "correct horse", displayName: "Ada"))
+        let bob = try await api.register(.init(organization: "Acme", email: "bob@acme.io", password: "correct horse", displayName: "Bob"))
+        let bobAPI = ParleyAPI(baseURL: url, token: bob.token)
+        let direct = try await bobAPI.createConversation(.init(type: .direct, participantIds: [ada.user.id]))
+        for n in 1...3 { _ = try await bobAPI.send(.init(clientMessageId: "old\(n)", text: "old \(n)"), to: direct.id) }
+        _ = try await ParleyAPI(baseURL: url, token: ada.token).markRead(direct.id, upToSeq: 3)
+        for n in 1...40 { _ = try await bobAPI.send(.init(clientMessageId: "new\(n)", text: "new \(n)"), to: direct.id) }
+
+        let browser = try await Chromium.launch()
+        let page = try await browser.newPage("ada")
+        do {
+            try await page.goto(url.absoluteString)
+            try await page.waitFor("document.body.dataset.screen === 'auth'")
+            try await page.fill("#auth-organization", "Acme")
+            try await page.fill("#auth-email", "ada@acme.io")
+            try await page.fill("#auth-password", "correct horse")
+            try await page.click("#auth-login")
+            try await page.waitFor("document.title === '(40) Parley'", "forty unread")
+            try await page.click("#conversation-list [data-conversation-id=\"\(direct.id)\"]")
+            try await page.waitFor("document.querySelector('#unread-divider')?.nextElementSibling?.querySelector('.text')?.textContent === 'new 1'", "the line above the first unread")
+            let box = "document.querySelector('#messages')"
+            try await page.waitFor("(() => { const b = \(box).getBoundingClientRect(); const t = document.querySelector('#unread-divider').getBoundingClientRect().top; return t >= b.top && t < b.top + 120; })()", "opened at the line")
+            let newest = "\(WebClientEndToEndTests.messages("new 40"))[0]"
+            #expect(try await page.eval("\(newest).getBoundingClientRect().top > \(box).getBoundingClientRect().bottom") as? Bool == true, "the newest is below")
+            #expect(try await page.eval("!document.querySelector('#jump-latest').hidden") as? Bool == true, "a way down")
+            try await page.screenshot(WebClientEndToEndTests.screens + "/web-first-unread.png")
+            try await page.click("#jump-latest")
+            try await page.waitFor("document.title === 'Parley'", "read to the end")
+        } catch {
+            await browser.close()
+            throw error
+        }
+        await browser.close()
+    }
+
     /// A phone-sized window and a long display name: nothing is pushed off screen.
     @Test(.heavy) func aLongNameFitsAPhoneSizedWindow() async throws {
         var server = try ServeProcess(name: "web-narrow", dataDirectory: TestServer.temporaryDirectory())

@@ -5,7 +5,7 @@ import { store, subscribe, resetStore } from '/web/store.js';
 import * as client from '/web/client.js';
 import * as outbox from '/web/outbox.js';
 import { initList, renderList } from '/web/views-list.js';
-import { initChat, renderChat, renderTyping, resetComposer, scrollToLatest } from '/web/views-chat.js';
+import { initChat, renderChat, renderTyping, resetComposer, showOpenedChat } from '/web/views-chat.js';
 import { initInvites, closeInvites, readJoinLink } from '/web/views-invites.js';
 import { initGroup, renderGroupPanel, closeGroupPanel } from '/web/views-group.js';
 import { updateTitle, askForNotificationsOnce, notifyIncoming, rememberOpen, linkedConversation } from '/web/attention.js';
@@ -199,7 +199,7 @@ async function openChat(id, seq) {
     const el = document.querySelector(`#messages [data-seq="${seq}"]`);
     if (el) { el.scrollIntoView({ block: 'center' }); el.classList.add('flash'); setTimeout(() => el.classList.remove('flash'), 2000); }
   } else {
-    scrollToLatest();
+    showOpenedChat();
     if (window.matchMedia('(min-width: 721px)').matches) $('#composer').focus();
   }
 }

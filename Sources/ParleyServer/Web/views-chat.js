@@ -44,6 +44,24 @@ let stick = true;
 function scrollToLatest() { const box = $('#messages'); box.scrollTop = box.scrollHeight; stick = true; $('#jump-latest').hidden = true; }
 export { scrollToLatest };
 
+// "New messages": a chat opened with unread messages shows a line above the first of them and
+// opens there, not at the bottom. The line stays where it was for as long as the chat is open
+// (reading below it does not move it), as in Slack or Element.
+let unreadAfter = null; // my read watermark when the chat was opened, if it had unread messages
+let unreadScrollPending = false;
+function scrollToUnread() {
+  const line = document.getElementById('unread-divider');
+  if (!line) return false;
+  const box = $('#messages');
+  box.scrollTop = Math.max(0, line.offsetTop - box.offsetTop - 8);
+  stick = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
+  $('#jump-latest').hidden = stick;
+  unreadScrollPending = false;
+  return true;
+}
+// Where a chat opens: its first unread message, else the newest.
+export function showOpenedChat() { if (!(unreadScrollPending && scrollToUnread())) scrollToLatest(); }
+
 async function onScroll() {
   const box = $('#messages');
   stick = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
@@ -99,18 +117,27 @@ export function renderTyping() {
 
 function renderMessages(id, conv) {
   const box = $('#messages');
-  if (renderedFor !== id) { elements = new Map(); renderedFor = id; visible.clear(); box.replaceChildren(); stick = true; }
+  if (renderedFor !== id) {
+    elements = new Map(); renderedFor = id; visible.clear(); box.replaceChildren(); stick = true;
+    unreadAfter = conv && conv.unreadCount > 0 ? (conv.readSeq || 0) : null;
+    unreadScrollPending = unreadAfter !== null;
+  }
   const atBottom = stick || box.scrollHeight - box.scrollTop - box.clientHeight < 80;
   const list = orderedMessages(id);
   const nodes = [];
   const next = new Map();
   let prev = null;
+  let dividerPlaced = false;
   const c = getCache(id, false);
   if (c && c.loaded && !c.hasMoreBefore && list.length) nodes.push(h('div', { class: 'history-start' }, 'This is the beginning of the conversation.'));
   if (c && c.loaded && c.hasMoreBefore) nodes.push(h('div', { class: 'history-start' }, 'Scroll up for older messages'));
   for (const m of list) {
     const day = dayKey(m.createdAt);
     if (!prev || dayKey(prev.createdAt) !== day) nodes.push(h('div', { class: 'day-separator', role: 'separator' }, h('span', null, formatDay(m.createdAt))));
+    if (unreadAfter !== null && !dividerPlaced && m.seq > unreadAfter && m.senderId !== store.me?.id && m.type !== 'system') {
+      dividerPlaced = true;
+      nodes.push(h('div', { class: 'unread-divider', id: 'unread-divider', role: 'separator' }, h('span', null, 'New messages')));
+    }
     const grouped = !!prev && prev.senderId === m.senderId && prev.type !== 'system' && m.type !== 'system' &&
       dayKey(prev.createdAt) === day && (new Date(m.createdAt) - new Date(prev.createdAt)) < 5 * 60000;
     const status = messageStatus(conv, m);
@@ -132,7 +159,7 @@ function renderMessages(id, conv) {
   elements = next;
   box.replaceChildren(...nodes);
   $('#empty-chat').hidden = true;
-  if (atBottom || box.dataset.stick === '1') { box.dataset.stick = ''; scrollToLatest(); }
+  if (box.dataset.stick === '1') { box.dataset.stick = ''; unreadScrollPending = false; scrollToLatest(); } else if (unreadScrollPending && dividerPlaced) scrollToUnread(); else if (atBottom) scrollToLatest();
 }
 
 function messageElement(m, conv, status, grouped, reply) {
