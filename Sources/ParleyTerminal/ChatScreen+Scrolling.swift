@@ -22,4 +22,17 @@ extension ChatScreen {
     public mutating func pageDown(by lines: Int = 10, width: Int, height: Int) {
         scroll = max(0, min(scroll, maxScroll(width: width, height: height)) - lines)
     }
+
+    /// Scrolls so the "New messages" line is the pane's first line (as near as the timeline
+    /// allows); false when the timeline has none.
+    @discardableResult
+    public mutating func scrollToUnread(width: Int, height: Int) -> Bool {
+        guard let index = timeline.firstIndex(where: { if case .unread = $0 { true } else { false } }) else { return false }
+        var below = self
+        below.timeline = Array(timeline[index...])
+        let lines = below.timelineLines(width: Self.chatWidth(forTerminalWidth: width)).count
+        let available = max(height, 6) - 3 - 1 - (typingLine == nil ? 0 : 1)
+        scroll = min(max(0, lines - available), maxScroll(width: width, height: height))
+        return true
+    }
 }

@@ -226,6 +226,11 @@ public struct ChatScreen: Sendable, Equatable {
                 let label = " \(title) "
                 let side = max(0, (width - TerminalText.width(label)) / 2)
                 lines.append(Style.dim.apply(String(repeating: "─", count: side) + label + String(repeating: "─", count: max(0, width - side - TerminalText.width(label)))))
+            case .unread(let label):
+                let text = " \(label) "
+                let side = max(0, (width - TerminalText.width(text)) / 2)
+                lines.append(Style.boldColour(39).apply(
+                    String(repeating: "─", count: side) + text + String(repeating: "─", count: max(0, width - side - TerminalText.width(text)))))
             case .notice(let text, _):
                 let clean = TerminalText.truncate(TerminalText.sanitize(text), to: width - 2)
                 let side = max(0, (width - TerminalText.width(clean)) / 2)

@@ -34,6 +34,7 @@ extension TerminalChat {
         screen.chatTitle = list?.rows.first { $0.id == id }?.title ?? "…"
         screen.timeline = []
         screen.scroll = 0
+        scrollToUnreadPending = true
         screen.overlay = nil
         screen.focus = .input
         replyingTo = nil

@@ -63,6 +63,8 @@ public final class TerminalChat {
     let device: TerminalDevice
     /// Unread counts by conversation at the last frame (nil before the list first loaded).
     var lastUnread: [EntityID: Int]?
+    /// A chat just opened: scroll to its "New messages" line when the timeline has one.
+    var scrollToUnreadPending = false
     var screen = ChatScreen()
     var parser = KeyParser()
     var session: Session?
@@ -217,7 +219,12 @@ public final class TerminalChat {
             lastUnread = list.rows.isEmpty && lastUnread == nil ? nil : unread
         }
         if let chat, let me = session?.user.id {
-            screen.timeline = ChatPresentation.timeline(chat.messages, me: me, names: names.lookup)
+            screen.timeline = ChatPresentation.timeline(chat.messages, me: me, names: names.lookup, unreadAfter: chat.unreadAfter)
+            // Opened with unread messages: at the "New messages" line, once it is there.
+            if scrollToUnreadPending {
+                let (width, height) = device.size()
+                if screen.scrollToUnread(width: width, height: height) { scrollToUnreadPending = false }
+            }
             screen.typingLine = chat.typingLine
             if let row = list?.rows.first(where: { $0.id == chat.conversationId }) {
                 screen.chatTitle = ChatPresentation.title(row.conversation, me: me, names: names.lookup)

@@ -6,7 +6,7 @@ import SwiftUI
 import MapKit
 #endif
 
-/// The timeline as ``ChatPresentation/timeline(_:me:names:now:calendar:registry:)`` decided it:
+/// The timeline as ``ChatPresentation/timeline(_:me:names:now:calendar:registry:unreadAfter:)`` decided it:
 /// day titles, notices and bubbles. It only lays out; previews feed it sample data.
 public struct MessageTimeline: View {
     /// The items, oldest first.
@@ -39,8 +39,11 @@ public struct MessageTimeline: View {
         self.onReachTop = onReachTop
     }
 
+    @State private var scrolledToUnread = false
+
     /// The scrolling list.
     public var body: some View {
+        ScrollViewReader { proxy in
         ScrollView {
             LazyVStack(spacing: 2) {
                 if canLoadOlder {
@@ -66,6 +69,15 @@ public struct MessageTimeline: View {
                             .foregroundStyle(.secondary)
                             .multilineTextAlignment(.center)
                             .padding(.vertical, 4)
+                    case .unread(let label):
+                        HStack {
+                            VStack { Divider() }
+                            Text(label).font(.caption.bold()).foregroundStyle(.tint)
+                            VStack { Divider() }
+                        }
+                        .padding(.vertical, 6)
+                        .id("unread")
+                        .accessibilityAddTraits(.isHeader)
                     case .message(let message):
                         MessageBubbleView(item: message, imageData: imageData, actions: actions)
                             .id(message.message.id)
@@ -77,6 +89,13 @@ public struct MessageTimeline: View {
             .padding(.horizontal, 10)
         }
         .defaultScrollAnchor(.bottom)
+        // Opened with unread messages: at the "New messages" line, once it is there.
+        .onChange(of: items.contains { $0.id == "unread" }, initial: true) { _, hasUnreadLine in
+            guard hasUnreadLine, !scrolledToUnread else { return }
+            scrolledToUnread = true
+            proxy.scrollTo("unread", anchor: .top)
+        }
+        }
     }
 }
 

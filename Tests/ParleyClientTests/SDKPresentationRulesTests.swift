@@ -47,6 +47,7 @@ import Testing
             switch item {
             case .day(let title): "D:" + title
             case .notice(let text, _): "N:" + text
+            case .unread(let label): "U:" + label
             case .message(let bubble): (bubble.startsGroup ? "+" : "·") + bubble.body
             }
         }
@@ -147,6 +148,8 @@ import Testing
                 #expect(lastDay == Self.utc.startOfDay(for: message.createdAt), "seed \(seed): a notice before its day's title")
                 previous = (item, message)
                 index += 1
+            case .unread:
+                Issue.record("no unread line without a watermark")
             case .message(let bubble):
                 let message = messages[index]
                 #expect(bubble.message == message)
@@ -301,6 +304,25 @@ import Testing
         #expect(line(["action": "participant.left", "userId": "\(bob)"], by: bob) == "Bob left")
         #expect(line(nil, by: ada, "Ada created the conversation") == "Ada created the conversation")
         #expect(line(["action": "archived"], by: dan, "") == "Someone changed the conversation")
+    }
+
+    /// "New messages" goes above the first message from someone else past the watermark the
+    /// chat was opened with (not above one's own, nor a system line), which starts a group; no
+    /// watermark, or none past it, no line.
+    @Test func theUnreadLineGoesAboveTheFirstUnreadMessage() {
+        func at(_ seq: Int64, _ sender: EntityID, _ text: String, type: MessageType = .text) -> LocalMessage {
+            LocalMessage(Message(
+                id: EntityID(), conversationId: EntityID(), seq: seq, updatedSeq: seq, senderId: sender, clientMessageId: "c\(seq)",
+                type: type, text: text, createdAt: Self.now.addingTimeInterval(Double(seq)) ), delivery: sender == me ? .sent : .received)
+        }
+        let messages = [at(1, ada, "a1"), at(2, ada, "a2"), at(3, me, "mine"), at(4, ada, "joined", type: .system), at(5, ada, "a5"), at(6, ada, "a6")]
+        func shaped(_ after: Int64?) -> [String] {
+            shape(ChatPresentation.timeline(messages, me: me, names: names, now: Self.now, calendar: Self.utc, unreadAfter: after))
+        }
+        #expect(shaped(2) == ["D:Today", "+a1", "·a2", "+mine", "N:joined", "U:New messages", "+a5", "·a6"])
+        #expect(shaped(0) == ["D:Today", "U:New messages", "+a1", "·a2", "+mine", "N:joined", "+a5", "·a6"])
+        #expect(shaped(nil) == ["D:Today", "+a1", "·a2", "+mine", "N:joined", "+a5", "·a6"])
+        #expect(shaped(6) == shaped(nil), "nothing past the watermark")
     }
 
     /// The terminal's bell: a new unread message in another conversation rings; the open one,

@@ -48,6 +48,7 @@ import Testing
             switch $0 {
             case .day(let title): "day \(title)"
             case .notice(let text, _): "notice \(text)"
+            case .unread(let label): "unread \(label)"
             case .message(let m): "\(m.startsGroup ? "+" : " ")\(m.senderName): \(m.body) \(m.status?.glyph ?? "")"
             }
         }

@@ -99,3 +99,32 @@ import Testing
         try await waitFor("the group gone from Ada's list") { try !tmux.screen("ada").contains("Launch crew") }
     }
 }
+
+/// `parley chat` opens a chat with unread messages at the first of them, under its
+/// "New messages" line, with the newest below the pane.
+@Suite(.serialized, .needs("tmux")) struct TerminalFirstUnreadEndToEndTests {
+    typealias Tmux = TerminalClientEndToEndTests.Tmux
+    typealias Terminal = TerminalClientEndToEndTests
+
+    @Test(.heavy) func aChatOpensAtItsFirstUnreadMessage() async throws {
+        let cast = try await Terminal.AdaAndBob.start("terminal-unread", arguments: ["--rate-limits", "off"], firstMessage: "old 1")
+        defer { cast.server.stop() }
+        _ = try await ParleyAPI(baseURL: cast.url, token: cast.ada.token).markRead(cast.direct.id, upToSeq: 1)
+        for n in 1...40 { _ = try await cast.bobAPI.send(.init(clientMessageId: "n\(n)", text: "new \(n)"), to: cast.direct.id) }
+        let tmux = Tmux()
+        defer { tmux.kill() }
+        try tmux.start("ada", width: 100, height: 30, command: Terminal.chat(try Terminal.profile(for: cast.ada, server: cast.url)))
+        try await tmux.waitFor("ada", "● online")
+        try await waitFor("the chat in the list") { try tmux.screen("ada").contains("new 40") }
+        try tmux.press("ada", "Enter")
+        let screen = try await tmux.waitFor("ada", "New messages")
+        // The chat pane: what is right of the list's "│" border.
+        let pane = screen.split(separator: "\n").compactMap { line in
+            line.firstIndex(of: "│").map { line[line.index(after: $0)...].trimmingCharacters(in: .whitespaces) }
+        }
+        #expect(pane.contains("new 1"), "the first unread under the line:\n\(screen)")
+        #expect(!pane.contains("new 40"), "the newest is below the pane:\n\(screen)")
+        #expect(pane.firstIndex { $0.contains("New messages") } ?? 99 < 6, "the line near the pane's top:\n\(screen)")
+        try tmux.save("ada", as: "first-unread")
+    }
+}

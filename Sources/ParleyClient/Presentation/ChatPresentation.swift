@@ -16,13 +16,17 @@ public enum ChatPresentation {
         case message(MessageItem)
         /// A system line ("Ada added Bob").
         case notice(String, id: String)
+        /// "New messages": above the first message that was unread when the chat was opened.
+        case unread(String)
 
-        /// A stable identity for lists: the message's id, the notice's, or the day's title.
+        /// A stable identity for lists: the message's id, the notice's, the day's title, or
+        /// "unread" for the one unread line.
         public var id: String {
             switch self {
             case .day(let title): "day:" + title
             case .message(let item): item.message.id
             case .notice(_, let id): id
+            case .unread: "unread"
             }
         }
     }
@@ -102,14 +106,19 @@ public enum ChatPresentation {
         }
     }
 
-    /// The timeline of a conversation: day separators, grouped messages, system notices.
+    /// The timeline of a conversation: day separators, grouped messages, system notices, and
+    /// with `unreadAfter` (the read watermark the chat was opened with) a "New messages" line.
     /// `registry` decides each message's ``Cell`` (an app's own components included).
     public static func timeline(
         _ messages: [LocalMessage], me: EntityID, names: (EntityID) -> String?, now: Date = Date(),
-        calendar: Calendar = .current, registry: MessageComponentRegistry = MessageComponentRegistry()
+        calendar: Calendar = .current, registry: MessageComponentRegistry = MessageComponentRegistry(),
+        unreadAfter: Int64? = nil
     ) -> [Item] {
         var items: [Item] = []
         var previous: LocalMessage?
+        // The "New messages" line goes above the first message from someone else past the
+        // read watermark the chat was opened with.
+        var unreadPlaced = unreadAfter == nil
         var byServerId: [EntityID: LocalMessage] = [:]
         for message in messages { if let id = message.serverId { byServerId[id] = message } }
         var previousDay: Date?
@@ -119,6 +128,11 @@ public enum ChatPresentation {
             let newDay = previousDay != day
             previousDay = day
             if newDay { items.append(.day(dayTitle(message.createdAt, now: now, calendar: calendar))) }
+            if !unreadPlaced, let after = unreadAfter, let seq = message.seq, seq > after, message.senderId != me, message.type != .system {
+                unreadPlaced = true
+                items.append(.unread("New messages"))
+                previous = nil
+            }
             if message.type == .system {
                 items.append(.notice(systemLine(message.text, metadata: message.metadata, by: message.senderId, me: me, names: names), id: message.id))
                 previous = nil

@@ -15,6 +15,10 @@ public final class ChatModel {
     public private(set) var isSyncing = false
     /// Whether older messages may exist (on the server or further back in the cache).
     public private(set) var canLoadOlder = false
+    /// The read watermark the chat was opened with when it had unread messages: the timeline's
+    /// "New messages" line goes above the first message past it, and screens open there. It
+    /// stays while the chat is open (reading does not move it).
+    public private(set) var unreadAfter: Int64?
     /// The last error to show, if any.
     public private(set) var lastError: String?
     /// "Alice is typing…", or nil.
@@ -56,6 +60,9 @@ public final class ChatModel {
     public func start() async {
         let changes = await client.changes()
         connection = await client.connectionState
+        if let row = try? await client.database.conversation(conversationId), row.unreadCount > 0 {
+            unreadAfter = row.readSeq
+        }
         await client.focus(conversationId)
         do {
             show(await client.presented(try await client.openConversation(conversationId)))
