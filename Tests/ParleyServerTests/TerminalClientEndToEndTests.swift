@@ -258,6 +258,12 @@ import Testing
             try await bobAPI.messages(direct.id).messages.last.map { $0.text == "hello team, edited" && $0.forwardedFromId != nil } ?? false
         }
         try command("/open Bob")
+        // Eighty unread: the chat opens at the first of them; PgDn goes down to the newest.
+        try await tmux.waitFor("ada", "New messages")
+        for _ in 0..<20 where try !tmux.screen("ada").contains("m080") {
+            try tmux.press("ada", "NPage")
+            try await Task.sleep(for: .milliseconds(100))
+        }
         try await tmux.waitFor("ada", "m080")
         try command("/search edited")
         let found = try await tmux.waitFor("ada", "1 found for \"edited\"")

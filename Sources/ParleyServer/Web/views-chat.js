@@ -60,7 +60,7 @@ function scrollToUnread() {
   return true;
 }
 // Where a chat opens: its first unread message, else the newest.
-export function showOpenedChat() { if (!(unreadScrollPending && scrollToUnread())) scrollToLatest(); }
+export function showOpenedChat() { if (!(unreadAfter !== null && scrollToUnread())) scrollToLatest(); }
 
 async function onScroll() {
   const box = $('#messages');
