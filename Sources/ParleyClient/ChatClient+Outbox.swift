@@ -70,20 +70,13 @@ extension ChatClient {
     /// is hidden when it arrives.
     public func deleteForMe(_ message: LocalMessage) async throws {
         let clientMessageId = message.clientMessageId
-        if message.senderId == userId, !message.isConfirmed, !schedule.inFlight.contains(clientMessageId) {
-            let state = try await database.outboxState(clientMessageId: clientMessageId)?.state
-            if state == "failed" {
+        if message.senderId == userId, !message.isConfirmed {
+            switch try await database.outboxState(clientMessageId: clientMessageId)?.state {
+            case "failed":
                 _ = try await database.discard(clientMessageId: clientMessageId)
-            } else if state == "queued" {
-                // Decided in one turn of the actor, as for a revoke: not in flight now, and a
-                // flush that read the entry before skips it.
-                cancelledSends.insert(clientMessageId)
-                if !(try await database.discardNeverSent(clientMessageId: clientMessageId)) { cancelledSends.remove(clientMessageId) }
-            }
-            if try await database.outboxState(clientMessageId: clientMessageId) == nil {
-                outboxFiles.release(clientMessageId: clientMessageId)
-                sendStartedAt[message.id] = nil
-                schedule.settled(clientMessageId)
+                forgetSend(clientMessageId)
+            case "queued": _ = try await dropIfNeverSent(clientMessageId)
+            default: break
             }
         }
         try await database.hide(senderId: message.senderId, clientMessageId: clientMessageId)
@@ -117,9 +110,7 @@ extension ChatClient {
             return
         }
         _ = try await database.discard(clientMessageId: clientMessageId)
-        schedule.settled(clientMessageId)
-        outboxFiles.release(clientMessageId: clientMessageId)
-        sendStartedAt[LocalMessage.id(senderId: userId, clientMessageId: clientMessageId)] = nil
+        forgetSend(clientMessageId)
         notify(.messages(conversationId))
     }
 

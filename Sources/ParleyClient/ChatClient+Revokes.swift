@@ -10,25 +10,9 @@ import ParleyProtocol
 extension ChatClient {
     /// Deletes one's own message that has no server id yet (see the extension's note).
     public func revokeUnsent(clientMessageId: String, in conversationId: EntityID) async throws {
-        // Decided in one turn of the actor: not in flight now, and never sent from here on.
-        if !schedule.inFlight.contains(clientMessageId) {
-            cancelledSends.insert(clientMessageId)
-            // Dropped: it stays cancelled, for a flush that read the entry before (still
-            // preparing it); else it may go as usual.
-            let dropped: Bool
-            do {
-                dropped = try await database.discardNeverSent(clientMessageId: clientMessageId)
-            } catch {
-                cancelledSends.remove(clientMessageId)
-                throw error
-            }
-            if dropped {
-                outboxFiles.release(clientMessageId: clientMessageId)
-                sendStartedAt[LocalMessage.id(senderId: userId, clientMessageId: clientMessageId)] = nil
-                notify(.messages(conversationId))
-                return
-            }
-            cancelledSends.remove(clientMessageId)
+        if try await dropIfNeverSent(clientMessageId) {
+            notify(.messages(conversationId))
+            return
         }
         if try await database.outboxState(clientMessageId: clientMessageId)?.state == "failed" {
             // Refused by the server: it has no copy.
@@ -40,6 +24,32 @@ extension ChatClient {
         notify(.messages(conversationId))
         notify(.conversations)
         await flushRevokes()
+    }
+
+    /// Drops a queued message that never went (not in flight, no attempt so far) with its
+    /// local copy and file; false, changing nothing, when it may be on the server already.
+    /// Decided in one turn of the actor: not in flight now, and never sent from here on (a
+    /// flush that read the entry before skips it, being cancelled).
+    func dropIfNeverSent(_ clientMessageId: String) async throws -> Bool {
+        guard !schedule.inFlight.contains(clientMessageId) else { return false }
+        cancelledSends.insert(clientMessageId)
+        let dropped: Bool
+        do {
+            dropped = try await database.discardNeverSent(clientMessageId: clientMessageId)
+        } catch {
+            cancelledSends.remove(clientMessageId)
+            throw error
+        }
+        // Dropped: it stays cancelled, for a flush still preparing it; else it may go as usual.
+        if dropped { forgetSend(clientMessageId) } else { cancelledSends.remove(clientMessageId) }
+        return dropped
+    }
+
+    /// What the client keeps in memory and on disk for a send that is settled or dropped.
+    func forgetSend(_ clientMessageId: String) {
+        outboxFiles.release(clientMessageId: clientMessageId)
+        sendStartedAt[LocalMessage.id(senderId: userId, clientMessageId: clientMessageId)] = nil
+        schedule.settled(clientMessageId)
     }
 
     /// Deletes on the server the messages deleted while on their way that now have an id

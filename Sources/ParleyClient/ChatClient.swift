@@ -275,8 +275,8 @@ public actor ChatClient {
                 graceTask = nil
             case .suspend:
                 guard started else { continue }
+                // A clean close (the stop's `close` also ends the heartbeat).
                 run(machine.handle(.stop))
-                heartbeatTask?.cancel()
             case .resume:
                 guard started else { continue }
                 run(machine.handle(.start))
