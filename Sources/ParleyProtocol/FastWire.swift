@@ -140,6 +140,15 @@ extension [UInt8] {
         }
         appendKey("id")
         appendJSON(message.id)
+        if let mentions = message.mentions {
+            appendKey("mentions")
+            append(UInt8(ascii: "["))
+            for (position, userId) in mentions.enumerated() {
+                if position > 0 { append(UInt8(ascii: ",")) }
+                appendJSON(userId)
+            }
+            append(UInt8(ascii: "]"))
+        }
         if let metadata = message.metadata {
             appendKey("metadata")
             append(UInt8(ascii: "{"))
@@ -150,6 +159,18 @@ extension [UInt8] {
                 appendJSONString(metadata[key]!)
             }
             append(UInt8(ascii: "}"))
+        }
+        if let pinnedAt = message.pinnedAt {
+            appendKey("pinnedAt")
+            appendJSON(pinnedAt)
+        }
+        if let pinnedBy = message.pinnedBy {
+            appendKey("pinnedBy")
+            appendJSON(pinnedBy)
+        }
+        if let preview = message.preview {
+            appendKey("preview")
+            appendJSON(preview)
         }
         appendKey("reactions")
         append(UInt8(ascii: "{"))
@@ -173,6 +194,20 @@ extension [UInt8] {
         appendJSON(message.seq)
         appendKey("text")
         appendJSONString(message.text)
+        if let thread = message.thread {
+            appendKey("thread")
+            append(literal: #"{"lastReplyAt":"#)
+            appendJSON(thread.lastReplyAt)
+            append(literal: #","lastReplySeq":"#)
+            appendJSON(thread.lastReplySeq)
+            append(literal: #","replyCount":"#)
+            appendJSON(thread.replyCount)
+            append(UInt8(ascii: "}"))
+        }
+        if let threadRootId = message.threadRootId {
+            appendKey("threadRootId")
+            appendJSON(threadRootId)
+        }
         appendKey("type")
         appendJSONString(message.type.rawValue)
         appendKey("updatedSeq")
@@ -213,6 +248,14 @@ extension [UInt8] {
             }
             append(UInt8(ascii: "]"))
         }
+        appendKey("mentionCount")
+        appendJSON(conversation.mentionCount)
+        appendKey("muted")
+        append(literal: conversation.muted ? "true" : "false")
+        if let mutedUntil = conversation.mutedUntil {
+            appendKey("mutedUntil")
+            appendJSON(mutedUntil)
+        }
         if let name = conversation.name {
             appendKey("name")
             appendJSONString(name)
@@ -232,6 +275,30 @@ extension [UInt8] {
         appendJSONString(conversation.type.rawValue)
         appendKey("unreadCount")
         appendJSON(conversation.unreadCount)
+        append(UInt8(ascii: "}"))
+    }
+
+    /// A link preview, keys in sorted order.
+    mutating func appendJSON(_ preview: LinkPreview) {
+        append(UInt8(ascii: "{"))
+        if let description = preview.description {
+            appendKey("description")
+            appendJSONString(description)
+        }
+        if let imageUrl = preview.imageUrl {
+            appendKey("imageUrl")
+            appendJSONString(imageUrl)
+        }
+        if let siteName = preview.siteName {
+            appendKey("siteName")
+            appendJSONString(siteName)
+        }
+        if let title = preview.title {
+            appendKey("title")
+            appendJSONString(title)
+        }
+        appendKey("url")
+        appendJSONString(preview.url)
         append(UInt8(ascii: "}"))
     }
 

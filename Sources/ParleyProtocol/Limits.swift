@@ -10,6 +10,10 @@ public enum Limits {
     public static let maxClientMessageIdLength = 128
     /// Most entries in a message's `metadata`.
     public static let maxMetadataEntries = 32
+    /// Mentions one message may carry (v1.3).
+    public static let maxMentions = 50
+    /// Pinned messages one conversation may have (v1.3).
+    public static let maxPins = 50
     /// Longest conversation name, in characters.
     public static let maxConversationNameCharacters = 200
     /// Longest display name, in characters.

@@ -53,13 +53,20 @@ public struct SendMessageRequest: Codable, Sendable, Equatable {
     public var metadata: [String: String]?
     /// Forward: copy this message (which the sender can read) instead of giving content.
     public var forwardOf: EntityID?
+    /// A reply in the thread of this root message of the same conversation (v1.3).
+    public var threadRootId: EntityID?
+    /// Participants the text mentions (v1.3; the client resolves "@name"), at most 50.
+    public var mentions: [EntityID]?
 
     /// A send with these fields; nil fields are left out.
     public init(
         conversationId: EntityID? = nil, clientMessageId: String, text: String,
         type: MessageType? = nil, replyToId: EntityID? = nil, attachmentId: EntityID? = nil,
-        metadata: [String: String]? = nil, forwardOf: EntityID? = nil
+        metadata: [String: String]? = nil, forwardOf: EntityID? = nil, threadRootId: EntityID? = nil,
+        mentions: [EntityID]? = nil
     ) {
+        self.threadRootId = threadRootId
+        self.mentions = mentions
         self.conversationId = conversationId
         self.clientMessageId = clientMessageId
         self.text = text
@@ -72,6 +79,7 @@ public struct SendMessageRequest: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case conversationId, clientMessageId, text, type, replyToId, attachmentId, metadata, forwardOf
+        case threadRootId, mentions
     }
 
     /// Decodes leniently: a missing `text` is "" (valid for non-text types).
@@ -85,7 +93,58 @@ public struct SendMessageRequest: Codable, Sendable, Equatable {
         attachmentId = try c.decodeIfPresent(EntityID.self, forKey: .attachmentId)
         metadata = try c.decodeIfPresent([String: String].self, forKey: .metadata)
         forwardOf = try c.decodeIfPresent(EntityID.self, forKey: .forwardOf)
+        threadRootId = try c.decodeIfPresent(EntityID.self, forKey: .threadRootId)
+        mentions = try c.decodeIfPresent([EntityID].self, forKey: .mentions)
     }
+}
+
+/// `GET /conversations/{id}/threads/{rootId}` (v1.3): the root and a page of its replies.
+public struct ThreadPage: Codable, Sendable, Equatable {
+    /// The thread's root message, as it is now.
+    public var root: Message
+    /// Replies, ascending by seq.
+    public var messages: [Message]
+    /// Whether more replies lie beyond this page in the direction asked for.
+    public var hasMore: Bool
+
+    /// A page of a thread.
+    public init(root: Message, messages: [Message], hasMore: Bool) {
+        self.root = root
+        self.messages = messages
+        self.hasMore = hasMore
+    }
+}
+
+/// `PUT /conversations/{id}/settings` (v1.3) and its answer: the caller's own settings.
+public struct ConversationSettings: Codable, Sendable, Equatable {
+    /// Whether the conversation is muted for the caller.
+    public var muted: Bool
+    /// When a mute ends by itself; absent for a mute until turned off.
+    public var mutedUntil: Date?
+
+    /// Settings from their parts.
+    public init(muted: Bool, mutedUntil: Date? = nil) {
+        self.muted = muted
+        self.mutedUntil = mutedUntil
+    }
+}
+
+/// `POST /conversations/{id}/pins` (v1.3).
+public struct PinRequest: Codable, Sendable, Equatable {
+    /// The message to pin.
+    public var messageId: EntityID
+
+    /// A pin of this message.
+    public init(messageId: EntityID) { self.messageId = messageId }
+}
+
+/// `GET /conversations/{id}/pins` (v1.3): pinned messages, newest pin first.
+public struct PinsResponse: Codable, Sendable, Equatable {
+    /// The pinned messages.
+    public var messages: [Message]
+
+    /// A list of pinned messages.
+    public init(messages: [Message]) { self.messages = messages }
 }
 
 /// `PATCH /conversations/{id}/messages/{messageId}`.

@@ -142,6 +142,12 @@ public struct Conversation: Codable, Sendable, Equatable, Identifiable {
     /// `participantIds` and `members` are left out on the wire (they decode empty); page them
     /// with `GET /conversations/{id}/participants`.
     public var memberCount: Int
+    /// Messages mentioning the caller above `readSeq`, not deleted (v1.3).
+    public var mentionCount: Int
+    /// Whether the caller muted the conversation (v1.3): no push but mentions; unread still counts.
+    public var muted: Bool
+    /// When the caller's mute ends by itself; absent for a mute until turned off (v1.3).
+    public var mutedUntil: Date?
 
     /// Whether `participantIds` and `members` list everyone (false for a large group's
     /// conversation as the wire carries it).
@@ -151,9 +157,13 @@ public struct Conversation: Codable, Sendable, Equatable, Identifiable {
     public init(
         id: EntityID, type: ConversationType, name: String? = nil, participantIds: [EntityID],
         createdAt: Date, lastActivityAt: Date, lastSeq: Int64, lastMessage: Message? = nil,
-        unreadCount: Int, readSeq: Int64, members: [Member], memberCount: Int? = nil
+        unreadCount: Int, readSeq: Int64, members: [Member], memberCount: Int? = nil,
+        mentionCount: Int = 0, muted: Bool = false, mutedUntil: Date? = nil
     ) {
         self.memberCount = memberCount ?? participantIds.count
+        self.mentionCount = mentionCount
+        self.muted = muted
+        self.mutedUntil = mutedUntil
         self.id = id
         self.type = type
         self.name = name
@@ -179,7 +189,7 @@ public struct Conversation: Codable, Sendable, Equatable, Identifiable {
 
     private enum CodingKeys: String, CodingKey {
         case id, type, name, participantIds, createdAt, lastActivityAt, lastSeq, lastMessage, unreadCount, readSeq, members
-        case memberCount
+        case memberCount, mentionCount, muted, mutedUntil
     }
 
     /// Decodes v1 (no `memberCount`: the participants counted) and v1.2 (lists left out).
@@ -197,6 +207,9 @@ public struct Conversation: Codable, Sendable, Equatable, Identifiable {
         readSeq = try c.decode(Int64.self, forKey: .readSeq)
         members = try c.decodeIfPresent([Member].self, forKey: .members) ?? []
         memberCount = try c.decodeIfPresent(Int.self, forKey: .memberCount) ?? participantIds.count
+        mentionCount = try c.decodeIfPresent(Int.self, forKey: .mentionCount) ?? 0
+        muted = try c.decodeIfPresent(Bool.self, forKey: .muted) ?? false
+        mutedUntil = try c.decodeIfPresent(Date.self, forKey: .mutedUntil)
     }
 
     /// Writes the member lists only when they are complete (see ``listingMembers(upTo:)``).
@@ -216,6 +229,9 @@ public struct Conversation: Codable, Sendable, Equatable, Identifiable {
         try c.encode(unreadCount, forKey: .unreadCount)
         try c.encode(readSeq, forKey: .readSeq)
         try c.encode(memberCount, forKey: .memberCount)
+        try c.encode(mentionCount, forKey: .mentionCount)
+        try c.encode(muted, forKey: .muted)
+        try c.encodeIfPresent(mutedUntil, forKey: .mutedUntil)
     }
 }
 
@@ -304,6 +320,18 @@ public struct Message: Codable, Sendable, Equatable, Identifiable {
     public var deletedAt: Date?
     /// The message this one is a forwarded copy of (an extension of the contract).
     public var forwardedFromId: EntityID?
+    /// The root of the thread this message replies in (v1.3); absent for the conversation's own timeline.
+    public var threadRootId: EntityID?
+    /// A thread root's replies so far (v1.3); absent until the first reply.
+    public var thread: ThreadSummary?
+    /// The participants the message mentions (v1.3); absent when none.
+    public var mentions: [EntityID]?
+    /// When the message was pinned (v1.3); absent when it is not.
+    public var pinnedAt: Date?
+    /// Who pinned it (v1.3).
+    public var pinnedBy: EntityID?
+    /// The link preview the server read for the message's first URL (v1.3); texts are data, never markup.
+    public var preview: LinkPreview?
 
     /// A message as the wire carries it.
     public init(
@@ -311,8 +339,16 @@ public struct Message: Codable, Sendable, Equatable, Identifiable {
         clientMessageId: String, type: MessageType, text: String, replyToId: EntityID? = nil,
         attachment: Attachment? = nil, metadata: [String: String]? = nil,
         reactions: [String: [EntityID]] = [:], createdAt: Date, editedAt: Date? = nil,
-        deletedAt: Date? = nil, forwardedFromId: EntityID? = nil
+        deletedAt: Date? = nil, forwardedFromId: EntityID? = nil, threadRootId: EntityID? = nil,
+        thread: ThreadSummary? = nil, mentions: [EntityID]? = nil, pinnedAt: Date? = nil, pinnedBy: EntityID? = nil,
+        preview: LinkPreview? = nil
     ) {
+        self.threadRootId = threadRootId
+        self.thread = thread
+        self.mentions = mentions
+        self.pinnedAt = pinnedAt
+        self.pinnedBy = pinnedBy
+        self.preview = preview
         self.id = id
         self.conversationId = conversationId
         self.seq = seq
@@ -334,6 +370,7 @@ public struct Message: Codable, Sendable, Equatable, Identifiable {
     private enum CodingKeys: String, CodingKey {
         case id, conversationId, seq, updatedSeq, senderId, clientMessageId, type, text
         case replyToId, attachment, metadata, reactions, createdAt, editedAt, deletedAt, forwardedFromId
+        case threadRootId, thread, mentions, pinnedAt, pinnedBy, preview
     }
 
     /// Decodes leniently: a missing `reactions` is empty and a missing `text` is "".
@@ -355,5 +392,51 @@ public struct Message: Codable, Sendable, Equatable, Identifiable {
         editedAt = try c.decodeIfPresent(Date.self, forKey: .editedAt)
         deletedAt = try c.decodeIfPresent(Date.self, forKey: .deletedAt)
         forwardedFromId = try c.decodeIfPresent(EntityID.self, forKey: .forwardedFromId)
+        threadRootId = try c.decodeIfPresent(EntityID.self, forKey: .threadRootId)
+        thread = try c.decodeIfPresent(ThreadSummary.self, forKey: .thread)
+        mentions = try c.decodeIfPresent([EntityID].self, forKey: .mentions)
+        pinnedAt = try c.decodeIfPresent(Date.self, forKey: .pinnedAt)
+        pinnedBy = try c.decodeIfPresent(EntityID.self, forKey: .pinnedBy)
+        preview = try c.decodeIfPresent(LinkPreview.self, forKey: .preview)
+    }
+}
+
+/// A thread root's replies (v1.3): how many, and the newest.
+public struct ThreadSummary: Codable, Sendable, Equatable {
+    /// How many replies the thread has, deleted ones included (they stay in it as tombstones).
+    public var replyCount: Int
+    /// When the newest reply was sent.
+    public var lastReplyAt: Date
+    /// The newest reply's seq.
+    public var lastReplySeq: Int64
+
+    /// A summary from its parts.
+    public init(replyCount: Int, lastReplyAt: Date, lastReplySeq: Int64) {
+        self.replyCount = replyCount
+        self.lastReplyAt = lastReplyAt
+        self.lastReplySeq = lastReplySeq
+    }
+}
+
+/// What the server read from a message's first link (v1.3): plain text, at most 300 characters each.
+public struct LinkPreview: Codable, Sendable, Equatable {
+    /// The URL fetched (the message's first http(s) URL).
+    public var url: String
+    /// The page's `og:title` or `<title>`.
+    public var title: String?
+    /// The page's `og:description` or meta description.
+    public var description: String?
+    /// The page's `og:image`, absolute; clients load it through their media cache.
+    public var imageUrl: String?
+    /// The page's `og:site_name`.
+    public var siteName: String?
+
+    /// A preview from its parts.
+    public init(url: String, title: String? = nil, description: String? = nil, imageUrl: String? = nil, siteName: String? = nil) {
+        self.url = url
+        self.title = title
+        self.description = description
+        self.imageUrl = imageUrl
+        self.siteName = siteName
     }
 }

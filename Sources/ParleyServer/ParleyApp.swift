@@ -26,6 +26,8 @@ public struct ParleyApp: Sendable {
     public let signals: LiveSignals
     /// APNs notifications for users with no live connection; nil when push is off.
     public let push: PushService?
+    /// Link previews of stored messages (v1.3); nil when they are off.
+    public let previews: LinkPreviewWorker?
     /// Set by SIGTERM: `/ready` answers 503 while the server drains.
     public let drain = DrainState()
     /// Counters exposed at `GET /metrics`.
@@ -85,9 +87,26 @@ public struct ParleyApp: Sendable {
             push = nil
             logger.notice("Push off: no APNs key configured (see `parley serve --help`); connected devices still get every message")
         }
+        if configuration.linkPreviews {
+            previews = LinkPreviewWorker(
+                policy: AddressPolicy(allowed: configuration.linkPreviewAllow), metrics: metrics, logger: logger)
+            if !configuration.linkPreviewAllow.isEmpty {
+                logger.notice("Link previews may fetch from these non-public ranges", metadata: [
+                    "allowed": "\(configuration.linkPreviewAllow.map(\.description).joined(separator: ","))",
+                ])
+            }
+        } else {
+            previews = nil
+            logger.info("Link previews off")
+        }
         chat = ChatService(
-            store: store, fanOut: fanOut, push: push, clock: configuration.clock, activityWindow: configuration.activityWindow,
+            store: store, fanOut: fanOut, push: push, previews: previews, clock: configuration.clock,
+            activityWindow: configuration.activityWindow,
             largeGroupSize: configuration.largeGroupSize, rateLimits: configuration.rateLimits, metrics: metrics)
+        if let previews {
+            let chat = self.chat
+            previews.handler.set { preview, message in try await chat.attachPreview(preview, to: message) }
+        }
         store.observeSendBatches { [metrics] size, duration in
             metrics.observe("parley_send_batch_size", value: Double(size))
             metrics.observe("parley_send_transaction_seconds", duration: duration)
@@ -314,6 +333,7 @@ public struct ParleyApp: Sendable {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         if let cluster { services.append(.init(service: cluster)) }
         if let push { services.append(.init(service: push)) }
+        if let previews { services.append(.init(service: previews)) }
         if let tls, !shutdownSignals.isEmpty {
             services.append(.init(service: TLSReloader(box: tls, logger: logger), successTerminationBehavior: .ignore))
         }

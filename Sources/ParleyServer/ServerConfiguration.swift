@@ -50,6 +50,10 @@ public struct ServerConfiguration: Sendable {
     public var logLevel: Logger.Level = .info
     /// APNs credentials; nil turns push off (the server says so once at start).
     public var apns: APNsConfiguration?
+    /// Whether stored messages' links are previewed (v1.3; `--link-previews off`).
+    public var linkPreviews = true
+    /// Non-public address ranges link previews may fetch from (`--link-preview-allow`); none by default.
+    public var linkPreviewAllow: [CIDR] = []
     /// The clock the server's timers run on (tests drive it by hand).
     public var clock: ServerClock = .system
     /// Above this many members a group is large (v1.2): its conversations leave out the member

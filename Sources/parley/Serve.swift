@@ -66,6 +66,11 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("drain-seconds"), help: "After SIGTERM, seconds /ready answers 503 before connections close, so a load balancer stops sending first (env PARLEY_DRAIN_SECONDS; default 5; Ctrl-C does not wait).")
     var drainSeconds: Double?
 
+    @Option(name: .customLong("link-previews"), help: "on, or off to never fetch links for previews (env PARLEY_LINK_PREVIEWS; default on).")
+    var linkPreviews: String?
+    @Option(name: .customLong("link-preview-allow"), help: "Non-public ranges link previews may fetch from, CIDR[,CIDR], e.g. 10.0.0.0/8 for an intranet (env PARLEY_LINK_PREVIEW_ALLOW; default none: loopback, private and link-local addresses are never fetched).")
+    var linkPreviewAllow: String?
+
     @Option(name: .customLong("rate-limits"), help: "on, or off to turn every rate limit off, e.g. for benchmarks (env PARLEY_RATE_LIMITS; default on).")
     var rateLimits: String?
     @Option(name: .customLong("login-limit"), help: "Failed logins per account from one address, COUNT/SECONDS or off (env PARLEY_LOGIN_LIMIT; default 10/60).")
@@ -191,6 +196,19 @@ struct Serve: AsyncParsableCommand {
         }
 
         configuration.apns = try apnsConfiguration()
+        switch setting(linkPreviews, env: "PARLEY_LINK_PREVIEWS", default: "on").lowercased() {
+        case "on": configuration.linkPreviews = true
+        case "off": configuration.linkPreviews = false
+        default: throw fail("--link-previews is on or off")
+        }
+        let allow = setting(linkPreviewAllow, env: "PARLEY_LINK_PREVIEW_ALLOW", default: "")
+        if !allow.isEmpty {
+            do {
+                configuration.linkPreviewAllow = try AddressPolicy.parseAllowList(allow)
+            } catch {
+                throw fail("--link-preview-allow: \(error)")
+            }
+        }
         if let path = attachmentsDirectory ?? ProcessInfo.processInfo.environment["PARLEY_ATTACHMENTS_DIR"], !path.isEmpty {
             configuration.attachmentsPath = path
         }

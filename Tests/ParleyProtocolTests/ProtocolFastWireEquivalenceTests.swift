@@ -96,6 +96,37 @@ import Testing
         }
     }
 
+    /// v1.3's fields (thread, mentions, pin, preview) and a muted conversation with a mention
+    /// count: the fast bytes are Foundation's, each field present and absent.
+    @Test(arguments: 0..<8)
+    func threadMentionPinAndPreviewFieldsMatchFoundation(mask: Int) throws {
+        var message = FastWireFixture.message
+        if mask & 1 != 0 {
+            message.threadRootId = FastWireFixture.alice
+            message.thread = ThreadSummary(replyCount: 3, lastReplyAt: message.createdAt, lastReplySeq: 12)
+        }
+        if mask & 2 != 0 {
+            message.mentions = [FastWireFixture.alice, EntityID("00000000-0000-4000-8000-0000000000ee")!]
+            message.pinnedAt = message.createdAt
+            message.pinnedBy = FastWireFixture.alice
+        }
+        if mask & 4 != 0 {
+            message.preview = LinkPreview(
+                url: "https://example.com/a?b=\"c\"", title: "T <b>", description: mask & 1 != 0 ? "D\u{2028}" : nil,
+                imageUrl: "https://example.com/i.png", siteName: mask & 2 != 0 ? "Site" : nil)
+        }
+        let encoder = ProtocolSamples.sortedEncoder()
+        let event = ServerEvent.messageCreated(MessageEvent(message: message))
+        #expect(try #require(FastWire.event(event)) == Array(try encoder.encode(event)))
+        #expect(try Self.decoder.decode(ServerEventEnvelopeProbe.self, from: Data(try #require(FastWire.event(event)))).data.message == message)
+        var conversation = FastWireFixture.conversation
+        conversation.mentionCount = mask
+        conversation.muted = mask & 1 != 0
+        conversation.mutedUntil = mask & 2 != 0 ? message.createdAt : nil
+        let updated = ServerEvent.conversationUpdated(ConversationEvent(conversation: conversation))
+        #expect(try #require(FastWire.event(updated)) == Array(try encoder.encode(updated)))
+    }
+
     /// Each piece of nasty text alone, as the message's text, its client id, a metadata value,
     /// an attachment name and the reply's id: the escapes are Foundation's, one case at a time.
     @Test(arguments: ProtocolSamples.pieces)
@@ -199,12 +230,12 @@ import Testing
         let alice = FastWireFixture.alice.description
         #expect(String(decoding: full, as: UTF8.self) == #"{"data":{"conversation":{"createdAt":"2026-11-22T10:15:30.123Z","id":""#
             + id + #"","lastActivityAt":"2026-11-22T10:15:30.123Z","lastSeq":9,"memberCount":1,"members":[{"deliveredSeq":9,"readSeq":7,"userId":""#
-            + alice + #""}],"name":"Team \"A\"","participantIds":[""# + alice + #""],"readSeq":7,"type":"group","unreadCount":2}},"type":"conversation.updated"}"#)
+            + alice + #""}],"mentionCount":0,"muted":false,"name":"Team \"A\"","participantIds":[""# + alice + #""],"readSeq":7,"type":"group","unreadCount":2}},"type":"conversation.updated"}"#)
         let large = try #require(FastWire.event(.conversationUpdated(ConversationEvent(conversation: FastWireFixture.conversation.listingMembers(upTo: 0)))))
         let text = String(decoding: large, as: UTF8.self)
         #expect(!text.contains("members\""))
         #expect(!text.contains("participantIds"))
-        #expect(text.contains(#""memberCount":1,"name""#))
+        #expect(text.contains(#""memberCount":1,"mentionCount":0,"muted":false,"name""#))
     }
 }
 
@@ -221,4 +252,10 @@ enum FastWireFixture {
         id: EntityID("00000000-0000-4000-8000-0000000000CC")!, type: .group, name: "Team \"A\"", participantIds: [alice],
         createdAt: date, lastActivityAt: date, lastSeq: 9, unreadCount: 2, readSeq: 7,
         members: [Member(userId: alice, readSeq: 7, deliveredSeq: 9)])
+}
+
+/// The `data.message` of a message event, to decode one back.
+private struct ServerEventEnvelopeProbe: Decodable {
+    struct Payload: Decodable { var message: Message }
+    var data: Payload
 }

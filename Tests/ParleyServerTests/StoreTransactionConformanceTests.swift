@@ -78,17 +78,17 @@ import Testing
             }
             let sent = inserted
             try await store.reading { tx async throws -> Void in
-                let newest = try await tx.messagePage(in: id, before: nil, after: nil, limit: 3)
+                let newest = try await tx.messagePage(in: id, before: nil, after: nil, limit: 3, includingThreads: false)
                 #expect(newest.messages.map(\.text) == ["5", "6", "7"] && newest.hasMore, "the newest, oldest first")
-                let older = try await tx.messagePage(in: id, before: newest.messages[0].seq, after: nil, limit: 3)
+                let older = try await tx.messagePage(in: id, before: newest.messages[0].seq, after: nil, limit: 3, includingThreads: false)
                 #expect(older.messages.map(\.text) == ["2", "3", "4"] && older.hasMore)
-                let oldest = try await tx.messagePage(in: id, before: older.messages[0].seq, after: nil, limit: 3)
+                let oldest = try await tx.messagePage(in: id, before: older.messages[0].seq, after: nil, limit: 3, includingThreads: false)
                 #expect(oldest.messages.map(\.text) == ["1"] && !oldest.hasMore)
-                let forward = try await tx.messagePage(in: id, before: nil, after: sent[1].seq, limit: 2)
+                let forward = try await tx.messagePage(in: id, before: nil, after: sent[1].seq, limit: 2, includingThreads: false)
                 #expect(forward.messages.map(\.text) == ["3", "4"] && forward.hasMore, "after: the oldest after it")
-                let between = try await tx.messagePage(in: id, before: sent[5].seq, after: sent[2].seq, limit: 10)
+                let between = try await tx.messagePage(in: id, before: sent[5].seq, after: sent[2].seq, limit: 10, includingThreads: false)
                 #expect(between.messages.map(\.text) == ["4", "5"] && !between.hasMore)
-                #expect(try await tx.messagePage(in: EntityID(), before: nil, after: nil, limit: 5).messages.isEmpty)
+                #expect(try await tx.messagePage(in: EntityID(), before: nil, after: nil, limit: 5, includingThreads: false).messages.isEmpty)
             }
             // An edit gives the message a new updatedSeq: the change feed lists it after the others.
             try await store.writing { tx async throws -> Void in

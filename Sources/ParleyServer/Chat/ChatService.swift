@@ -7,6 +7,8 @@ public struct ChatService: Sendable {
     let store: any ParleyStore
     let fanOut: FanOut
     let push: PushService?
+    /// Reads link previews of stored messages (nil: previews off).
+    let previews: LinkPreviewWorker?
     let now: @Sendable () -> Date
     /// Above this many members a group is large (v1.2; see ``ServerConfiguration/largeGroupSize``).
     public let largeGroupSize: Int
@@ -24,11 +26,13 @@ public struct ChatService: Sendable {
 
     /// A service over a store and this node's connections; `now` is injectable for tests.
     public init(
-        store: any ParleyStore, fanOut: FanOut, push: PushService? = nil, now: @escaping @Sendable () -> Date = Date.init,
+        store: any ParleyStore, fanOut: FanOut, push: PushService? = nil, previews: LinkPreviewWorker? = nil,
+        now: @escaping @Sendable () -> Date = Date.init,
         clock: ServerClock = .system, activityWindow: Duration = .milliseconds(200), largeGroupSize: Int = 100,
         rateLimits: RateLimitSettings = .off, metrics: Metrics? = nil
     ) {
         self.store = store
+        self.previews = previews
         self.metrics = metrics
         limits = rateLimits.enabled ? RateLimiter(settings: rateLimits, now: clock.now, metrics: metrics) : nil
         self.largeGroupSize = largeGroupSize
@@ -80,11 +84,26 @@ public struct ChatService: Sendable {
                 fanOut.deliver(
                     .messageCreated(MessageEvent(message: result.message)), inSequenceOf: result.message.conversationId,
                     seq: result.message.seq, to: result.participantIds)
+                if let root = result.rootUpdate {
+                    // The thread's root took the next seq for its new count: after the reply.
+                    fanOut.deliver(
+                        .messageUpdated(MessageEvent(message: root)), inSequenceOf: conversationId, seq: root.updatedSeq,
+                        to: result.participantIds)
+                }
                 // Offline recipients: queued for APNs, never awaited.
                 push?.messageCommitted(result.message, participants: result.participantIds)
+                // A link in the text: previewed in the background, never awaited.
+                previews?.messageStored(result.message)
                 // List screens get the new activity too, off the send's path (the reply does not
-                // wait), folded per conversation under load.
-                activity.touch(conversationId, NewActivity(participants: result.participantIds, newest: result.message))
+                // wait), folded per conversation under load. A thread reply is no activity of the
+                // conversation's, but its members' unread counts moved: they get their rows.
+                if result.message.threadRootId == nil {
+                    activity.touch(conversationId, NewActivity(participants: result.participantIds, newest: result.message))
+                } else {
+                    let members = (try? await store.reading { tx in try await tx.threadMemberIds(of: result.message.threadRootId!) }) ?? []
+                    let participants = Set(result.participantIds)
+                    await announceConversation(conversationId, to: members.filter { participants.contains($0) && $0 != identity.userId })
+                }
                 metrics?.observe("parley_send_fanout_seconds", duration: ContinuousClock.now - committedAt)
             }
             return result
@@ -99,12 +118,36 @@ public struct ChatService: Sendable {
         case .reaction(let emoji, let add): .reaction(try MessageValidation.emoji(emoji), add: add)
         }
         let result = try await store.change(checked, messageId: messageId, in: conversationId, by: identity.userId, now: now())
-        if result.changed {
-            fanOut.deliver(
-                .messageUpdated(MessageEvent(message: result.message)), inSequenceOf: conversationId,
-                seq: result.message.updatedSeq, to: result.participantIds)
-        }
+        announceUpdate(result)
         return result.message
+    }
+
+    /// Pins or unpins a message (v1.3); a change goes to every participant as `message.updated`.
+    public func setPinned(_ pin: Bool, messageId: EntityID, in conversationId: EntityID, by identity: Identity) async throws -> Message {
+        let result = try await store.setPinned(pin, messageId: messageId, in: conversationId, by: identity.userId, now: now())
+        announceUpdate(result)
+        return result.message
+    }
+
+    /// Sets the caller's mute (v1.3); their connections everywhere get their new view.
+    public func mute(_ settings: ConversationSettings, in conversationId: EntityID, by identity: Identity) async throws -> ConversationSettings {
+        let stored = try await store.mute(settings, conversationId: conversationId, by: identity.userId, now: now())
+        await announceConversation(conversationId, to: [identity.userId])
+        return stored
+    }
+
+    /// Writes a link preview read in the background (v1.3) and tells the participants.
+    func attachPreview(_ preview: LinkPreview, to message: Message) async throws {
+        guard let result = try await store.attachPreview(preview, to: message.id, in: message.conversationId) else { return }
+        announceUpdate(result)
+    }
+
+    /// A change that changed something goes to every participant as `message.updated`, in sequence.
+    private func announceUpdate(_ change: MessageChange) {
+        guard change.changed else { return }
+        fanOut.deliver(
+            .messageUpdated(MessageEvent(message: change.message)), inSequenceOf: change.message.conversationId,
+            seq: change.message.updatedSeq, to: change.participantIds)
     }
 
     /// Creates a group, or opens (creating at most once) the direct conversation with one user.

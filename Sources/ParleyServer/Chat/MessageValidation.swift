@@ -14,6 +14,7 @@ enum MessageValidation {
             throw APIError.invalid(
                 "clientMessageId must be 1–\(Limits.maxClientMessageIdLength) characters without control characters")
         }
+        let mentions = try validMentions(request.mentions)
         if let source = request.forwardOf {
             // A forward copies its content from the source message; it may only add a reply.
             guard request.type == nil, Limits.trimmed(request.text).isEmpty, request.attachmentId == nil, request.metadata == nil else {
@@ -21,7 +22,8 @@ enum MessageValidation {
             }
             return MessageDraft(
                 conversationId: conversationId, senderId: senderId, clientMessageId: clientMessageId, type: .text, text: "",
-                replyToId: request.replyToId, forwardedFromId: source, now: now)
+                replyToId: request.replyToId, forwardedFromId: source, threadRootId: request.threadRootId, mentions: mentions,
+                now: now)
         }
         let type = request.type ?? .text
         guard type != .system else { throw APIError.invalid("system messages are written by the server only") }
@@ -41,7 +43,16 @@ enum MessageValidation {
         return MessageDraft(
             conversationId: conversationId, senderId: senderId, clientMessageId: clientMessageId,
             type: type, text: text, replyToId: request.replyToId, attachmentId: request.attachmentId,
-            metadata: metadata, now: now)
+            metadata: metadata, threadRootId: request.threadRootId, mentions: mentions, now: now)
+    }
+
+    /// At most 50 mentions, repeats dropped (the first kept, in order).
+    private static func validMentions(_ mentions: [EntityID]?) throws -> [EntityID] {
+        guard let mentions else { return [] }
+        var seen = Set<EntityID>()
+        let unique = mentions.filter { seen.insert($0).inserted }
+        guard unique.count <= Limits.maxMentions else { throw APIError.invalid("mentions name at most \(Limits.maxMentions) users") }
+        return unique
     }
 
     private static func validMetadata(_ metadata: [String: String]?) throws -> [String: String]? {

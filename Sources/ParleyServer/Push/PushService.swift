@@ -64,7 +64,16 @@ public final class PushService: Service, Sendable {
             for await event in events.cancelOnGracefulShutdown() {
                 switch event {
                 case .committed(let message, let participants):
-                    for recipient in participants where recipient != message.senderId {
+                    // Thread replies reach the thread's members; a mute holds back all but mentions.
+                    let recipients: [EntityID]
+                    do {
+                        recipients = try await store.pushRecipients(of: message, among: participants, now: clock.now())
+                    } catch {
+                        metrics.increment("parley_push_notifications_total", labels: ["outcome": "error"])
+                        logger.warning("Could not read who to notify", metadata: ["message": "\(message.id)", "error": "\(error)"])
+                        continue
+                    }
+                    for recipient in recipients {
                         if await isConnected(recipient) {
                             metrics.increment("parley_push_skipped_total", labels: ["why": "connected"])
                             continue

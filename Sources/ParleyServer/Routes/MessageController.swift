@@ -17,6 +17,55 @@ struct MessageController: Sendable {
         group.delete("conversations/:id/messages/:messageId/reactions/:emoji", use: unreact)
         group.get("search", use: search)
         group.get("conversations/:id/messages/:messageId/reads", use: readers)
+        group.get("conversations/:id/threads/:rootId", use: thread)
+        group.get("conversations/:id/pins", use: pins)
+        group.post("conversations/:id/pins", use: pin)
+        group.delete("conversations/:id/pins/:messageId", use: unpin)
+        group.put("conversations/:id/settings", use: settings)
+    }
+
+    /// `GET /conversations/{id}/threads/{rootId}?before=&after=&limit=` (v1.3).
+    @Sendable func thread(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try context.requireIdentity()
+        let id = try context.parameters.entityID("id", what: "Conversation")
+        let rootId = try context.parameters.entityID("rootId", what: "Thread")
+        let limit = try request.pageLimit(default: Limits.messagesPageDefault, max: Limits.messagesPageMax)
+        return try JSONResponse.make(try await store.thread(
+            rootId: rootId, conversationId: id, viewer: identity.userId,
+            before: try request.integerQuery("before"), after: try request.integerQuery("after"), limit: limit))
+    }
+
+    /// `GET /conversations/{id}/pins` (v1.3): newest pin first.
+    @Sendable func pins(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try context.requireIdentity()
+        let id = try context.parameters.entityID("id", what: "Conversation")
+        return try JSONResponse.make(PinsResponse(messages: try await store.pins(conversationId: id, viewer: identity.userId)))
+    }
+
+    /// `POST /conversations/{id}/pins {messageId}` (v1.3): the message as pinned.
+    @Sendable func pin(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        var request = request
+        let identity = try context.requireIdentity()
+        let id = try context.parameters.entityID("id", what: "Conversation")
+        let body = try await request.decodeJSON(PinRequest.self)
+        return try JSONResponse.make(try await chat.setPinned(true, messageId: body.messageId, in: id, by: identity))
+    }
+
+    /// `DELETE /conversations/{id}/pins/{messageId}` (v1.3): the message unpinned.
+    @Sendable func unpin(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try context.requireIdentity()
+        let id = try context.parameters.entityID("id", what: "Conversation")
+        let messageId = try context.parameters.entityID("messageId", what: "Message")
+        return try JSONResponse.make(try await chat.setPinned(false, messageId: messageId, in: id, by: identity))
+    }
+
+    /// `PUT /conversations/{id}/settings {muted, mutedUntil?}` (v1.3): the caller's own settings.
+    @Sendable func settings(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        var request = request
+        let identity = try context.requireIdentity()
+        let id = try context.parameters.entityID("id", what: "Conversation")
+        let body = try await request.decodeJSON(ConversationSettings.self)
+        return try JSONResponse.make(try await chat.mute(body, in: id, by: identity))
     }
 
     @Sendable func edit(_ request: Request, context: ParleyRequestContext) async throws -> Response {
@@ -84,9 +133,14 @@ struct MessageController: Sendable {
         let identity = try context.requireIdentity()
         let id = try context.parameters.entityID("id", what: "Conversation")
         let limit = try request.pageLimit(default: Limits.messagesPageDefault, max: Limits.messagesPageMax)
+        let threads = request.uri.queryParameters.get("threads")
+        guard threads == nil || threads == "include" || threads == "exclude" else {
+            throw APIError.invalid("threads is include or exclude")
+        }
         let page = try await store.messages(
             conversationId: id, viewer: identity.userId,
-            before: try request.integerQuery("before"), after: try request.integerQuery("after"), limit: limit)
+            before: try request.integerQuery("before"), after: try request.integerQuery("after"), limit: limit,
+            includingThreads: threads == "include")
         return try JSONResponse.make(page)
     }
 

@@ -21,6 +21,10 @@ public struct MessageDraft: Sendable, Equatable {
     public var metadata: [String: String]?
     /// Forward: the message to copy (the store checks the sender can read it).
     public var forwardedFromId: EntityID?
+    /// The thread root it replies in (v1.3; the rules check it).
+    public var threadRootId: EntityID?
+    /// The participants it mentions, without repeats, in the order given (v1.3; the rules check them).
+    public var mentions: [EntityID] = []
     /// When it was sent: the message's `createdAt` and the conversation's new activity time.
     public var now: Date
 
@@ -28,9 +32,12 @@ public struct MessageDraft: Sendable, Equatable {
     public init(
         conversationId: EntityID, senderId: EntityID, clientMessageId: String, type: MessageType,
         text: String, replyToId: EntityID? = nil, attachmentId: EntityID? = nil,
-        metadata: [String: String]? = nil, forwardedFromId: EntityID? = nil, now: Date
+        metadata: [String: String]? = nil, forwardedFromId: EntityID? = nil, threadRootId: EntityID? = nil,
+        mentions: [EntityID] = [], now: Date
     ) {
         self.forwardedFromId = forwardedFromId
+        self.threadRootId = threadRootId
+        self.mentions = mentions
         self.conversationId = conversationId
         self.senderId = senderId
         self.clientMessageId = clientMessageId
@@ -51,6 +58,8 @@ public struct SendResult: Sendable, Equatable {
     public var created: Bool
     /// Everyone in the conversation at commit time.
     public var participantIds: [EntityID]
+    /// A thread reply's root as the reply left it (its new count, at the next seq), to announce after the reply (v1.3).
+    public var rootUpdate: Message? = nil
 }
 
 /// What a conversation change did, for the answer and for fan-out.

@@ -19,6 +19,7 @@ enum PlainSends {
     /// retries (no reply, forward or attachment), and not a system message.
     static func isPlain(_ draft: MessageDraft) -> Bool {
         draft.replyToId == nil && draft.forwardedFromId == nil && draft.attachmentId == nil && draft.type != .system
+            && draft.threadRootId == nil && draft.mentions.isEmpty
     }
 
     /// The drafts of a batch that may be stored together, in queue order: those of the

@@ -45,8 +45,11 @@ public protocol StoreTransaction: Sendable {
 
     /// Up to `limit` messages by seq: without `after`, the newest before `before` (or the
     /// newest of all); with it, the oldest after it. Oldest first either way, and whether more
-    /// lie beyond the page.
-    func messagePage(in conversationId: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage
+    /// lie beyond the page. Thread replies only `includingThreads` (v1.3).
+    func messagePage(in conversationId: EntityID, before: Int64?, after: Int64?, limit: Int, includingThreads: Bool) async throws -> MessagesPage
+
+    /// A thread's replies by seq, paged as ``messagePage(in:before:after:limit:includingThreads:)`` pages (v1.3).
+    func threadPage(of rootId: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage
 
     /// Up to `limit` messages whose `updatedSeq` is after `since`, oldest change first, and
     /// whether more follow.
@@ -112,14 +115,17 @@ public protocol StoreTransaction: Sendable {
     func insertMessageUnlessSent(_ draft: MessageDraft, checkOnly: Bool) async throws -> SendProbe
 
     /// Stores a message with the conversation's next seq (new activity for the conversation,
-    /// counted as unread for the others unless it is a system message).
+    /// counted as unread for the others unless it is a system message). A thread reply (v1.3)
+    /// is no new activity and counts as unread to the thread's members only (see
+    /// ``joinThread(_:in:users:)``); a mention counts for the mentioned (the sender aside).
     func insertMessage(_ draft: MessageDraft) async throws -> Message
 
     /// Replaces a message's text, marking it edited at `editedAt`, with `updatedSeq`.
     func setText(_ text: String, of messageId: EntityID, editedAt: Date, updatedSeq: Int64) async throws
 
-    /// Empties a message (text, metadata, attachment, reactions), keeping its seq as a
-    /// tombstone deleted at `deletedAt`, with `updatedSeq`; it stops counting as unread.
+    /// Empties a message (text, metadata, attachment, reactions, pin, preview), keeping its seq
+    /// as a tombstone deleted at `deletedAt`, with `updatedSeq`; it stops counting as unread
+    /// and as a mention.
     func tombstone(_ message: Message, deletedAt: Date, updatedSeq: Int64) async throws
 
     /// Adds (`present`) or removes a user's reaction with an emoji; false when it was already so.
@@ -127,6 +133,37 @@ public protocol StoreTransaction: Sendable {
 
     /// Gives a message a new `updatedSeq` (its reactions changed).
     func setUpdatedSeq(_ updatedSeq: Int64, of messageId: EntityID) async throws
+
+    // MARK: Threads, mentions, mute, pins, previews (v1.3)
+
+    /// Makes users members of a thread (those already in it stay as they are): each newcomer's
+    /// own unread count gains the thread's replies above their read watermark (not theirs, not
+    /// deleted). Run before the reply that brings them is stored, which counts for every member.
+    func joinThread(_ rootId: EntityID, in conversationId: EntityID, users: [EntityID]) async throws
+
+    /// The thread's members: its root's sender, everyone who replied, everyone mentioned in it.
+    func threadMemberIds(of rootId: EntityID) async throws -> [EntityID]
+
+    /// Writes a root's thread summary with `updatedSeq`.
+    func setThreadSummary(_ summary: ThreadSummary, of rootId: EntityID, updatedSeq: Int64) async throws
+
+    /// Writes a participant's mute, and marks their view of the conversation changed (list sync).
+    func setMute(_ settings: ConversationSettings, of userId: EntityID, in conversationId: EntityID) async throws
+
+    /// The participants whose mute is on at `now`.
+    func mutedMemberIds(of conversationId: EntityID, at now: Date) async throws -> Set<EntityID>
+
+    /// How many messages of the conversation are pinned.
+    func pinCount(in conversationId: EntityID) async throws -> Int
+
+    /// Pins (`at` and `by` given) or unpins (both nil) a message, with `updatedSeq`.
+    func setPin(of messageId: EntityID, at date: Date?, by userId: EntityID?, updatedSeq: Int64) async throws
+
+    /// The conversation's pinned messages, newest pin first.
+    func pinnedMessages(in conversationId: EntityID) async throws -> [Message]
+
+    /// Writes a message's link preview with `updatedSeq`.
+    func setPreview(_ preview: LinkPreview, of messageId: EntityID, updatedSeq: Int64) async throws
 
     // MARK: Attachments
 

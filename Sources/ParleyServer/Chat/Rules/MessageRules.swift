@@ -18,12 +18,7 @@ public enum MessageRules {
         _ edit: MessageEdit, messageId: EntityID, in conversationId: EntityID, by userId: EntityID, now: Date,
         in tx: any StoreTransaction
     ) async throws -> MessageChange {
-        // The conversation first: changes and sends of one conversation take their seqs one
-        // after the other, and this change sees the message as it is.
-        guard try await tx.lockConversation(conversationId) else { throw APIError.notFound("Message") }
-        let participants = try await tx.participantIds(of: conversationId)
-        guard participants.contains(userId), let message = try await tx.message(messageId), message.conversationId == conversationId
-        else { throw APIError.notFound("Message") }
+        let (message, participants) = try await locked(messageId, in: conversationId, for: userId, in: tx)
         let unchanged = MessageChange(message: message, changed: false, participantIds: participants)
         guard message.type != .system else { throw APIError.invalid("System messages cannot be changed") }
         switch edit {
@@ -43,5 +38,18 @@ public enum MessageRules {
         }
         guard let updated = try await tx.message(messageId) else { throw APIError.notFound("Message") }
         return MessageChange(message: updated, changed: true, participantIds: participants)
+    }
+
+    /// A message of the conversation as it is, with the participants, once the conversation is
+    /// taken: changes and sends of one conversation take their seqs one after the other, and a
+    /// change sees the message as it is. To anyone not in the conversation it does not exist.
+    static func locked(
+        _ messageId: EntityID, in conversationId: EntityID, for userId: EntityID, in tx: any StoreTransaction
+    ) async throws -> (message: Message, participants: [EntityID]) {
+        guard try await tx.lockConversation(conversationId) else { throw APIError.notFound("Message") }
+        let participants = try await tx.participantIds(of: conversationId)
+        guard participants.contains(userId), let message = try await tx.message(messageId), message.conversationId == conversationId
+        else { throw APIError.notFound("Message") }
+        return (message, participants)
     }
 }

@@ -12,12 +12,13 @@ import ParleyProtocol
 /// - Pages are bounded by the caller's `limit` (the routes clamp it to the contract's limits).
 public enum ReadRules {
     /// A page of history: the newest before `before` (or the newest of all), or with `after`
-    /// the oldest after it; oldest first.
+    /// the oldest after it; oldest first. Thread replies only `includingThreads` (v1.3).
     public static func history(
-        of conversationId: EntityID, for viewer: EntityID, before: Int64?, after: Int64?, limit: Int, in tx: any StoreTransaction
+        of conversationId: EntityID, for viewer: EntityID, before: Int64?, after: Int64?, limit: Int,
+        includingThreads: Bool = false, in tx: any StoreTransaction
     ) async throws -> MessagesPage {
         try await requireParticipant(viewer, of: conversationId, in: tx)
-        return try await tx.messagePage(in: conversationId, before: before, after: after, limit: limit)
+        return try await tx.messagePage(in: conversationId, before: before, after: after, limit: limit, includingThreads: includingThreads)
     }
 
     /// The catch-up feed: what changed after `since` (new, edited, deleted, reacted), with the

@@ -70,10 +70,49 @@ extension ParleyStore {
 
     /// A page of messages oldest first (see the contract for `before`/`after`), for a
     /// participant (see ``ReadRules``).
-    public func messages(conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage {
+    public func messages(
+        conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int, includingThreads: Bool = false
+    ) async throws -> MessagesPage {
         try await reading { tx in
-            try await ReadRules.history(of: conversationId, for: viewer, before: before, after: after, limit: limit, in: tx)
+            try await ReadRules.history(
+                of: conversationId, for: viewer, before: before, after: after, limit: limit, includingThreads: includingThreads, in: tx)
         }
+    }
+
+    /// A thread's root and a page of its replies, for a participant (v1.3, see ``ThreadRules``).
+    public func thread(
+        rootId: EntityID, conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int
+    ) async throws -> ThreadPage {
+        try await reading { tx in
+            try await ThreadRules.page(of: rootId, in: conversationId, for: viewer, before: before, after: after, limit: limit, in: tx)
+        }
+    }
+
+    /// Pins or unpins a message (v1.3, see ``PinRules``); a change takes the next seq as `updatedSeq`.
+    public func setPinned(_ pin: Bool, messageId: EntityID, in conversationId: EntityID, by userId: EntityID, now: Date) async throws -> MessageChange {
+        try await writing { tx in
+            try await PinRules.setPinned(pin, messageId: messageId, in: conversationId, by: userId, now: now, in: tx)
+        }
+    }
+
+    /// The conversation's pinned messages, newest pin first, for a participant (v1.3).
+    public func pins(conversationId: EntityID, viewer: EntityID) async throws -> [Message] {
+        try await reading { tx in try await PinRules.pins(in: conversationId, for: viewer, in: tx) }
+    }
+
+    /// Sets the caller's mute of a conversation (v1.3).
+    public func mute(_ settings: ConversationSettings, conversationId: EntityID, by userId: EntityID, now: Date) async throws -> ConversationSettings {
+        try await writing { tx in try await PinRules.mute(settings, in: conversationId, by: userId, now: now, in: tx) }
+    }
+
+    /// Writes a link preview on a message still as it was sent (v1.3, see ``PreviewRules``).
+    public func attachPreview(_ preview: LinkPreview, to messageId: EntityID, in conversationId: EntityID) async throws -> MessageChange? {
+        try await writing { tx in try await PreviewRules.attach(preview, to: messageId, in: conversationId, in: tx) }
+    }
+
+    /// Who a stored message notifies by push (v1.3, see ``NotifyRules``).
+    public func pushRecipients(of message: Message, among participants: [EntityID], now: Date) async throws -> [EntityID] {
+        try await reading { tx in try await NotifyRules.recipients(of: message, among: participants, now: now, in: tx) }
     }
 
     /// The catch-up feed: messages changed after `since`, ascending by updatedSeq, for a participant.

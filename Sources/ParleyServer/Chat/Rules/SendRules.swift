@@ -12,6 +12,10 @@ import ParleyProtocol
 ///   type, text, metadata and attachment.
 /// - An attachment is one the sender uploaded, of the message's kind (an image for `.image`...).
 /// - A new message takes the conversation's next seq.
+/// - A thread reply (v1.3) names a root of the same conversation that is not deleted, not a
+///   system message and not itself in a thread; the root's sender, the replier and whoever the
+///   reply mentions become the thread's members, and the root takes the next seq for its new
+///   count. Everyone a message mentions is a participant.
 ///
 /// The store runs a send with its conversation taken (``StoreTransaction/lockConversation(_:)``),
 /// so an earlier send's retry is visible here. Every refusal is thrown before anything is written.
@@ -19,6 +23,7 @@ public enum SendRules {
     /// Stores the draft, or returns the original of a retry.
     public static func send(_ draft: MessageDraft, in tx: any StoreTransaction) async throws -> SendResult {
         let needsChecks = draft.replyToId != nil || draft.forwardedFromId != nil || draft.attachmentId != nil
+            || draft.threadRootId != nil || !draft.mentions.isEmpty
         // A plain message: checked and stored in one step. Otherwise checked first.
         let probe = try await tx.insertMessageUnlessSent(draft, checkOnly: needsChecks)
         guard probe.participantIds.contains(draft.senderId) else { throw APIError.notFound("Conversation") }
@@ -31,8 +36,40 @@ public enum SendRules {
         if let message = probe.message {
             return SendResult(message: message, created: true, participantIds: probe.participantIds)
         }
-        let message = try await tx.insertMessage(try await checked(draft, in: tx))
-        return SendResult(message: message, created: true, participantIds: probe.participantIds)
+        let draft = try await checked(draft, in: tx)
+        let participants = Set(probe.participantIds)
+        guard draft.mentions.allSatisfy(participants.contains) else {
+            throw APIError.invalid("mentions must name participants of the conversation")
+        }
+        guard let rootId = draft.threadRootId else {
+            return SendResult(message: try await tx.insertMessage(draft), created: true, participantIds: probe.participantIds)
+        }
+        let root = try await threadRoot(rootId, of: draft, in: tx)
+        // Members first: a newcomer's count takes in the replies before this one, and this one
+        // then counts for every member but its sender.
+        var members = [root.senderId, draft.senderId]
+        members += draft.mentions.filter { !members.contains($0) }
+        try await tx.joinThread(rootId, in: draft.conversationId, users: members)
+        let reply = try await tx.insertMessage(draft)
+        let summary = ThreadSummary(
+            replyCount: (root.thread?.replyCount ?? 0) + 1, lastReplyAt: reply.createdAt, lastReplySeq: reply.seq)
+        try await tx.setThreadSummary(summary, of: rootId, updatedSeq: try await tx.takeNextSeq(in: draft.conversationId))
+        var result = SendResult(message: reply, created: true, participantIds: probe.participantIds)
+        result.rootUpdate = try await tx.message(rootId)
+        return result
+    }
+
+    /// The root a reply names: a message of the same conversation, not deleted, not a system
+    /// message, not itself a reply in a thread.
+    private static func threadRoot(_ rootId: EntityID, of draft: MessageDraft, in tx: any StoreTransaction) async throws -> Message {
+        guard let root = try await tx.message(rootId), root.conversationId == draft.conversationId else {
+            throw APIError.invalid("threadRootId is not a message of this conversation")
+        }
+        guard root.threadRootId == nil else { throw APIError.invalid("threadRootId names a reply in a thread, not a root") }
+        guard root.deletedAt == nil, root.type != .system else {
+            throw APIError.invalid("A deleted or system message cannot start a thread")
+        }
+        return root
     }
 
     /// The answer to a send whose pair a store found committed by a racing send (see

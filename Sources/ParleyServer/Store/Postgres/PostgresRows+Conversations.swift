@@ -16,7 +16,8 @@ extension PostgresRows {
             """
             SELECT c.id, c.type, c.name, c.created_at, c.last_activity_at, c.last_seq,
                    mem.ids, mem.reads, mem.delivered,
-                   COALESCE((p.unread_base + (c.countable - p.countable_at_base) - (p.own_countable - p.own_at_base)), 0) AS unread
+                   COALESCE(\(unescaped: unreadExpression), 0)::bigint, COALESCE(p.mention_unread, 0),
+                   COALESCE(p.muted, false), p.muted_until, COALESCE(p.read_seq, 0)
             FROM conversations c
             LEFT JOIN participants p ON p.conversation_id = c.id AND p.user_id = \(viewer)
             LEFT JOIN LATERAL (
@@ -31,24 +32,30 @@ extension PostgresRows {
             """
             \(unescaped: messageSelect)
             WHERE m.id = ANY(ARRAY(
-                SELECT (SELECT x.id FROM messages x WHERE x.conversation_id = cid ORDER BY x.seq DESC LIMIT 1)
+                SELECT (SELECT x.id FROM messages x WHERE x.conversation_id = cid AND x.thread_root_id IS NULL
+                        ORDER BY x.seq DESC LIMIT 1)
                 FROM unnest(\(ids)::uuid[]) AS cid))
             """, logger
         ).map(message)
         let lastByConversation = Dictionary(lastMessages.map { ($0.conversationId.uuid, $0) }, uniquingKeysWith: { a, _ in a })
         var byId: [UUID: Conversation] = [:]
         for row in rows {
-            let (id, type, name, createdAt, lastActivityAt, lastSeq, memberIds, reads, delivered, unread) = try row.decode(
-                (UUID, String, String?, Int64, Int64, Int64, [UUID]?, [Int64]?, [Int64]?, Int).self)
+            let r = row.makeRandomAccess()
+            let (id, type, name, createdAt, lastActivityAt, lastSeq) = (
+                try r[0].decode(UUID.self), try r[1].decode(String.self), try r[2].decode(String?.self),
+                try r[3].decode(Int64.self), try r[4].decode(Int64.self), try r[5].decode(Int64.self))
+            let (memberIds, reads, delivered) = (
+                try r[6].decode([UUID]?.self), try r[7].decode([Int64]?.self), try r[8].decode([Int64]?.self))
             let members = zip(memberIds ?? [], zip(reads ?? [], delivered ?? [])).map {
                 Member(userId: EntityID($0.0), readSeq: $0.1.0, deliveredSeq: $0.1.1)
             }
-            let readSeq = members.first { $0.userId.uuid == viewer }?.readSeq ?? 0
-            byId[id] = Conversation(
+            var view = Conversation(
                 id: EntityID(id), type: ConversationType(rawValue: type) ?? .group, name: name,
                 participantIds: members.map(\.userId), createdAt: Date(millisecondsSince1970: createdAt),
                 lastActivityAt: Date(millisecondsSince1970: lastActivityAt), lastSeq: lastSeq,
-                lastMessage: lastByConversation[id], unreadCount: unread, readSeq: readSeq, members: members)
+                lastMessage: lastByConversation[id], unreadCount: 0, readSeq: 0, members: members)
+            try own(row, at: 9).apply(to: &view)
+            byId[id] = view
         }
         return ids.compactMap { byId[$0] }
     }

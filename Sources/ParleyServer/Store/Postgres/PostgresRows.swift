@@ -47,7 +47,8 @@ enum PostgresRows {
     static let messageSelect = """
         SELECT m.id, m.conversation_id, m.seq, m.updated_seq, m.sender_id, m.client_message_id, m.type,
                m.text, m.reply_to_id, m.metadata_json, m.created_at, m.edited_at, m.deleted_at,
-               m.forwarded_from_id, m.attachment_id,
+               m.forwarded_from_id, m.attachment_id, m.thread_root_id, m.thread_reply_count, m.thread_last_reply_at,
+               m.thread_last_reply_seq, m.mentions_json, m.pinned_at, m.pinned_by, m.preview_json,
                a.id AS a_id, a.name AS a_name, a.content_type AS a_content_type, a.size AS a_size,
                a.width AS a_width, a.height AS a_height,
                r.emojis AS r_emojis, r.users AS r_users
@@ -98,7 +99,15 @@ enum PostgresRows {
             createdAt: Date(millisecondsSince1970: try r["created_at"].decode(Int64.self)),
             editedAt: try r["edited_at"].decode(Int64?.self).map(Date.init(millisecondsSince1970:)),
             deletedAt: try r["deleted_at"].decode(Int64?.self).map(Date.init(millisecondsSince1970:)),
-            forwardedFromId: try r["forwarded_from_id"].decode(UUID?.self).map(EntityID.init))
+            forwardedFromId: try r["forwarded_from_id"].decode(UUID?.self).map(EntityID.init),
+            threadRootId: try r["thread_root_id"].decode(UUID?.self).map(EntityID.init),
+            thread: SQLiteRows.thread(
+                replies: try r["thread_reply_count"].decode(Int64.self), at: try r["thread_last_reply_at"].decode(Int64?.self),
+                seq: try r["thread_last_reply_seq"].decode(Int64?.self)),
+            mentions: try r["mentions_json"].decode(String?.self).map { try JSONDecoder().decode([EntityID].self, from: Data($0.utf8)) },
+            pinnedAt: try r["pinned_at"].decode(Int64?.self).map(Date.init(millisecondsSince1970:)),
+            pinnedBy: try r["pinned_by"].decode(UUID?.self).map(EntityID.init),
+            preview: try r["preview_json"].decode(String?.self).map { try JSONDecoder().decode(LinkPreview.self, from: Data($0.utf8)) })
     }
 
     /// One whole message by id.
@@ -121,7 +130,21 @@ enum PostgresRows {
     /// deleted, not system) from a participant row `p` and its conversation row `c`, in O(1):
     /// the base taken at the member's last read, plus the countable messages since, less the
     /// member's own since (see SQLiteRows.unreadExpression, the same design).
-    static let unreadExpression = "(p.unread_base + (c.countable - p.countable_at_base) - (p.own_countable - p.own_at_base))"
+    static let unreadExpression =
+        "(p.unread_base + (c.countable - p.countable_at_base) - (p.own_countable - p.own_at_base) + p.thread_unread)"
+
+    /// A member's own part of a view from `p` and `c` (see SQLiteRows.ownColumns).
+    static let ownColumns = "\(unreadExpression)::bigint AS unread, p.mention_unread, p.muted, p.muted_until, p.read_seq"
+
+    /// A member's own part of a view, read with ``ownColumns`` starting at column `at`.
+    static func own(_ row: PostgresRow, at start: Int = 0, now: Date = Date()) throws -> OwnView {
+        let r = row.makeRandomAccess()
+        let until = try r[start + 3].decode(Int64?.self).map(Date.init(millisecondsSince1970:))
+        let muted = try r[start + 2].decode(Bool.self) && (until.map { $0 > now } ?? true)
+        return OwnView(
+            unread: Int(try r[start].decode(Int64.self)), mentions: Int(try r[start + 1].decode(Int64.self)), muted: muted,
+            mutedUntil: muted ? until : nil, readSeq: try r[start + 4].decode(Int64.self))
+    }
 
     /// Takes the bases of these members now (a read moved their watermark, or they joined): one
     /// statement, so the count and the counters come from one snapshot. Callers hold the
@@ -133,8 +156,17 @@ enum PostgresRows {
                 unread_base = (
                     SELECT count(*) FROM messages m
                     WHERE m.conversation_id = p.conversation_id AND m.seq > p.read_seq AND m.sender_id <> p.user_id
-                    AND m.deleted_at IS NULL AND m.type <> 'system'),
-                countable_at_base = c.countable, own_at_base = p.own_countable, base_seq = c.last_seq
+                    AND m.deleted_at IS NULL AND m.type <> 'system' AND m.thread_root_id IS NULL),
+                countable_at_base = c.countable, own_at_base = p.own_countable, base_seq = c.last_seq,
+                thread_unread = (
+                    SELECT count(*) FROM messages m
+                    JOIN thread_members t ON t.root_id = m.thread_root_id AND t.user_id = p.user_id
+                    WHERE m.conversation_id = p.conversation_id AND m.seq > p.read_seq AND m.sender_id <> p.user_id
+                    AND m.deleted_at IS NULL),
+                mention_unread = (
+                    SELECT count(*) FROM mentions x JOIN messages m ON m.id = x.message_id
+                    WHERE x.conversation_id = p.conversation_id AND x.user_id = p.user_id AND x.seq > p.read_seq
+                    AND m.deleted_at IS NULL)
             FROM conversations c
             WHERE c.id = p.conversation_id AND p.conversation_id = \(conversationId) AND p.user_id = ANY(\(userIds))
             """, logger)
@@ -145,6 +177,23 @@ enum PostgresRows {
     static func uncount(_ c: PostgresConnection, _ message: Message, _ logger: Logger) async throws {
         guard message.type != .system else { return }
         let id = message.conversationId.uuid, sender = message.senderId.uuid, seq = message.seq
+        if !(message.mentions ?? []).isEmpty {
+            try await c.run(
+                """
+                UPDATE participants SET mention_unread = mention_unread - 1
+                WHERE conversation_id = \(id) AND read_seq < \(seq)
+                AND user_id IN (SELECT user_id FROM mentions WHERE message_id = \(message.id.uuid))
+                """, logger)
+        }
+        if let root = message.threadRootId {
+            try await c.run(
+                """
+                UPDATE participants SET thread_unread = thread_unread - 1
+                WHERE conversation_id = \(id) AND read_seq < \(seq) AND user_id <> \(sender)
+                AND user_id IN (SELECT user_id FROM thread_members WHERE root_id = \(root.uuid))
+                """, logger)
+            return
+        }
         try await c.run("UPDATE conversations SET countable = countable - 1 WHERE id = \(id)", logger)
         try await c.run(
             """
@@ -233,7 +282,8 @@ enum PostgresRows {
                 SELECT id FROM messages WHERE sender_id = $2 AND client_message_id = $3
             ),
             next AS (
-                UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = $4, countable = countable + $5,
+                UPDATE conversations SET last_seq = last_seq + 1,
+                    last_activity_at = CASE WHEN $15::uuid IS NULL THEN $4 ELSE last_activity_at END, countable = countable + $5,
                     changed_at = (extract(epoch from clock_timestamp()) * 1000)::bigint
                 WHERE id = $1 AND NOT $6
                 AND (NOT $7 OR (
@@ -243,8 +293,9 @@ enum PostgresRows {
             ),
             inserted AS (
                 INSERT INTO messages (id, conversation_id, seq, updated_seq, sender_id, client_message_id, type, text,
-                                      reply_to_id, attachment_id, metadata_json, created_at, forwarded_from_id)
-                SELECT $8, $1, next.last_seq, next.last_seq, $2, $3, $9, $10, $11, $12, $13, $4, $14
+                                      reply_to_id, attachment_id, metadata_json, created_at, forwarded_from_id,
+                                      thread_root_id, mentions_json)
+                SELECT $8, $1, next.last_seq, next.last_seq, $2, $3, $9, $10, $11, $12, $13, $4, $14, $15, $16
                 FROM next
                 ON CONFLICT (sender_id, client_message_id) DO NOTHING
                 RETURNING seq
@@ -258,16 +309,17 @@ enum PostgresRows {
             SELECT (SELECT ids FROM member), (SELECT id FROM existing), (SELECT seq FROM inserted), (SELECT last_seq FROM next)
             """
         static let bindingDataTypes: [PostgresDataType] = [
-            .uuid, .uuid, .text, .int8, .int8, .bool, .bool, .uuid, .text, .text, .uuid, .uuid, .text, .uuid,
+            .uuid, .uuid, .text, .int8, .int8, .bool, .bool, .uuid, .text, .text, .uuid, .uuid, .text, .uuid, .uuid, .text,
         ]
         typealias Row = ([UUID]?, UUID?, Int64?, Int64?)
 
         let conversationId: UUID, sender: UUID, clientMessageId: String, now: Int64, countable: Int64
         let checkOnly: Bool, guarded: Bool, id: UUID, type: String, text: String
         let replyToId: UUID?, attachmentId: UUID?, metadataJSON: String?, forwardedFromId: UUID?
+        let threadRootId: UUID?, mentionsJSON: String?
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 14)
+            var bindings = PostgresBindings(capacity: 16)
             bindings.append(conversationId)
             bindings.append(sender)
             bindings.append(clientMessageId)
@@ -282,6 +334,8 @@ enum PostgresRows {
             bindings.append(attachmentId)
             bindings.append(metadataJSON)
             bindings.append(forwardedFromId)
+            bindings.append(threadRootId)
+            bindings.append(mentionsJSON)
             return bindings
         }
 
@@ -318,13 +372,15 @@ enum PostgresRows {
         let metadataJSON = try draft.metadata.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         let conversationId = draft.conversationId.uuid
         let sender = draft.senderId.uuid
-        // Counted for unread (not system); the sender's own count goes up with it.
-        let countable: Int64 = draft.type == .system ? 0 : 1
+        // Counted for unread (not system, not a thread reply: counted for the thread's members
+        // after); the sender's own count goes up with it.
+        let countable: Int64 = draft.type == .system || draft.threadRootId != nil ? 0 : 1
         let statement = InsertMessage(
             conversationId: conversationId, sender: sender, clientMessageId: draft.clientMessageId, now: now,
             countable: countable, checkOnly: checkOnly, guarded: guarded, id: id.uuid, type: draft.type.rawValue,
             text: draft.text, replyToId: draft.replyToId?.uuid, attachmentId: draft.attachmentId?.uuid,
-            metadataJSON: metadataJSON, forwardedFromId: draft.forwardedFromId?.uuid)
+            metadataJSON: metadataJSON, forwardedFromId: draft.forwardedFromId?.uuid, threadRootId: draft.threadRootId?.uuid,
+            mentionsJSON: SQLiteRows.idList(draft.mentions))
         // Read to the end (one row), so the connection is free for the next statement.
         let rows = try await c.execute(statement, logger: logger).reduce(into: [InsertMessage.Row]()) { $0.append($1) }
         guard let row = rows.first else { throw APIError(.internal, "The send statement returned no row") }
@@ -341,7 +397,39 @@ enum PostgresRows {
             id: id, conversationId: draft.conversationId, seq: seq, updatedSeq: seq,
             senderId: draft.senderId, clientMessageId: draft.clientMessageId, type: draft.type,
             text: draft.text, replyToId: draft.replyToId, attachment: attachment,
-            metadata: draft.metadata, createdAt: draft.now.wholeMilliseconds, forwardedFromId: draft.forwardedFromId)
+            metadata: draft.metadata, createdAt: draft.now.wholeMilliseconds, forwardedFromId: draft.forwardedFromId,
+            threadRootId: draft.threadRootId, mentions: draft.mentions.isEmpty ? nil : draft.mentions)
+        if let message = insertion.message, !draft.mentions.isEmpty || draft.threadRootId != nil {
+            try await countMentionsAndReply(c, message, logger)
+        }
         return insertion
+    }
+
+    /// A new message's mentions and thread reply in its members' own counts (see
+    /// SQLiteRows.countMentionsAndReply): O(mentioned + thread members).
+    static func countMentionsAndReply(_ c: PostgresConnection, _ message: Message, _ logger: Logger) async throws {
+        let conversation = message.conversationId.uuid, sender = message.senderId.uuid
+        let mentioned = (message.mentions ?? []).filter { $0 != message.senderId }.map(\.uuid)
+        if !mentioned.isEmpty {
+            try await c.run(
+                """
+                INSERT INTO mentions (message_id, user_id, conversation_id, seq)
+                SELECT \(message.id.uuid), u, \(conversation), \(message.seq) FROM unnest(\(mentioned)::uuid[]) AS u
+                ON CONFLICT DO NOTHING
+                """, logger)
+            try await c.run(
+                """
+                UPDATE participants SET mention_unread = mention_unread + 1
+                WHERE conversation_id = \(conversation) AND user_id = ANY(\(mentioned))
+                """, logger)
+        }
+        if let root = message.threadRootId {
+            try await c.run(
+                """
+                UPDATE participants SET thread_unread = thread_unread + 1
+                WHERE conversation_id = \(conversation) AND user_id <> \(sender)
+                AND user_id IN (SELECT user_id FROM thread_members WHERE root_id = \(root.uuid))
+                """, logger)
+        }
     }
 }

@@ -240,6 +240,32 @@ enum PostgresSchema {
             """,
             "CREATE INDEX pending_registrations_email ON pending_registrations (organization_id, email)",
         ]),
+        // Threads, mentions, mute, pins and link previews (see SQLiteSchema's v14: the same design).
+        Migration(version: 14, name: "v14-threads-mentions-pins", statements: [
+            """
+            ALTER TABLE messages ADD COLUMN thread_root_id uuid, ADD COLUMN thread_reply_count bigint NOT NULL DEFAULT 0,
+                ADD COLUMN thread_last_reply_at bigint, ADD COLUMN thread_last_reply_seq bigint, ADD COLUMN mentions_json text,
+                ADD COLUMN pinned_at bigint, ADD COLUMN pinned_by uuid, ADD COLUMN preview_json text
+            """,
+            "CREATE INDEX messages_by_thread ON messages (thread_root_id, seq) WHERE thread_root_id IS NOT NULL",
+            "CREATE INDEX messages_pinned ON messages (conversation_id, pinned_at) WHERE pinned_at IS NOT NULL",
+            """
+            ALTER TABLE participants ADD COLUMN thread_unread bigint NOT NULL DEFAULT 0,
+                ADD COLUMN mention_unread bigint NOT NULL DEFAULT 0, ADD COLUMN muted boolean NOT NULL DEFAULT false,
+                ADD COLUMN muted_until bigint
+            """,
+            """
+            CREATE TABLE thread_members (
+                root_id uuid NOT NULL, user_id uuid NOT NULL, conversation_id uuid NOT NULL, PRIMARY KEY (root_id, user_id))
+            """,
+            "CREATE INDEX thread_members_by_user ON thread_members (conversation_id, user_id)",
+            """
+            CREATE TABLE mentions (
+                message_id uuid NOT NULL, user_id uuid NOT NULL, conversation_id uuid NOT NULL, seq bigint NOT NULL,
+                PRIMARY KEY (message_id, user_id))
+            """,
+            "CREATE INDEX mentions_by_user ON mentions (conversation_id, user_id, seq)",
+        ]),
     ]
 
     /// Applies the migrations the database lacks, all in one transaction under the advisory lock;

@@ -18,7 +18,8 @@ extension PostgresStore {
         }
     }
 
-    /// One aggregate over the user's participant rows and their conversations' counters.
+    /// One aggregate over the user's participant rows and their conversations' counters; a
+    /// muted conversation adds nothing (v1.3: the badge).
     public func totalUnread(userId: EntityID) async throws -> Int {
         let logger = self.logger
         return try await single { c in
@@ -26,6 +27,7 @@ extension PostgresStore {
                 """
                 SELECT COALESCE(SUM(\(unescaped: PostgresRows.unreadExpression)), 0)::bigint
                 FROM participants p JOIN conversations c ON c.id = p.conversation_id WHERE p.user_id = \(userId.uuid)
+                AND NOT (p.muted AND (p.muted_until IS NULL OR p.muted_until > \(Date().millisecondsSince1970)))
                 """, logger)
             return Int(try row?.decode(Int64.self) ?? 0)
         }
@@ -53,26 +55,24 @@ extension PostgresStore {
         return try await read { c in
             guard let base = try await PostgresRows.view(c, id: id.uuid, viewer: first.uuid, logger) else { return [:] }
             let others = viewers.filter { $0 != first }.map(\.uuid)
-            // Every other viewer's unread count in one statement, each from its row.
-            var unread: [UUID: Int] = [:]
+            // Every other viewer's own part in one statement, each from its row.
+            var own: [UUID: OwnView] = [:]
             if !others.isEmpty {
                 for row in try await c.all(
                     """
-                    SELECT p.user_id, \(unescaped: PostgresRows.unreadExpression)
+                    SELECT p.user_id, \(unescaped: PostgresRows.ownColumns)
                     FROM participants p JOIN conversations c ON c.id = p.conversation_id
                     WHERE p.conversation_id = \(id.uuid) AND p.user_id = ANY(\(others))
                     """, logger)
                 {
-                    let (user, count) = try row.decode((UUID, Int).self)
-                    unread[user] = count
+                    own[try row.makeRandomAccess()[0].decode(UUID.self)] = try PostgresRows.own(row, at: 1)
                 }
             }
+            let members = Set(base.members.map(\.userId))
             var views: [EntityID: Conversation] = [:]
-            for viewer in viewers {
-                guard let member = base.members.first(where: { $0.userId == viewer }) else { continue }
+            for viewer in viewers where members.contains(viewer) {
                 var view = base
-                view.readSeq = member.readSeq
-                view.unreadCount = viewer == first ? base.unreadCount : unread[viewer.uuid] ?? 0
+                if viewer != first { own[viewer.uuid]?.apply(to: &view) }
                 views[viewer] = view
             }
             return views

@@ -6,21 +6,36 @@ import PostgresNIO
 /// ``StoreTransaction``'s read-only pages over PostgreSQL (one more row is fetched to tell
 /// whether more follow).
 extension PostgresTransaction {
-    func messagePage(in conversationId: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage {
+    func messagePage(in conversationId: EntityID, before: Int64?, after: Int64?, limit: Int, includingThreads: Bool) async throws -> MessagesPage {
         // Without `after` the page is the newest before the anchor; with it, the oldest after it.
         let ascending = after != nil
-        var page = try await connection.all(
+        let rows = try await connection.all(
             """
             \(unescaped: PostgresRows.messageSelect)
-            WHERE m.conversation_id = \(conversationId.uuid)
+            WHERE m.conversation_id = \(conversationId.uuid) AND (\(includingThreads) OR m.thread_root_id IS NULL)
             AND (\(after)::bigint IS NULL OR m.seq > \(after)) AND (\(before)::bigint IS NULL OR m.seq < \(before))
             ORDER BY m.seq \(unescaped: ascending ? "ASC" : "DESC") LIMIT \(limit + 1)
-            """, logger
-        ).map(PostgresRows.message)
-        let hasMore = page.count > limit
-        page = Array(page.prefix(limit))
+            """, logger)
+        return try Self.page(rows, ascending: ascending, limit: limit)
+    }
+
+    func threadPage(of rootId: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage {
+        let ascending = after != nil
+        let rows = try await connection.all(
+            """
+            \(unescaped: PostgresRows.messageSelect)
+            WHERE m.thread_root_id = \(rootId.uuid)
+            AND (\(after)::bigint IS NULL OR m.seq > \(after)) AND (\(before)::bigint IS NULL OR m.seq < \(before))
+            ORDER BY m.seq \(unescaped: ascending ? "ASC" : "DESC") LIMIT \(limit + 1)
+            """, logger)
+        return try Self.page(rows, ascending: ascending, limit: limit)
+    }
+
+    /// A page from `limit + 1` rows read in the direction asked, oldest first.
+    private static func page(_ rows: [PostgresRow], ascending: Bool, limit: Int) throws -> MessagesPage {
+        var page = try rows.prefix(limit).map(PostgresRows.message)
         if !ascending { page.reverse() }
-        return MessagesPage(messages: page, hasMore: hasMore)
+        return MessagesPage(messages: page, hasMore: rows.count > limit)
     }
 
     func changedMessages(in conversationId: EntityID, since: Int64, limit: Int) async throws -> (messages: [Message], hasMore: Bool) {

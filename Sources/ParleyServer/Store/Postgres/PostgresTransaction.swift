@@ -230,7 +230,8 @@ struct PostgresTransaction: StoreTransaction {
         try await connection.run(
             """
             UPDATE messages SET text = '', metadata_json = NULL, attachment_id = NULL,
-                deleted_at = \(deletedAt.millisecondsSince1970), updated_seq = \(updatedSeq)
+                deleted_at = \(deletedAt.millisecondsSince1970), updated_seq = \(updatedSeq),
+                pinned_at = NULL, pinned_by = NULL, preview_json = NULL
             WHERE id = \(id)
             """, logger)
         try await connection.run("DELETE FROM reactions WHERE message_id = \(id)", logger)
@@ -253,6 +254,86 @@ struct PostgresTransaction: StoreTransaction {
 
     func setUpdatedSeq(_ updatedSeq: Int64, of messageId: EntityID) async throws {
         try await connection.run("UPDATE messages SET updated_seq = \(updatedSeq) WHERE id = \(messageId.uuid)", logger)
+    }
+
+    // MARK: Threads, mentions, mute, pins, previews
+
+    func joinThread(_ rootId: EntityID, in conversationId: EntityID, users: [EntityID]) async throws {
+        // One statement: the newcomers (the rows inserted) gain the thread's replies above their watermark.
+        try await connection.run(
+            """
+            WITH joined AS (
+                INSERT INTO thread_members (root_id, user_id, conversation_id)
+                SELECT \(rootId.uuid), u, \(conversationId.uuid) FROM unnest(\(users.map(\.uuid))::uuid[]) AS u
+                ON CONFLICT DO NOTHING RETURNING user_id
+            )
+            UPDATE participants p SET thread_unread = p.thread_unread + (
+                SELECT count(*) FROM messages m
+                WHERE m.thread_root_id = \(rootId.uuid) AND m.seq > p.read_seq AND m.sender_id <> p.user_id AND m.deleted_at IS NULL)
+            FROM joined WHERE p.conversation_id = \(conversationId.uuid) AND p.user_id = joined.user_id
+            """, logger)
+    }
+
+    func threadMemberIds(of rootId: EntityID) async throws -> [EntityID] {
+        try await connection.all("SELECT user_id FROM thread_members WHERE root_id = \(rootId.uuid) ORDER BY user_id", logger)
+            .map { EntityID(try $0.decode(UUID.self)) }
+    }
+
+    func setThreadSummary(_ summary: ThreadSummary, of rootId: EntityID, updatedSeq: Int64) async throws {
+        try await connection.run(
+            """
+            UPDATE messages SET thread_reply_count = \(Int64(summary.replyCount)),
+                thread_last_reply_at = \(summary.lastReplyAt.millisecondsSince1970), thread_last_reply_seq = \(summary.lastReplySeq),
+                updated_seq = \(updatedSeq)
+            WHERE id = \(rootId.uuid)
+            """, logger)
+    }
+
+    func setMute(_ settings: ConversationSettings, of userId: EntityID, in conversationId: EntityID) async throws {
+        try await connection.run(
+            """
+            UPDATE participants SET muted = \(settings.muted), muted_until = \(settings.mutedUntil?.millisecondsSince1970),
+                view_changed_at = \(unescaped: PostgresRows.nowMilliseconds)
+            WHERE conversation_id = \(conversationId.uuid) AND user_id = \(userId.uuid)
+            """, logger)
+    }
+
+    func mutedMemberIds(of conversationId: EntityID, at now: Date) async throws -> Set<EntityID> {
+        Set(try await connection.all(
+            """
+            SELECT user_id FROM participants
+            WHERE conversation_id = \(conversationId.uuid) AND muted AND (muted_until IS NULL OR muted_until > \(now.millisecondsSince1970))
+            """, logger
+        ).map { EntityID(try $0.decode(UUID.self)) })
+    }
+
+    func pinCount(in conversationId: EntityID) async throws -> Int {
+        let row = try await connection.first(
+            "SELECT count(*) FROM messages WHERE conversation_id = \(conversationId.uuid) AND pinned_at IS NOT NULL", logger)
+        return Int(try row?.decode(Int64.self) ?? 0)
+    }
+
+    func setPin(of messageId: EntityID, at date: Date?, by userId: EntityID?, updatedSeq: Int64) async throws {
+        try await connection.run(
+            """
+            UPDATE messages SET pinned_at = \(date?.millisecondsSince1970), pinned_by = \(userId?.uuid), updated_seq = \(updatedSeq)
+            WHERE id = \(messageId.uuid)
+            """, logger)
+    }
+
+    func pinnedMessages(in conversationId: EntityID) async throws -> [Message] {
+        try await connection.all(
+            """
+            \(unescaped: PostgresRows.messageSelect)
+            WHERE m.conversation_id = \(conversationId.uuid) AND m.pinned_at IS NOT NULL ORDER BY m.pinned_at DESC, m.seq DESC
+            """, logger
+        ).map(PostgresRows.message)
+    }
+
+    func setPreview(_ preview: LinkPreview, of messageId: EntityID, updatedSeq: Int64) async throws {
+        let json = String(decoding: try JSONEncoder().encode(preview), as: UTF8.self)
+        try await connection.run(
+            "UPDATE messages SET preview_json = \(json), updated_seq = \(updatedSeq) WHERE id = \(messageId.uuid)", logger)
     }
 
     // MARK: Attachments

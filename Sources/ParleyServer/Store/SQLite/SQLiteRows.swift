@@ -43,7 +43,32 @@ enum SQLiteRows {
     /// The contract's unread count (other senders' messages above the member's `readSeq`,
     /// not deleted, not system), from two rows, whatever the backlog: the base taken at the
     /// member's last read, plus the countable messages since, less the member's own since.
-    static let unreadExpression = "(p.unread_base + (c.countable - p.countable_at_base) - (p.own_countable - p.own_at_base))"
+    /// Thread replies (v1.3) are counted apart, in the member's own `thread_unread`.
+    static let unreadExpression =
+        "(p.unread_base + (c.countable - p.countable_at_base) - (p.own_countable - p.own_at_base) + p.thread_unread)"
+
+    /// The columns of a member's own part of a view (v1.3 with v1's unread count), from `p` and `c`.
+    static let ownColumns = "\(unreadExpression) AS unread, p.mention_unread, p.muted, p.muted_until, p.read_seq"
+
+    /// A member's own part of a conversation view, read with ``ownColumns``.
+    static func own(_ row: Row, now: Date = Date()) -> OwnView {
+        let until = (row["muted_until"] as Int64?).map(Date.init(millisecondsSince1970:))
+        let muted = (row["muted"] as Bool? ?? false) && (until.map { $0 > now } ?? true)
+        return OwnView(
+            unread: row["unread"] ?? 0, mentions: row["mention_unread"] ?? 0, muted: muted, mutedUntil: muted ? until : nil,
+            readSeq: row["read_seq"] ?? 0)
+    }
+
+    /// One member's own view of a conversation, in O(1); nil when they are not in it.
+    static func own(_ db: Database, _ conversationId: String, _ userId: EntityID) throws -> OwnView? {
+        try Row.fetchOne(
+            db.cachedStatement(sql: """
+                SELECT \(ownColumns) FROM participants p JOIN conversations c ON c.id = p.conversation_id
+                WHERE p.conversation_id = ? AND p.user_id = ?
+                """),
+            arguments: [conversationId, userId.description]
+        ).map { own($0) }
+    }
 
     /// One member's unread count, in O(1).
     static func unreadCount(_ db: Database, _ conversationId: String, _ userId: EntityID) throws -> Int {
@@ -65,10 +90,20 @@ enum SQLiteRows {
                     unread_base = (
                         SELECT COUNT(*) FROM messages m
                         WHERE m.conversation_id = participants.conversation_id AND m.seq > participants.read_seq
-                        AND m.sender_id != participants.user_id AND m.deleted_at IS NULL AND m.type != 'system'),
+                        AND m.sender_id != participants.user_id AND m.deleted_at IS NULL AND m.type != 'system'
+                        AND m.thread_root_id IS NULL),
                     countable_at_base = (SELECT c.countable FROM conversations c WHERE c.id = participants.conversation_id),
                     own_at_base = own_countable,
-                    base_seq = (SELECT c.last_seq FROM conversations c WHERE c.id = participants.conversation_id)
+                    base_seq = (SELECT c.last_seq FROM conversations c WHERE c.id = participants.conversation_id),
+                    thread_unread = (
+                        SELECT COUNT(*) FROM messages m
+                        JOIN thread_members t ON t.root_id = m.thread_root_id AND t.user_id = participants.user_id
+                        WHERE m.conversation_id = participants.conversation_id AND m.seq > participants.read_seq
+                        AND m.sender_id != participants.user_id AND m.deleted_at IS NULL),
+                    mention_unread = (
+                        SELECT COUNT(*) FROM mentions x JOIN messages m ON m.id = x.message_id
+                        WHERE x.conversation_id = participants.conversation_id AND x.user_id = participants.user_id
+                        AND x.seq > participants.read_seq AND m.deleted_at IS NULL)
                 WHERE conversation_id = ? AND user_id = ?
                 """
         ).execute(arguments: [conversationId, userId.description])
@@ -79,6 +114,27 @@ enum SQLiteRows {
     static func uncount(_ db: Database, _ message: Message) throws {
         guard message.type != .system else { return }
         let id = message.conversationId.description, sender = message.senderId.description
+        if !(message.mentions ?? []).isEmpty {
+            // O(mentioned): those it still counted for (above their watermark) lose it.
+            try db.execute(
+                sql: """
+                    UPDATE participants SET mention_unread = mention_unread - 1
+                    WHERE conversation_id = ? AND read_seq < ?
+                    AND user_id IN (SELECT user_id FROM mentions WHERE message_id = ?)
+                    """,
+                arguments: [id, message.seq, message.id.description])
+        }
+        if let root = message.threadRootId {
+            // A reply counted for the thread's members only (O(thread members)).
+            try db.execute(
+                sql: """
+                    UPDATE participants SET thread_unread = thread_unread - 1
+                    WHERE conversation_id = ? AND read_seq < ? AND user_id != ?
+                    AND user_id IN (SELECT user_id FROM thread_members WHERE root_id = ?)
+                    """,
+                arguments: [id, message.seq, sender, root.description])
+            return
+        }
         try db.execute(sql: "UPDATE conversations SET countable = countable - 1 WHERE id = ?", arguments: [id])
         try db.execute(
             sql: """
@@ -109,15 +165,18 @@ enum SQLiteRows {
     /// Takes the conversation's next seq and stores the message with it, in the caller's transaction.
     static func insertMessage(_ db: Database, _ draft: MessageDraft) throws -> Message {
         let now = draft.now.millisecondsSince1970
-        let countable = draft.type == .system ? 0 : 1
+        let inThread = draft.threadRootId != nil
+        // A thread reply is counted for the thread's members below, not for the conversation.
+        let countable = draft.type == .system || inThread ? 0 : 1
         guard let seq = try Int64.fetchOne(
             db.cachedStatement(
                 sql: """
-                    UPDATE conversations SET last_seq = last_seq + 1, last_activity_at = ?, countable = countable + ?,
+                    UPDATE conversations SET last_seq = last_seq + 1,
+                        last_activity_at = CASE WHEN ?2 THEN last_activity_at ELSE ?1 END, countable = countable + ?3,
                         changed_at = \(nowMilliseconds)
-                    WHERE id = ? RETURNING last_seq
+                    WHERE id = ?4 RETURNING last_seq
                     """),
-            arguments: [now, countable, draft.conversationId.description])
+            arguments: [now, inThread, countable, draft.conversationId.description])
         else { throw APIError.notFound("Conversation") }
         if countable == 1 {
             // The sender's own messages are never unread to them.
@@ -130,22 +189,54 @@ enum SQLiteRows {
             senderId: draft.senderId, clientMessageId: draft.clientMessageId, type: draft.type,
             text: draft.text, replyToId: draft.replyToId,
             attachment: try draft.attachmentId.flatMap { try attachments(db, ids: [$0.description])[$0.description]?.wire },
-            metadata: draft.metadata, createdAt: draft.now.wholeMilliseconds, forwardedFromId: draft.forwardedFromId)
+            metadata: draft.metadata, createdAt: draft.now.wholeMilliseconds, forwardedFromId: draft.forwardedFromId,
+            threadRootId: draft.threadRootId, mentions: draft.mentions.isEmpty ? nil : draft.mentions)
         let metadataJSON = try draft.metadata.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         try db.cachedStatement(
             sql: """
                 INSERT INTO messages (id, conversation_id, seq, updated_seq, sender_id, client_message_id,
-                                      type, text, reply_to_id, attachment_id, metadata_json, created_at, forwarded_from_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      type, text, reply_to_id, attachment_id, metadata_json, created_at, forwarded_from_id,
+                                      thread_root_id, mentions_json)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """
         ).execute(
             arguments: [
                 message.id.description, message.conversationId.description, seq, seq,
                 message.senderId.description, message.clientMessageId, message.type.rawValue,
                 message.text, message.replyToId?.description, draft.attachmentId?.description,
-                metadataJSON, now, draft.forwardedFromId?.description,
+                metadataJSON, now, draft.forwardedFromId?.description, draft.threadRootId?.description,
+                idList(draft.mentions),
             ])
+        try countMentionsAndReply(db, message)
         return message
+    }
+
+    /// A new message's mentions and thread reply in its members' own counts: O(mentioned +
+    /// thread members), never O(conversation members).
+    static func countMentionsAndReply(_ db: Database, _ message: Message) throws {
+        let conversation = message.conversationId.description, sender = message.senderId.description
+        for user in message.mentions ?? [] where user != message.senderId {
+            try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO mentions (message_id, user_id, conversation_id, seq) VALUES (?, ?, ?, ?)"
+            ).execute(arguments: [message.id.description, user.description, conversation, message.seq])
+            try db.cachedStatement(
+                sql: "UPDATE participants SET mention_unread = mention_unread + 1 WHERE conversation_id = ? AND user_id = ?"
+            ).execute(arguments: [conversation, user.description])
+        }
+        if let root = message.threadRootId {
+            try db.cachedStatement(
+                sql: """
+                    UPDATE participants SET thread_unread = thread_unread + 1
+                    WHERE conversation_id = ? AND user_id != ?
+                    AND user_id IN (SELECT user_id FROM thread_members WHERE root_id = ?)
+                    """
+            ).execute(arguments: [conversation, sender, root.description])
+        }
+    }
+
+    /// Ids as a JSON array (nil when there are none): UUIDs, nothing to escape.
+    static func idList(_ ids: [EntityID]) -> String? {
+        ids.isEmpty ? nil : "[\"" + ids.map(\.description).joined(separator: "\",\"") + "\"]"
     }
 
     /// Messages matching a condition, with their reactions, in the order asked.
@@ -178,8 +269,20 @@ enum SQLiteRows {
                 createdAt: Date(millisecondsSince1970: row["created_at"]),
                 editedAt: (row["edited_at"] as Int64?).map(Date.init(millisecondsSince1970:)),
                 deletedAt: (row["deleted_at"] as Int64?).map(Date.init(millisecondsSince1970:)),
-                forwardedFromId: (row["forwarded_from_id"] as String?).flatMap(EntityID.init))
+                forwardedFromId: (row["forwarded_from_id"] as String?).flatMap(EntityID.init),
+                threadRootId: (row["thread_root_id"] as String?).flatMap(EntityID.init),
+                thread: thread(replies: row["thread_reply_count"], at: row["thread_last_reply_at"], seq: row["thread_last_reply_seq"]),
+                mentions: try (row["mentions_json"] as String?).map { try JSONDecoder().decode([EntityID].self, from: Data($0.utf8)) },
+                pinnedAt: (row["pinned_at"] as Int64?).map(Date.init(millisecondsSince1970:)),
+                pinnedBy: (row["pinned_by"] as String?).flatMap(EntityID.init),
+                preview: try (row["preview_json"] as String?).map { try JSONDecoder().decode(LinkPreview.self, from: Data($0.utf8)) })
         }
+    }
+
+    /// A root's thread summary from its columns; nil before the first reply.
+    static func thread(replies: Int64?, at lastReplyAt: Int64?, seq lastReplySeq: Int64?) -> ThreadSummary? {
+        guard let replies, replies > 0, let lastReplyAt, let lastReplySeq else { return nil }
+        return ThreadSummary(replyCount: Int(replies), lastReplyAt: Date(millisecondsSince1970: lastReplyAt), lastReplySeq: lastReplySeq)
     }
 
     /// Reactions of the given messages: message id → emoji → users, oldest reaction first.

@@ -263,6 +263,43 @@ enum SQLiteSchema {
                 CREATE INDEX pending_registrations_email ON pending_registrations (organization_id, email);
                 """)
         }
+        migrator.registerMigration("v14-threads-mentions-pins") { db in
+            // Threads, mentions, mute, pins and link previews. A thread reply is not counted in
+            // the conversation's `countable` (it is unread only to the thread's members):
+            // `thread_unread` and `mention_unread` are each member's own counts, moved per
+            // thread member and per mentioned user when a message is sent, taken again at a read.
+            try db.execute(sql: """
+                ALTER TABLE messages ADD COLUMN thread_root_id TEXT;
+                ALTER TABLE messages ADD COLUMN thread_reply_count INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE messages ADD COLUMN thread_last_reply_at INTEGER;
+                ALTER TABLE messages ADD COLUMN thread_last_reply_seq INTEGER;
+                ALTER TABLE messages ADD COLUMN mentions_json TEXT;
+                ALTER TABLE messages ADD COLUMN pinned_at INTEGER;
+                ALTER TABLE messages ADD COLUMN pinned_by TEXT;
+                ALTER TABLE messages ADD COLUMN preview_json TEXT;
+                CREATE INDEX messages_by_thread ON messages(thread_root_id, seq) WHERE thread_root_id IS NOT NULL;
+                CREATE INDEX messages_pinned ON messages(conversation_id, pinned_at) WHERE pinned_at IS NOT NULL;
+                ALTER TABLE participants ADD COLUMN thread_unread INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE participants ADD COLUMN mention_unread INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE participants ADD COLUMN muted INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE participants ADD COLUMN muted_until INTEGER;
+                CREATE TABLE thread_members (
+                    root_id TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    conversation_id TEXT NOT NULL,
+                    PRIMARY KEY (root_id, user_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX thread_members_by_user ON thread_members(conversation_id, user_id);
+                CREATE TABLE mentions (
+                    message_id TEXT NOT NULL,
+                    user_id TEXT NOT NULL,
+                    conversation_id TEXT NOT NULL,
+                    seq INTEGER NOT NULL,
+                    PRIMARY KEY (message_id, user_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX mentions_by_user ON mentions(conversation_id, user_id, seq);
+                """)
+        }
         return migrator
     }
 }

@@ -17,15 +17,17 @@ extension SQLiteStore {
         }
     }
 
-    /// One aggregate over the user's participant rows and their conversations' counters.
+    /// One aggregate over the user's participant rows and their conversations' counters; a
+    /// muted conversation adds nothing (v1.3: the badge).
     public func totalUnread(userId: EntityID) async throws -> Int {
         try await writer.read { db in
             try Int.fetchOne(
                 db.cachedStatement(sql: """
                     SELECT COALESCE(SUM(\(SQLiteRows.unreadExpression)), 0)
-                    FROM participants p JOIN conversations c ON c.id = p.conversation_id WHERE p.user_id = ?
+                    FROM participants p JOIN conversations c ON c.id = p.conversation_id
+                    WHERE p.user_id = ? AND NOT (p.muted != 0 AND (p.muted_until IS NULL OR p.muted_until > ?))
                     """),
-                arguments: [userId.description]) ?? 0
+                arguments: [userId.description, Date().millisecondsSince1970]) ?? 0
         }
     }
 
@@ -48,24 +50,22 @@ extension SQLiteStore {
                 return try Self.largeGroupViews(db, id: id.description, viewers: viewers, memberCount: memberCount)
             }
             guard let base = try Self.view(db, id: id.description, viewer: first) else { return [:] }
-            // Every member's unread count in one statement (each from its two rows), rather
+            // Every member's own part in one statement (each from its two rows), rather
             // than a statement per viewer.
-            let unread = viewers.count == 1 ? [:] : Dictionary(
+            let own = viewers.count == 1 ? [:] : Dictionary(
                 try Row.fetchAll(
                     db.cachedStatement(sql: """
-                        SELECT p.user_id, \(SQLiteRows.unreadExpression) AS unread
+                        SELECT p.user_id, \(SQLiteRows.ownColumns)
                         FROM participants p JOIN conversations c ON c.id = p.conversation_id WHERE p.conversation_id = ?
                         """),
                     arguments: [id.description]
-                ).map { (try SQLiteRows.id($0["user_id"]), $0["unread"] as Int) },
+                ).map { (try SQLiteRows.id($0["user_id"]), SQLiteRows.own($0)) },
                 uniquingKeysWith: { first, _ in first })
-            let members = Dictionary(base.members.map { ($0.userId, $0) }, uniquingKeysWith: { first, _ in first })
+            let members = Set(base.members.map(\.userId))
             var views: [EntityID: Conversation] = [:]
-            for viewer in viewers {
-                guard let member = members[viewer] else { continue }
+            for viewer in viewers where members.contains(viewer) {
                 var view = base
-                view.readSeq = member.readSeq
-                view.unreadCount = viewer == first ? base.unreadCount : unread[viewer] ?? 0
+                if viewer != first { own[viewer]?.apply(to: &view) }
                 views[viewer] = view
             }
             return views
@@ -83,26 +83,19 @@ extension SQLiteStore {
         guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM conversations WHERE id = ?"), arguments: [id]) else {
             return [:]
         }
-        let lastMessage = try SQLiteRows.messages(
-            db, where: "conversation_id = ?", arguments: [id, 1], order: "seq DESC", limitPlaceholder: true
-        ).first
+        let lastMessage = try lastMessage(db, id)
         var views: [EntityID: Conversation] = [:]
         for viewer in viewers {
-            guard let own = try Row.fetchOne(
-                db.cachedStatement(sql: """
-                    SELECT p.read_seq, \(SQLiteRows.unreadExpression) AS unread
-                    FROM participants p JOIN conversations c ON c.id = p.conversation_id
-                    WHERE p.conversation_id = ? AND p.user_id = ?
-                    """),
-                arguments: [id, viewer.description])
-            else { continue }
-            views[viewer] = Conversation(
+            guard let own = try SQLiteRows.own(db, id, viewer) else { continue }
+            var view = Conversation(
                 id: try SQLiteRows.id(row["id"]), type: ConversationType(rawValue: row["type"]) ?? .group,
                 name: row["name"], participantIds: [],
                 createdAt: Date(millisecondsSince1970: row["created_at"]),
                 lastActivityAt: Date(millisecondsSince1970: row["last_activity_at"]),
-                lastSeq: row["last_seq"], lastMessage: lastMessage, unreadCount: own["unread"], readSeq: own["read_seq"],
+                lastSeq: row["last_seq"], lastMessage: lastMessage, unreadCount: 0, readSeq: 0,
                 members: [], memberCount: memberCount)
+            own.apply(to: &view)
+            views[viewer] = view
         }
         return views
     }
@@ -121,19 +114,24 @@ extension SQLiteStore {
         let members = try memberRows.map {
             Member(userId: try SQLiteRows.id($0["user_id"]), readSeq: $0["read_seq"], deliveredSeq: $0["delivered_seq"])
         }
-        let readSeq = members.first { $0.userId == viewer }?.readSeq ?? 0
         let isMember = members.contains { $0.userId == viewer }
-        let unread = isMember ? try SQLiteRows.unreadCount(db, id, viewer) : 0
-        let lastMessage = try SQLiteRows.messages(
-            db, where: "conversation_id = ?", arguments: [id, 1], order: "seq DESC", limitPlaceholder: true
-        ).first
-        return Conversation(
+        var view = Conversation(
             id: try SQLiteRows.id(row["id"]), type: ConversationType(rawValue: row["type"]) ?? .group,
             name: row["name"], participantIds: members.map(\.userId),
             createdAt: Date(millisecondsSince1970: row["created_at"]),
             lastActivityAt: Date(millisecondsSince1970: row["last_activity_at"]),
-            lastSeq: row["last_seq"], lastMessage: lastMessage, unreadCount: unread, readSeq: readSeq,
+            lastSeq: row["last_seq"], lastMessage: try lastMessage(db, id), unreadCount: 0, readSeq: 0,
             members: members)
+        if isMember { try SQLiteRows.own(db, id, viewer)?.apply(to: &view) }
+        return view
+    }
+
+    /// The conversation's newest message outside threads (a thread reply is not the
+    /// conversation's activity, v1.3).
+    static func lastMessage(_ db: Database, _ id: String) throws -> Message? {
+        try SQLiteRows.messages(
+            db, where: "conversation_id = ? AND thread_root_id IS NULL", arguments: [id, 1], order: "seq DESC", limitPlaceholder: true
+        ).first
     }
 
 }

@@ -5,9 +5,20 @@ import ParleyProtocol
 /// ``StoreTransaction``'s read-only pages over SQLite (one more row is fetched to tell
 /// whether more follow).
 extension SQLiteTransaction {
-    func messagePage(in conversationId: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage {
-        var conditions = ["conversation_id = ?"]
-        var arguments: StatementArguments = [conversationId.description]
+    func messagePage(in conversationId: EntityID, before: Int64?, after: Int64?, limit: Int, includingThreads: Bool) async throws -> MessagesPage {
+        var conditions = includingThreads ? ["conversation_id = ?"] : ["conversation_id = ? AND thread_root_id IS NULL"]
+        return try page(conditions: &conditions, arguments: [conversationId.description], before: before, after: after, limit: limit)
+    }
+
+    func threadPage(of rootId: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage {
+        var conditions = ["thread_root_id = ?"]
+        return try page(conditions: &conditions, arguments: [rootId.description], before: before, after: after, limit: limit)
+    }
+
+    private func page(
+        conditions: inout [String], arguments: StatementArguments, before: Int64?, after: Int64?, limit: Int
+    ) throws -> MessagesPage {
+        var arguments = arguments
         if let after { conditions.append("seq > ?"); arguments += [after] }
         if let before { conditions.append("seq < ?"); arguments += [before] }
         // Without `after` the page is the newest before the anchor; with it, the oldest after it.

@@ -229,7 +229,8 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
         let id = message.id.description
         try db.execute(
             sql: """
-                UPDATE messages SET text = '', metadata_json = NULL, attachment_id = NULL, deleted_at = ?, updated_seq = ?
+                UPDATE messages SET text = '', metadata_json = NULL, attachment_id = NULL, deleted_at = ?, updated_seq = ?,
+                    pinned_at = NULL, pinned_by = NULL, preview_json = NULL
                 WHERE id = ?
                 """,
             arguments: [deletedAt.millisecondsSince1970, updatedSeq, id])
@@ -252,6 +253,90 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
 
     func setUpdatedSeq(_ updatedSeq: Int64, of messageId: EntityID) async throws {
         try db.execute(sql: "UPDATE messages SET updated_seq = ? WHERE id = ?", arguments: [updatedSeq, messageId.description])
+    }
+
+    // MARK: Threads, mentions, mute, pins, previews
+
+    func joinThread(_ rootId: EntityID, in conversationId: EntityID, users: [EntityID]) async throws {
+        let root = rootId.description, conversation = conversationId.description
+        for user in users {
+            try db.cachedStatement(
+                sql: "INSERT OR IGNORE INTO thread_members (root_id, user_id, conversation_id) VALUES (?, ?, ?)"
+            ).execute(arguments: [root, user.description, conversation])
+            guard db.changesCount > 0 else { continue }
+            try db.cachedStatement(
+                sql: """
+                    UPDATE participants SET thread_unread = thread_unread + (
+                        SELECT COUNT(*) FROM messages m
+                        WHERE m.thread_root_id = ?1 AND m.seq > participants.read_seq AND m.sender_id != ?2 AND m.deleted_at IS NULL)
+                    WHERE conversation_id = ?3 AND user_id = ?2
+                    """
+            ).execute(arguments: [root, user.description, conversation])
+        }
+    }
+
+    func threadMemberIds(of rootId: EntityID) async throws -> [EntityID] {
+        try String.fetchAll(
+            db.cachedStatement(sql: "SELECT user_id FROM thread_members WHERE root_id = ? ORDER BY user_id"),
+            arguments: [rootId.description]
+        ).map { try SQLiteRows.id($0) }
+    }
+
+    func setThreadSummary(_ summary: ThreadSummary, of rootId: EntityID, updatedSeq: Int64) async throws {
+        try db.cachedStatement(
+            sql: """
+                UPDATE messages SET thread_reply_count = ?, thread_last_reply_at = ?, thread_last_reply_seq = ?, updated_seq = ?
+                WHERE id = ?
+                """
+        ).execute(arguments: [
+            summary.replyCount, summary.lastReplyAt.millisecondsSince1970, summary.lastReplySeq, updatedSeq, rootId.description,
+        ])
+    }
+
+    func setMute(_ settings: ConversationSettings, of userId: EntityID, in conversationId: EntityID) async throws {
+        try db.execute(
+            sql: """
+                UPDATE participants SET muted = ?, muted_until = ?, view_changed_at = \(SQLiteRows.nowMilliseconds)
+                WHERE conversation_id = ? AND user_id = ?
+                """,
+            arguments: [
+                settings.muted, settings.mutedUntil?.millisecondsSince1970, conversationId.description, userId.description,
+            ])
+    }
+
+    func mutedMemberIds(of conversationId: EntityID, at now: Date) async throws -> Set<EntityID> {
+        Set(try String.fetchAll(
+            db.cachedStatement(sql: """
+                SELECT user_id FROM participants
+                WHERE conversation_id = ? AND muted != 0 AND (muted_until IS NULL OR muted_until > ?)
+                """),
+            arguments: [conversationId.description, now.millisecondsSince1970]
+        ).map { try SQLiteRows.id($0) })
+    }
+
+    func pinCount(in conversationId: EntityID) async throws -> Int {
+        try Int.fetchOne(
+            db.cachedStatement(sql: "SELECT COUNT(*) FROM messages WHERE conversation_id = ? AND pinned_at IS NOT NULL"),
+            arguments: [conversationId.description]) ?? 0
+    }
+
+    func setPin(of messageId: EntityID, at date: Date?, by userId: EntityID?, updatedSeq: Int64) async throws {
+        try db.execute(
+            sql: "UPDATE messages SET pinned_at = ?, pinned_by = ?, updated_seq = ? WHERE id = ?",
+            arguments: [date?.millisecondsSince1970, userId?.description, updatedSeq, messageId.description])
+    }
+
+    func pinnedMessages(in conversationId: EntityID) async throws -> [Message] {
+        try SQLiteRows.messages(
+            db, where: "conversation_id = ? AND pinned_at IS NOT NULL", arguments: [conversationId.description],
+            order: "pinned_at DESC, seq DESC")
+    }
+
+    func setPreview(_ preview: LinkPreview, of messageId: EntityID, updatedSeq: Int64) async throws {
+        let json = String(decoding: try JSONEncoder().encode(preview), as: UTF8.self)
+        try db.execute(
+            sql: "UPDATE messages SET preview_json = ?, updated_seq = ? WHERE id = ?",
+            arguments: [json, updatedSeq, messageId.description])
     }
 
     // MARK: Attachments

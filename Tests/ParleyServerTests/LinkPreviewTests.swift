@@ -1,0 +1,120 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+import ParleyClient
+import ParleyProtocol
+import ParleyServer
+import ParleyTestSupport
+import Testing
+
+/// v1.3's link previews through a real server and a real web server on loopback: read after
+/// the send (never delaying it), refused for a private address unless the operator allows it.
+@Suite struct LinkPreviewTests {
+    static let page = """
+        <html><head><meta charset="utf-8"><title>Fallback</title>
+        <meta property="og:title" content="Release notes &amp; more <b>bold</b>">
+        <meta content="What changed in 2.0" property="og:description">
+        <meta property="og:image" content="/cover.png"><meta property="og:site_name" content="Example">
+        </head><body><script>alert(1)</script></body></html>
+        """
+
+    private func startPages() async throws -> TestWebPages {
+        try await TestWebPages(pages: [
+            "/notes": .init(body: Self.page),
+            "/moved": .init(status: 302, headers: ["Location": "/notes"]),
+            "/file.zip": .init(headers: ["Content-Type": "application/zip"], body: "PK"),
+        ])
+    }
+
+    /// Waits (up to 20 s) until the message carries a preview in the catch-up feed.
+    private func previewed(_ message: Message, by user: TestUser) async throws -> Message? {
+        for _ in 0..<200 {
+            let changes = try await user.api.changes(message.conversationId, since: message.seq - 1)
+            if let found = changes.messages.first(where: { $0.id == message.id }), found.preview != nil { return found }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        return nil
+    }
+
+    @Test(arguments: StoreKind.available)
+    func anAllowedPageIsPreviewedAfterTheSend(kind: StoreKind) async throws {
+        let pages = try await startPages()
+        let server = try await TestServer.start(store: kind) { $0.linkPreviewAllow = [CIDR("127.0.0.1/32")!] }
+        do {
+            let (alice, bob, direct) = try await server.directPair()
+            let bobEvents = EventRecorder(try await bob.connect())
+            let sent = try await alice.api.send(.init(clientMessageId: "l1", text: "See \(pages.url("/moved")) for more."), to: direct.id)
+            #expect(sent.preview == nil)  // the send's answer does not wait for the page
+            let found = try #require(try await previewed(sent, by: bob))
+            let preview = try #require(found.preview)
+            #expect(preview.url == pages.url("/moved"))
+            #expect(preview.title == "Release notes & more bold" && preview.description == "What changed in 2.0")
+            #expect(preview.imageUrl == pages.url("/cover.png") && preview.siteName == "Example")
+            #expect(found.updatedSeq == sent.seq + 1)
+            try await bobEvents.wait { events in
+                events.contains { if case .messageUpdated(let e) = $0 { e.message.preview != nil } else { false } }
+            }
+            // The same URL again within ten minutes: from the cache, not fetched again.
+            let again = try await alice.api.send(.init(clientMessageId: "l2", text: pages.url("/moved")), to: direct.id)
+            #expect(try await previewed(again, by: bob)?.preview?.title == preview.title)
+            #expect(pages.hits("/moved") == 1 && pages.hits("/notes") == 1)
+            // Not HTML: no preview, and the metric says why.
+            _ = try await alice.api.send(.init(clientMessageId: "l3", text: pages.url("/file.zip")), to: direct.id)
+            try await waitForMetric(server, #"parley_link_previews_total{outcome="not_html"} 1"#)
+        } catch {
+            await server.stop()
+            await pages.stop()
+            throw error
+        }
+        await server.stop()
+        await pages.stop()
+    }
+
+    @Test func aPrivateAddressIsNeverFetchedWithoutTheAllowOption() async throws {
+        let pages = try await startPages()
+        let server = try await TestServer.start()
+        do {
+            let (alice, _, direct) = try await server.directPair()
+            _ = try await alice.api.send(.init(clientMessageId: "p1", text: pages.url("/notes")), to: direct.id)
+            _ = try await alice.api.send(.init(clientMessageId: "p2", text: "http://localhost:\(pages.port)/notes"), to: direct.id)
+            try await waitForMetric(server, #"parley_link_previews_total{outcome="refused"} 2"#)
+            #expect(pages.hits("/notes") == 0)
+            let messages = try await alice.api.messages(direct.id).messages
+            #expect(messages.allSatisfy { $0.preview == nil })
+        } catch {
+            await server.stop()
+            await pages.stop()
+            throw error
+        }
+        await server.stop()
+        await pages.stop()
+    }
+
+    @Test func previewsOffFetchNothing() async throws {
+        let pages = try await startPages()
+        let server = try await TestServer.start {
+            $0.linkPreviews = false
+            $0.linkPreviewAllow = [CIDR("127.0.0.1/32")!]
+        }
+        // No worker at all: nothing could fetch, now or later.
+        #expect(server.app.previews == nil)
+        let (alice, _, direct) = try await server.directPair()
+        let sent = try await alice.api.send(.init(clientMessageId: "o1", text: pages.url("/notes")), to: direct.id)
+        #expect(pages.hits("/notes") == 0)
+        #expect(try await alice.api.changes(direct.id, since: 0).messages.first { $0.id == sent.id }?.preview == nil)
+        await server.stop()
+        await pages.stop()
+    }
+
+    private func waitForMetric(_ server: TestServer, _ line: String) async throws {
+        for _ in 0..<200 {
+            var request = URLRequest(url: server.baseURL.appendingPathComponent("metrics"))
+            request.timeoutInterval = 10
+            let (data, _) = try await URLSession.shared.data(for: request)
+            if String(decoding: data, as: UTF8.self).contains(line) { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("metric line never appeared: \(line)")
+    }
+}
