@@ -190,7 +190,8 @@ public struct LiveTransport: ChatTransport {
     public func conversation(_ id: EntityID) async throws -> Conversation { try await api.conversation(id) }
     /// A history page over REST.
     public func messages(_ id: EntityID, before: Int64?, limit: Int) async throws -> MessagesPage {
-        try await api.messages(id, before: before, limit: limit)
+        // Thread replies too (v1.3): the cache keeps every seq, so its pages have no holes.
+        try await api.messagesIncludingThreads(id, before: before, limit: limit)
     }
     /// A catch-up page over REST.
     public func changes(_ id: EntityID, since: Int64, limit: Int) async throws -> ChangesPage {

@@ -136,9 +136,27 @@ extension OpenAPIDocument {
             "post": op("messages", "Send (idempotent by clientMessageId), or forward with forwardOf", body: jsonBody("SendMessageRequest"), [
                 "201": answer("Stored", "Message"), "200": answer("A retry: the message stored the first time", "Message"),
             ], errors: [404, 409]),
-            "get": op("messages", "History, ascending by seq", query: [
+            "get": op("messages", "History, ascending by seq (thread replies left out unless threads=include)", query: [
                 query("before", S.seq, "Only below this seq"), query("after", S.seq, "Only above this seq"), limitQuery(200),
+                query("threads", S.enumeration(["include", "exclude"]), "include: thread replies too (v1.3; default exclude)"),
             ], ["200": answer("A page", "MessagesPage")], errors: [404]),
+        ]) { first, _ in first },
+        "/api/v1/conversations/{id}/threads/{rootId}": path("id", "rootId").merging([
+            "get": op("threads", "A thread: its root and a page of replies ascending by seq (v1.3)", query: [
+                query("before", S.seq, "Only below this seq"), query("after", S.seq, "Only above this seq"), limitQuery(200),
+            ], ["200": answer("The root and a page", "ThreadPage")], errors: [404]),
+        ]) { first, _ in first },
+        "/api/v1/conversations/{id}/pins": path("id").merging([
+            "get": op("pins", "Pinned messages, newest pin first (v1.3)", ["200": answer("Pins", "PinsResponse")], errors: [404]),
+            "post": op("pins", "Pin a message for everyone (at most 50 a conversation)", body: jsonBody("PinRequest"),
+                       ["200": answer("The message as pinned", "Message")], errors: [404, 409]),
+        ]) { first, _ in first },
+        "/api/v1/conversations/{id}/pins/{messageId}": path("id", "messageId").merging([
+            "delete": op("pins", "Unpin a message", ["200": answer("The message as unpinned", "Message")], errors: [404]),
+        ]) { first, _ in first },
+        "/api/v1/conversations/{id}/settings": path("id").merging([
+            "put": op("conversations", "The caller's own settings: mute (v1.3)", body: jsonBody("ConversationSettings"),
+                      ["200": answer("The settings as stored", "ConversationSettings")], errors: [404]),
         ]) { first, _ in first },
         "/api/v1/conversations/{id}/changes": path("id").merging([
             "get": op("messages", "Catch-up: messages with updatedSeq above since", query: [

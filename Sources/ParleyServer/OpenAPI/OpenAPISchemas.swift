@@ -78,6 +78,7 @@ enum OpenAPISchemas {
             "participantIds": array(id), "members": array(ref("Member")),
             "createdAt": date, "lastActivityAt": date, "lastSeq": seq, "lastMessage": ref("Message"),
             "unreadCount": integer(min: 0), "readSeq": seq, "memberCount": integer(min: 0),
+            "mentionCount": integer(min: 0), "muted": boolean, "mutedUntil": date,
         ], required: ["id", "type", "createdAt", "lastActivityAt", "lastSeq", "unreadCount", "readSeq", "memberCount"],
         description: "participantIds and members are left out above the server's large-group size (page them)"),
         "Attachment": object([
@@ -91,7 +92,14 @@ enum OpenAPISchemas {
             "metadata": ["type": "object", "additionalProperties": string()],
             "reactions": ["type": "object", "additionalProperties": array(id)],
             "createdAt": date, "editedAt": date, "deletedAt": date, "forwardedFromId": id,
+            "threadRootId": id, "thread": ref("ThreadSummary"), "mentions": array(id, maxItems: 50),
+            "pinnedAt": date, "pinnedBy": id, "preview": ref("LinkPreview"),
         ], required: ["id", "conversationId", "seq", "updatedSeq", "senderId", "clientMessageId", "type", "text", "reactions", "createdAt"]),
+        "ThreadSummary": object(["replyCount": integer(min: 1), "lastReplyAt": date, "lastReplySeq": seq],
+                                required: ["replyCount", "lastReplyAt", "lastReplySeq"]),
+        "LinkPreview": object([
+            "url": string(), "title": string(max: 300), "description": string(max: 300), "imageUrl": string(), "siteName": string(max: 300),
+        ], required: ["url"]),
         "UploadStatus": object(["uploadId": id, "received": integer(min: 0), "size": integer(min: 0)], required: ["uploadId", "received", "size"]),
     ] }
 
@@ -146,9 +154,14 @@ enum OpenAPISchemas {
         "SendMessageRequest": object([
             "conversationId": id, "clientMessageId": string(min: 1, max: 128), "text": string(max: 5000),
             "type": enumeration(["text", "image", "video", "audio", "file", "location"]),
-            "replyToId": id, "attachmentId": id, "forwardOf": id,
+            "replyToId": id, "attachmentId": id, "forwardOf": id, "threadRootId": id, "mentions": array(id, maxItems: 50),
             "metadata": ["type": "object", "maxProperties": 32, "additionalProperties": string(max: 1024)],
         ], required: ["clientMessageId"]),
+        "ThreadPage": object(["root": ref("Message"), "messages": array(ref("Message")), "hasMore": boolean],
+                             required: ["root", "messages", "hasMore"]),
+        "PinRequest": object(["messageId": id], required: ["messageId"]),
+        "PinsResponse": object(["messages": array(ref("Message"))], required: ["messages"]),
+        "ConversationSettings": object(["muted": boolean, "mutedUntil": date], required: ["muted"]),
         "EditMessageRequest": object(["text": string(min: 1, max: 5000)], required: ["text"]),
         "ReactionRequest": object(["emoji": string(min: 1, max: 8)], required: ["emoji"]),
         "ReadRequest": object(["conversationId": id, "upToSeq": seq, "messageIds": array(id, maxItems: 500)]),
