@@ -24,12 +24,18 @@ extension ChatClient {
     /// Sends a text message optimistically: it is in the database (and on screen) when this
     /// returns; the outbox delivers it when it can.
     @discardableResult
-    public func send(text: String, in conversationId: EntityID, replyTo: EntityID? = nil) async throws -> LocalMessage {
+    public func send(
+        text: String, in conversationId: EntityID, replyTo: EntityID? = nil, threadRootId: EntityID? = nil, mentions: [EntityID] = []
+    ) async throws -> LocalMessage {
         let trimmed = Limits.trimmed(text)
         guard !trimmed.isEmpty, trimmed.count <= Limits.maxTextCharacters, !Limits.containsNul(trimmed) else {
             throw ClientError(kind: .server, code: .invalidRequest, message: "A message is 1–\(Limits.maxTextCharacters) characters")
         }
-        return try await send(SendMessageRequest(clientMessageId: "", text: trimmed, replyToId: replyTo), in: conversationId)
+        return try await send(
+            SendMessageRequest(
+                clientMessageId: "", text: trimmed, replyToId: replyTo, threadRootId: threadRootId,
+                mentions: mentions.isEmpty ? nil : Array(mentions.prefix(Limits.maxMentions))),
+            in: conversationId)
     }
 
     /// Sends any message optimistically: the prechecks run first (a veto throws ``SendVetoed``

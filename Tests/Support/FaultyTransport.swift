@@ -99,6 +99,15 @@ public struct FaultyTransport: ChatTransport {
     public func renewToken() async throws -> String { try http(); return try await base.renewToken() }
 
     public func conversations() async throws -> [Conversation] { try http(); return try await base.conversations() }
+    public func thread(_ rootId: EntityID, in conversationId: EntityID, before: Int64?, limit: Int) async throws -> ThreadPage {
+        try http(); return try await base.thread(rootId, in: conversationId, before: before, limit: limit)
+    }
+    public func setPinned(_ pinned: Bool, _ messageId: EntityID, in conversationId: EntityID) async throws -> Message {
+        try http(); return try await base.setPinned(pinned, messageId, in: conversationId)
+    }
+    public func setMuted(_ muted: Bool, until: Date?, in conversationId: EntityID) async throws -> ConversationSettings {
+        try http(); return try await base.setMuted(muted, until: until, in: conversationId)
+    }
     public func conversationList(changedSince token: String?) async throws -> ConversationListSync {
         await beforeList?()
         try http()

@@ -38,15 +38,15 @@ extension LocalDatabase {
         try db.execute(
             sql: """
                 INSERT INTO messages (sender_id, client_message_id, conversation_id, type, text, reply_to_id, extras,
-                                      created_at, state, failure, local_order)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                      created_at, state, failure, local_order, thread_root_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 ON CONFLICT (sender_id, client_message_id) DO NOTHING
                 """,
             arguments: [
                 message.senderId.description, message.clientMessageId, message.conversationId.description,
                 message.type.rawValue, message.text, message.replyToId?.description,
-                try extrasJSON(MessageExtras(attachment: message.attachment, metadata: message.metadata, reactions: nil)),
-                message.createdAt.millisecondsSince1970, state, failure, order,
+                try extrasJSON(MessageExtras(pending: message)),
+                message.createdAt.millisecondsSince1970, state, failure, order, message.threadRootId?.description,
             ])
     }
 
@@ -76,14 +76,12 @@ extension LocalDatabase {
     }
 
     static func upsert(_ db: Database, _ message: Message) throws {
-        let extras = MessageExtras(
-            attachment: message.attachment, metadata: message.metadata,
-            reactions: message.reactions.isEmpty ? nil : message.reactions, forwardedFromId: message.forwardedFromId)
+        let extras = MessageExtras(message)
         try db.cachedStatement(
             sql: """
                 INSERT INTO messages (sender_id, client_message_id, conversation_id, id, seq, updated_seq, type, text,
-                                      reply_to_id, extras, created_at, edited_at, deleted_at, state)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'confirmed')
+                                      reply_to_id, extras, created_at, edited_at, deleted_at, state, thread_root_id)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'confirmed', ?)
                 ON CONFLICT (sender_id, client_message_id) DO UPDATE SET
                     conversation_id = excluded.conversation_id, id = excluded.id, seq = excluded.seq,
                     updated_seq = excluded.updated_seq, type = excluded.type, text = excluded.text,
@@ -97,6 +95,7 @@ extension LocalDatabase {
                 message.id.description, message.seq, message.updatedSeq, message.type.rawValue, message.text,
                 message.replyToId?.description, try extrasJSON(extras), message.createdAt.millisecondsSince1970,
                 message.editedAt?.millisecondsSince1970, message.deletedAt?.millisecondsSince1970,
+                message.threadRootId?.description,
             ])
         // The outbox entry goes in the same transaction that stores the copy (a no-op upsert
         // means the copy was already stored, and its entry with it).
@@ -112,23 +111,30 @@ extension LocalDatabase {
 
     /// A conversation's messages for `viewer`, ascending: the newest `limit` stored ones below
     /// `before` (all when nil) and from `from` on, then, on the newest page, the temporary ones in
-    /// send order (after every stored one).
+    /// send order (after every stored one). The conversation's timeline leaves thread replies
+    /// out; with `thread`, that thread's replies only (v1.3).
     public func messages(
-        in conversationId: EntityID, viewer: EntityID, before: Int64? = nil, from: Int64? = nil, limit: Int = 50
+        in conversationId: EntityID, viewer: EntityID, before: Int64? = nil, from: Int64? = nil, limit: Int = 50,
+        thread: EntityID? = nil
     ) async throws -> [LocalMessage] {
         try await writer.read { db in
             let members = try Self.storedConversation(db, conversationId)?.members ?? []
-            var sql = "SELECT \(RowReader.columns) FROM messages WHERE conversation_id = ? AND state = 'confirmed' AND \(Self.notHidden)"
+            let scope = thread == nil ? "thread_root_id IS NULL" : "thread_root_id = ?"
+            var sql = "SELECT \(RowReader.columns) FROM messages WHERE conversation_id = ? AND \(scope) AND state = 'confirmed' AND \(Self.notHidden)"
             var arguments: StatementArguments = [conversationId.description]
+            if let thread { arguments += [thread.description] }
             if let before { sql += " AND seq < ?"; arguments += [before] }
             if let from { sql += " AND seq >= ?"; arguments += [from] }
             sql += " ORDER BY seq DESC LIMIT ?"
             arguments += [limit]
             var rows = try Row.fetchAll(db, sql: sql, arguments: arguments).reversed() as [Row]
             if before == nil {
+                var pendingArguments: StatementArguments = [conversationId.description]
+                if let thread { pendingArguments += [thread.description] }
                 rows += try Row.fetchAll(
-                    db, sql: "SELECT \(RowReader.columns) FROM messages WHERE conversation_id = ? AND state != 'confirmed' AND \(Self.notHidden) ORDER BY local_order",
-                    arguments: [conversationId.description])
+                    db,
+                    sql: "SELECT \(RowReader.columns) FROM messages WHERE conversation_id = ? AND \(scope) AND state != 'confirmed' AND \(Self.notHidden) ORDER BY local_order",
+                    arguments: pendingArguments)
             }
             var reader = RowReader(conversationId: conversationId, viewer: viewer, members: members)
             return try rows.map { try reader.message($0) }
@@ -242,4 +248,23 @@ extension LocalDatabase {
 
 extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+extension LocalDatabase {
+    /// A conversation's pinned messages (v1.3), newest pin first.
+    public func pinnedMessages(in conversationId: EntityID, viewer: EntityID) async throws -> [LocalMessage] {
+        let all = try await writer.read { db in
+            let members = try Self.storedConversation(db, conversationId)?.members ?? []
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT \(RowReader.columns) FROM messages
+                    WHERE conversation_id = ? AND state = 'confirmed' AND extras LIKE '%"pinnedAt"%' AND \(Self.notHidden)
+                    """,
+                arguments: [conversationId.description])
+            var reader = RowReader(conversationId: conversationId, viewer: viewer, members: members)
+            return try rows.map { try reader.message($0) }
+        }
+        return all.filter { $0.pinnedAt != nil }.sorted { ($0.pinnedAt ?? .distantPast) > ($1.pinnedAt ?? .distantPast) }
+    }
 }

@@ -58,6 +58,18 @@ public struct LocalMessage: Sendable, Equatable, Identifiable {
     public var deletedAt: Date?
     /// The message this one forwards, if it is a forward.
     public var forwardedFromId: EntityID?
+    /// The thread root this message replies in (v1.3); nil in the conversation's timeline.
+    public var threadRootId: EntityID?
+    /// A root's replies so far (v1.3).
+    public var thread: ThreadSummary?
+    /// Who the message mentions (v1.3).
+    public var mentions: [EntityID]
+    /// When it was pinned, if it is (v1.3).
+    public var pinnedAt: Date?
+    /// Who pinned it.
+    public var pinnedBy: EntityID?
+    /// The server's preview of its first link (v1.3): plain texts, never markup.
+    public var preview: LinkPreview?
     /// Where it is on its way, as the screen shows it.
     public var delivery: Delivery
 
@@ -88,6 +100,12 @@ public struct LocalMessage: Sendable, Equatable, Identifiable {
         editedAt = message.editedAt
         deletedAt = message.deletedAt
         forwardedFromId = message.forwardedFromId
+        threadRootId = message.threadRootId
+        thread = message.thread
+        mentions = message.mentions ?? []
+        pinnedAt = message.pinnedAt
+        pinnedBy = message.pinnedBy
+        preview = message.preview
         self.delivery = delivery
     }
 
@@ -110,6 +128,12 @@ public struct LocalMessage: Sendable, Equatable, Identifiable {
         metadata = extras?.metadata
         reactions = extras?.reactions ?? [:]
         forwardedFromId = extras?.forwardedFromId
+        threadRootId = extras?.threadRootId
+        thread = extras?.thread
+        mentions = extras?.mentions ?? []
+        pinnedAt = extras?.pinnedAt
+        pinnedBy = extras?.pinnedBy
+        preview = extras?.preview
         self.createdAt = createdAt
         self.editedAt = editedAt
         self.deletedAt = deletedAt
@@ -125,6 +149,8 @@ public struct LocalMessage: Sendable, Equatable, Identifiable {
         text = Limits.trimmed(request.text)
         replyToId = request.replyToId
         metadata = request.metadata
+        threadRootId = request.threadRootId
+        mentions = request.mentions ?? []
         reactions = [:]
         self.createdAt = createdAt.wholeMilliseconds
         delivery = .sending
@@ -137,8 +163,39 @@ struct MessageExtras: Codable, Equatable {
     var metadata: [String: String]?
     var reactions: [String: [EntityID]]?
     var forwardedFromId: EntityID?
+    var threadRootId: EntityID?
+    var thread: ThreadSummary?
+    var mentions: [EntityID]?
+    var pinnedAt: Date?
+    var pinnedBy: EntityID?
+    var preview: LinkPreview?
 
-    var isEmpty: Bool { attachment == nil && metadata == nil && (reactions?.isEmpty ?? true) && forwardedFromId == nil }
+    var isEmpty: Bool {
+        attachment == nil && metadata == nil && (reactions?.isEmpty ?? true) && forwardedFromId == nil && threadRootId == nil
+            && thread == nil && (mentions?.isEmpty ?? true) && pinnedAt == nil && preview == nil
+    }
+
+    /// The extras of a stored message.
+    init(_ message: Message) {
+        attachment = message.attachment
+        metadata = message.metadata
+        reactions = message.reactions.isEmpty ? nil : message.reactions
+        forwardedFromId = message.forwardedFromId
+        threadRootId = message.threadRootId
+        thread = message.thread
+        mentions = message.mentions
+        pinnedAt = message.pinnedAt
+        pinnedBy = message.pinnedBy
+        preview = message.preview
+    }
+
+    /// The extras of a message still on its way.
+    init(pending message: LocalMessage) {
+        attachment = message.attachment
+        metadata = message.metadata
+        threadRootId = message.threadRootId
+        mentions = message.mentions.isEmpty ? nil : message.mentions
+    }
 }
 
 /// The other members' lowest watermarks: a message of the viewer's is read when every other

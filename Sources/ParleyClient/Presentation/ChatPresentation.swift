@@ -59,6 +59,14 @@ public enum ChatPresentation {
         public var attachmentLine: String?
         /// Which cell shows it (from the interaction layer's component registry).
         public var cell: Cell
+        /// "3 replies · 10:42" under a thread's root (v1.3); nil when it has none.
+        public var threadLine: String? = nil
+        /// Whether the message is pinned (v1.3).
+        public var isPinned: Bool = false
+        /// Whether it mentions the signed-in user (shown highlighted).
+        public var mentionsMe: Bool = false
+        /// The link preview card, when the server read one (plain texts).
+        public var previewCard: PreviewCard? = nil
     }
 
     /// The delivery state of an own message as a mark and a word.
@@ -160,7 +168,10 @@ public enum ChatPresentation {
                 reactions: reactionLine(message.reactions),
                 myReactions: Set(message.reactions.filter { $0.value.contains(me) }.keys), replyPreview: reply,
                 attachmentLine: message.deletedAt == nil ? message.attachment.map(attachmentLine) : nil,
-                cell: cell(for: message, registry: registry))))
+                cell: cell(for: message, registry: registry),
+                threadLine: message.thread.map { threadLine($0, now: now, calendar: calendar) },
+                isPinned: message.pinnedAt != nil, mentionsMe: message.mentions.contains(me) && !isOwn,
+                previewCard: message.deletedAt == nil ? message.preview.flatMap(PreviewCard.init) : nil)))
             previous = message
         }
         return items

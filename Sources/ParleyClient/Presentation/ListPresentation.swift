@@ -81,6 +81,10 @@ extension ChatPresentation {
         public var time: String
         /// "" for none, "3", "99+".
         public var badge: String
+        /// "@" when unread messages mention the user (v1.3), else "".
+        public var mentionBadge: String = ""
+        /// Whether the user muted it: its badge is shown quiet (grey), and it rings no bell.
+        public var isMuted: Bool = false
         /// The other person's presence in a direct conversation; nil for groups.
         public var presence: Presence?
         /// "Ada Lovelace, 3 unread, typing" for VoiceOver.
@@ -100,13 +104,18 @@ extension ChatPresentation {
         let preview = typingText ?? self.preview(conversation, me: me, names: names)
         var spoken = [row.title]
         if row.unreadCount > 0 { spoken.append("\(row.unreadCount) unread") }
+        if conversation.mentionCount > 0 {
+            spoken.append(conversation.mentionCount == 1 ? "1 mention" : "\(conversation.mentionCount) mentions")
+        }
+        if conversation.muted { spoken.append("muted") }
         if presence == .online { spoken.append("online") }
         spoken.append(preview)
         return ListRowItem(
             id: row.id, title: row.title, initials: initials(conversation.type == .group && conversation.name == nil ? "" : row.title),
             preview: preview, isTyping: typingText != nil,
             time: conversation.lastMessage == nil ? "" : listTime(conversation.lastActivityAt, now: now, calendar: calendar),
-            badge: badge(row.unreadCount), presence: presence, accessibilityLabel: spoken.joined(separator: ", "))
+            badge: badge(row.unreadCount), mentionBadge: conversation.mentionCount > 0 ? "@" : "", isMuted: conversation.muted,
+            presence: presence, accessibilityLabel: spoken.joined(separator: ", "))
     }
 
     /// The line under a chat's title: the typing line while someone types, else "online",

@@ -51,6 +51,12 @@ public protocol ChatTransport: Sendable {
     func registerDevice(token: String, environment: PushEnvironment) async throws
     /// Logs out on the server: stops push to `deviceToken` (every device of the user when nil).
     func logout(deviceToken: String?) async throws
+    /// A thread's root and a page of its replies (v1.3).
+    func thread(_ rootId: EntityID, in conversationId: EntityID, before: Int64?, limit: Int) async throws -> ThreadPage
+    /// Pins (`pinned`) or unpins a message; answers it as changed (v1.3).
+    func setPinned(_ pinned: Bool, _ messageId: EntityID, in conversationId: EntityID) async throws -> Message
+    /// Mutes or unmutes a conversation for the user on every device (v1.3).
+    func setMuted(_ muted: Bool, until: Date?, in conversationId: EntityID) async throws -> ConversationSettings
 }
 
 /// One open WebSocket, as the SDK uses it.
@@ -72,6 +78,21 @@ public protocol RealtimeChannel: Sendable {
 extension RealtimeConnection: RealtimeChannel {}
 
 extension ChatTransport {
+    /// A transport without v1.3 has no threads to read.
+    public func thread(_ rootId: EntityID, in conversationId: EntityID, before: Int64?, limit: Int) async throws -> ThreadPage {
+        throw ClientError(kind: .server, code: .notFound, message: "This server has no threads")
+    }
+
+    /// A transport without v1.3 cannot pin.
+    public func setPinned(_ pinned: Bool, _ messageId: EntityID, in conversationId: EntityID) async throws -> Message {
+        throw ClientError(kind: .server, code: .notFound, message: "This server has no pins")
+    }
+
+    /// A transport without v1.3 cannot mute.
+    public func setMuted(_ muted: Bool, until: Date?, in conversationId: EntityID) async throws -> ConversationSettings {
+        throw ClientError(kind: .server, code: .notFound, message: "This server cannot mute")
+    }
+
     /// No credentials of its own: the client renews through ``renewToken()``.
     public var credentials: SessionCredentials? { nil }
 
@@ -189,6 +210,18 @@ public struct LiveTransport: ChatTransport {
     /// One conversation over REST.
     public func conversation(_ id: EntityID) async throws -> Conversation { try await api.conversation(id) }
     /// A history page over REST.
+    /// A thread page over REST.
+    public func thread(_ rootId: EntityID, in conversationId: EntityID, before: Int64?, limit: Int) async throws -> ThreadPage {
+        try await api.thread(rootId, in: conversationId, before: before, limit: limit)
+    }
+    /// A pin or an unpin over REST.
+    public func setPinned(_ pinned: Bool, _ messageId: EntityID, in conversationId: EntityID) async throws -> Message {
+        pinned ? try await api.pin(messageId, in: conversationId) : try await api.unpin(messageId, in: conversationId)
+    }
+    /// A mute over REST.
+    public func setMuted(_ muted: Bool, until: Date?, in conversationId: EntityID) async throws -> ConversationSettings {
+        try await api.setMuted(muted, until: until, in: conversationId)
+    }
     public func messages(_ id: EntityID, before: Int64?, limit: Int) async throws -> MessagesPage {
         // Thread replies too (v1.3): the cache keeps every seq, so its pages have no holes.
         try await api.messagesIncludingThreads(id, before: before, limit: limit)

@@ -1,0 +1,94 @@
+import Foundation
+@testable import ParleyClient
+import ParleyProtocol
+import ParleyTestSupport
+import Testing
+
+/// v1.3 in the SDK against a real server: thread replies through the outbox (offline too),
+/// thread pages cached beside the timeline, mentions and mute in the list rows, pins and
+/// previews in the cache.
+@Suite struct SDKTeamChatTests {
+    @Test func threadRepliesGoThroughTheOutboxAndStayOutOfTheTimeline() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, bob, _) = try await server.directPair()
+        let group = try await alice.api.createConversation(.init(type: .group, participantIds: [bob.id], name: "Crew"))
+        let root = try await alice.api.send(.init(clientMessageId: "root", text: "Lunch?"), to: group.id)
+        let client = try ChatClientTests.client(bob)
+        await client.start()
+        _ = try await client.openConversation(group.id)
+        try await ChatClientTests.eventually("connected") { await client.connectionState == .connected }
+
+        // A reply is shown at once in its thread (never in the timeline) and goes through the outbox.
+        let reply = try await client.send(text: "Yes, 12:30", in: group.id, threadRootId: root.id, mentions: [alice.id])
+        #expect(reply.threadRootId == root.id && reply.mentions == [alice.id] && reply.delivery == .sending)
+        #expect(try await client.threadMessages(root.id, in: group.id).map(\.clientMessageId) == [reply.clientMessageId])
+        #expect(try await !client.database.messages(in: group.id, viewer: bob.id).contains { $0.id == reply.id }, "not in the timeline")
+        try await ChatClientTests.eventually("the reply stored") {
+            try await client.threadMessages(root.id, in: group.id).first?.isConfirmed == true
+        }
+        // The root's count arrives as its update; the timeline shows it with the thread line.
+        try await ChatClientTests.eventually("the root's thread count") {
+            try await client.database.messages(in: group.id, viewer: bob.id).first { $0.serverId == root.id }?.thread?.replyCount == 1
+        }
+        // Alice's reply from elsewhere: in bob's cache through the thread page.
+        _ = try await alice.api.send(.init(clientMessageId: "r2", text: "Great", threadRootId: root.id), to: group.id)
+        try await ChatClientTests.eventually("alice's reply in the thread") {
+            await client.refreshThread(root.id, in: group.id)
+            return try await client.threadMessages(root.id, in: group.id).map(\.text) == ["Yes, 12:30", "Great"]
+        }
+        let aliceView = try await alice.api.conversation(group.id)
+        #expect(aliceView.mentionCount == 1)
+        await client.stop()
+    }
+
+    /// A thread reply queued offline survives a restart with its root and mentions, in its
+    /// thread and out of the timeline, and rebuilding the cache keeps it there.
+    @Test func aQueuedThreadReplySurvivesARestart() async throws {
+        let path = TestServer.temporaryDirectory() + "/client.sqlite"
+        let conversation = EntityID(), root = EntityID(), me = EntityID(), other = EntityID()
+        do {
+            let database = try LocalDatabase.open(path: path)
+            _ = try await database.enqueue(
+                SendMessageRequest(clientMessageId: "t1", text: "later", threadRootId: root, mentions: [other]),
+                in: conversation, senderId: me, now: Date(), preparations: [], context: [:])
+        }
+        let reopened = try LocalDatabase.open(path: path)
+        let thread = try await reopened.messages(in: conversation, viewer: me, thread: root)
+        #expect(thread.map(\.clientMessageId) == ["t1"] && thread.first?.mentions == [other] && thread.first?.delivery == .sending)
+        #expect(try await reopened.messages(in: conversation, viewer: me).isEmpty)
+        let queued = try await reopened.outboxHeads().first
+        #expect(queued?.request.threadRootId == root && queued?.request.mentions == [other])
+    }
+
+    @Test func muteMentionsAndPinsReachTheListAndTheCache() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, bob, _) = try await server.directPair()
+        let group = try await alice.api.createConversation(.init(type: .group, participantIds: [bob.id], name: "Crew"))
+        let client = try ChatClientTests.client(bob)
+        await client.start()
+        _ = try await client.openConversation(group.id)
+        try await ChatClientTests.eventually("connected") { await client.connectionState == .connected }
+        let first = try await alice.api.send(.init(clientMessageId: "m1", text: "@Bob the rules", mentions: [bob.id]), to: group.id)
+        try await ChatClientTests.eventually("the mention in bob's list row") {
+            try await client.database.conversation(group.id)?.mentionCount == 1
+        }
+        try await client.setMuted(true, in: group.id)
+        #expect(try await client.database.conversation(group.id)?.muted == true)
+        let users = [alice.id: alice.auth.user, bob.id: bob.auth.user]
+        let row = ChatPresentation.listRow(
+            ConversationRow(conversation: try #require(try await client.database.conversation(group.id)), title: "Crew"),
+            me: bob.id, users: users)
+        #expect(row.mentionBadge == "@" && row.isMuted && row.accessibilityLabel.contains("1 mention") && row.accessibilityLabel.contains("muted"))
+
+        let stored = try #require(try await client.database.messages(in: group.id, viewer: bob.id).first { $0.serverId == first.id })
+        try await client.setPinned(true, stored)
+        #expect(try await client.pinnedMessages(in: group.id).map(\.serverId) == [first.id])
+        #expect(ChatPresentation.pinnedLine(try await client.pinnedMessages(in: group.id), me: bob.id) { users[$0]?.displayName }
+            == "📌 Alice: @Bob the rules")
+        try await client.setPinned(false, stored)
+        #expect(try await client.pinnedMessages(in: group.id).isEmpty)
+        await client.stop()
+    }
+}
