@@ -91,4 +91,45 @@ import Testing
         #expect(try await client.pinnedMessages(in: group.id).isEmpty)
         await client.stop()
     }
+
+    /// The thread screen's model: root with its count, replies, a reply sent and confirmed;
+    /// the chat model's pinned bar and "@" completion.
+    @MainActor @Test func threadAndChatModelsShowThreadsPinsAndCompletions() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, bob, _) = try await server.directPair()
+        let group = try await alice.api.createConversation(.init(type: .group, participantIds: [bob.id], name: "Crew"))
+        let root = try await alice.api.send(.init(clientMessageId: "root", text: "Retro notes"), to: group.id)
+        _ = try await alice.api.send(.init(clientMessageId: "r1", text: "Went well", threadRootId: root.id), to: group.id)
+        let client = try ChatClientTests.client(bob)
+        await client.start()
+        let names: @Sendable (EntityID) -> String? = { [alice = alice.auth.user, bob = bob.auth.user] in
+            $0 == alice.id ? alice.displayName : $0 == bob.id ? bob.displayName : nil
+        }
+        let chat = ChatModel(client: client, conversationId: group.id, names: names)
+        await chat.start()
+        try await ChatClientTests.eventually("the root in the timeline, the reply not") {
+            await MainActor.run { chat.messages.map(\.text) == ["Retro notes"] }
+        }
+        let thread = ThreadModel(client: client, conversationId: group.id, rootId: root.id)
+        await thread.start()
+        try await ChatClientTests.eventually("the thread page") {
+            await MainActor.run { thread.replies.map(\.text) == ["Went well"] && thread.root?.thread?.replyCount == 1 }
+        }
+        await thread.send("Agreed", mentions: [alice.id])
+        #expect(thread.replies.map(\.text) == ["Went well", "Agreed"])
+        try await ChatClientTests.eventually("the reply confirmed and counted") {
+            await MainActor.run { thread.replies.last?.isConfirmed == true && thread.root?.thread?.replyCount == 2 }
+        }
+        #expect(try await alice.api.conversation(group.id).mentionCount == 1)
+
+        #expect(await chat.mentionCandidates(for: "thanks @al").map(\.name) == ["Alice"])
+        #expect(await chat.mentions(in: "thanks @Alice") == [alice.id])
+        let shown = try #require(chat.messages.first)
+        await chat.setPinned(true, shown)
+        #expect(chat.pinned.map(\.serverId) == [root.id])
+        thread.stop()
+        chat.stop()
+        await client.stop()
+    }
 }

@@ -160,6 +160,19 @@ extension LocalDatabase {
         }
     }
 
+    /// One stored message by the server's id.
+    public func message(serverId: EntityID, viewer: EntityID) async throws -> LocalMessage? {
+        try await writer.read { db in
+            guard let row = try Row.fetchOne(
+                db, sql: "SELECT \(RowReader.columns) FROM messages WHERE id = ?", arguments: [serverId.description])
+            else { return nil }
+            let conversationId = try Self.id(row["conversation_id"])
+            let members = try Self.storedConversation(db, conversationId)?.members ?? []
+            var reader = RowReader(conversationId: conversationId, viewer: viewer, members: members)
+            return try reader.message(row)
+        }
+    }
+
     /// The lowest stored seq of a conversation (the cache's lower edge), if any.
     public func oldestStoredSeq(in conversationId: EntityID) async throws -> Int64? {
         try await writer.read { db in

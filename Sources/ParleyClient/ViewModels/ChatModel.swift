@@ -20,7 +20,9 @@ public final class ChatModel {
     /// stays while the chat is open (reading does not move it).
     public private(set) var unreadAfter: Int64?
     /// The last error to show, if any.
-    public private(set) var lastError: String?
+    public internal(set) var lastError: String?
+    /// Pinned messages, newest pin first (v1.3): the pinned bar shows the first.
+    public internal(set) var pinned: [LocalMessage] = []
     /// "Alice is typing…", or nil.
     public private(set) var typingLine: String?
     /// Upload progress (0...1) of messages still being prepared, by ``LocalMessage/id``.
@@ -29,8 +31,8 @@ public final class ChatModel {
     /// the bytes are there.
     public private(set) var downloadProgress: [String: Double] = [:]
 
-    private let client: ChatClient
-    private let names: @Sendable (EntityID) -> String?
+    let client: ChatClient
+    let names: @Sendable (EntityID) -> String?
     /// The actions on messages; replaceable by the app (seed 002's dependency injection).
     private let service: any MessageServicing
     @ObservationIgnored private var observation: Task<Void, Never>?
@@ -119,7 +121,7 @@ public final class ChatModel {
     }
 
     /// Sends a text (a reply when `replyingTo` is a stored message); it appears at once with `.sending`.
-    public func send(_ text: String, replyingTo: LocalMessage? = nil) async {
+    public func send(_ text: String, replyingTo: LocalMessage? = nil, mentions: [EntityID] = []) async {
         do {
             await client.userSent(in: conversationId)
             let trimmed = Limits.trimmed(text)
@@ -128,7 +130,10 @@ public final class ChatModel {
                 return
             }
             let pending = try await service.send(
-                SendMessageRequest(clientMessageId: "", text: trimmed, replyToId: replyingTo?.serverId), in: conversationId, context: [:])
+                SendMessageRequest(
+                    clientMessageId: "", text: trimmed, replyToId: replyingTo?.serverId,
+                    mentions: mentions.isEmpty ? nil : Array(mentions.prefix(Limits.maxMentions))),
+                in: conversationId, context: [:])
             lastError = nil
             // On screen now; the next reload (when the outbox or an event changes it) keeps the
             // same identity, so the row updates in place.
@@ -279,9 +284,11 @@ public final class ChatModel {
             in: conversationId, viewer: client.userId, from: windowStart, limit: windowStart == nil ? 50 : Int.max / 2)
         else { return }
         let presented = await client.presented(fresh)
+        let pins = (try? await client.pinnedMessages(in: conversationId)) ?? pinned
         guard mine > shownGeneration else { return }
         shownGeneration = mine
         show(presented)
+        if pins != pinned { pinned = pins }
     }
 
     private func show(_ fresh: [LocalMessage]) {
