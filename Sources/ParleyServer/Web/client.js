@@ -406,6 +406,8 @@ export async function flushOutbox() {
         if (item.forwardOf) data.forwardOf = item.forwardOf;
         else { data.type = item.type; data.text = item.text; if (item.attachmentId) data.attachmentId = item.attachmentId; }
         if (item.replyToId) data.replyToId = item.replyToId;
+        if (item.threadRootId) data.threadRootId = item.threadRootId;
+        if (item.mentions?.length) data.mentions = item.mentions;
         try {
           const m = socket.isOpen
             ? await socket.request('message.send', { conversationId: item.conversationId, ...data })
@@ -493,6 +495,26 @@ export const deleteMessage = (c, id) => mutate('DELETE', mpath(c, id));
 export const addReaction = (c, id, emoji) => mutate('POST', `${mpath(c, id)}/reactions`, { emoji });
 export const removeReaction = (c, id, emoji) => mutate('DELETE', `${mpath(c, id)}/reactions/${encodeURIComponent(emoji)}`);
 export const forwardMessage = (toConversationId, messageId) => sendMessage({ conversationId: toConversationId, forwardOf: messageId, type: 'text' });
+
+// ---- threads, pins, mute (v1.3) ----
+// A thread's root and newest replies into the cache (live replies arrive as any message does).
+export async function loadThread(conversationId, rootId) {
+  const res = await api('GET', `/conversations/${conversationId}/threads/${rootId}${qs({ limit: 200 })}`);
+  upsertMessage(res.root);
+  for (const m of res.messages) upsertMessage(m);
+  ensureUsers(res.messages.map((m) => m.senderId));
+  emit('chat', conversationId);
+}
+export const setPinned = (c, id, pinned) => (pinned
+  ? mutate('POST', `/conversations/${c}/pins`, { messageId: id })
+  : mutate('DELETE', `/conversations/${c}/pins/${id}`));
+// Mute is the user's own, on every device: the server sends the others the new view.
+export async function setMuted(conversationId, muted) {
+  await api('PUT', `/conversations/${conversationId}/settings`, { muted });
+  const conv = store.conversations.get(conversationId);
+  if (conv) { conv.muted = muted; if (!muted) delete conv.mutedUntil; }
+  emit('list'); emit('chat', conversationId);
+}
 
 // ---- groups: rename, members, leave (any participant of a group; the server writes a system
 // message for each, and `conversation.updated` brings the change to every device) ----

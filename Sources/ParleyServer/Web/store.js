@@ -122,6 +122,13 @@ export function findMessage(conversationId, id) {
 export function applyMessageToList(m, created) {
   const conv = store.conversations.get(m.conversationId);
   if (!conv) return false;
+  if (m.threadRootId) {
+    // A thread reply is no activity of the conversation's: the server sends its members their
+    // new unread count in the conversation's view.
+    const next = Math.max(m.seq || 0, m.updatedSeq || 0);
+    if (next > conv.lastSeq) { conv.lastSeq = next; return true; }
+    return false;
+  }
   if (created && m.seq > conv.lastSeq) {
     conv.lastSeq = m.seq;
     conv.lastMessage = m;
@@ -169,13 +176,15 @@ export function messageStatus(conv, m) {
 }
 
 // The server messages of the window plus the pending sends not yet matched, in order.
-export function orderedMessages(conversationId) {
+// The timeline (thread replies left out), or with {thread: rootId} that thread's replies.
+export function orderedMessages(conversationId, { thread = null } = {}) {
   const c = store.caches.get(conversationId);
-  const list = c ? [...c.messages.values()] : [];
+  const inScope = (m) => (thread ? m.threadRootId === thread : !m.threadRootId);
+  const list = c ? [...c.messages.values()].filter(inScope) : [];
   list.sort((a, b) => a.seq - b.seq);
   const meId = store.me?.id;
   for (const item of store.pending.values()) {
-    if (item.conversationId !== conversationId) continue;
+    if (item.conversationId !== conversationId || !inScope(item)) continue;
     if (c && c.messages.has(`${meId}|${item.clientMessageId}`)) continue;
     list.push(pendingAsMessage(item));
   }
@@ -187,6 +196,7 @@ export function pendingAsMessage(item) {
     id: null, conversationId: item.conversationId, seq: 0, updatedSeq: 0, senderId: item.userId,
     clientMessageId: item.clientMessageId, type: item.type || 'text', text: item.text || '',
     replyToId: item.replyToId, attachment: item.attachment, file: item.file, forwardOf: item.forwardOf,
+    threadRootId: item.threadRootId, mentions: item.mentions,
     reactions: {}, createdAt: item.createdAt, pending: true,
   };
 }

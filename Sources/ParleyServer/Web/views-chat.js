@@ -1,16 +1,15 @@
 // The chat pane: header, message list (grouped, day separators, ticks, reactions, actions),
 // paging back, read tracking, typing line and the composer.
-import { h, $, formatTime, formatDay, dayKey, formatSize } from '/web/dom.js';
+import { h, $, formatTime, formatDay, dayKey } from '/web/dom.js';
 import {
   store, orderedMessages, messageStatus, conversationName, peerId, userName, findMessage, msgKey, typingText, getCache,
 } from '/web/store.js';
-import { attachmentBlobUrl } from '/web/api.js';
+import { messageElement, messageSignature } from '/web/views-message.js';
+import { openThread, initThread, renderThread } from '/web/views-thread.js';
+import { attachMentionCompletion, mentionsIn } from '/web/mentions.js';
 import * as client from '/web/client.js';
-import { systemText, openForward } from '/web/views-list.js';
+import { openForward } from '/web/views-list.js';
 
-const EMOJI = ['👍', '❤️', '😂', '😮', '😢', '🎉'];
-const TICKS = { sending: '', sent: '✓', delivered: '✓✓', read: '✓✓', failed: '!' };
-const STATUS_LABEL = { sending: 'Sending', sent: 'Sent', delivered: 'Delivered', read: 'Read', failed: 'Not sent' };
 let showError = () => {};
 let elements = new Map(); // key -> {el, sig}
 let renderedFor = null;
@@ -28,9 +27,38 @@ export function initChat(opts) {
   document.addEventListener('visibilitychange', updateRead);
   window.addEventListener('focus', updateRead);
   box.addEventListener('scroll', onScroll);
-  box.addEventListener('click', onMessagesClick);
+  box.addEventListener('click', (e) => onMessageClick(e, store.openId));
   $('#jump-latest').addEventListener('click', scrollToLatest);
+  $('#mute-toggle').addEventListener('click', () => {
+    const conv = store.conversations.get(store.openId);
+    if (conv) client.setMuted(conv.id, !conv.muted).catch(showError);
+  });
+  $('#pinned-bar').addEventListener('click', showNewestPin);
+  initThread({ showError, onMessageClick });
   initComposer();
+}
+
+// The pinned bar: the newest pin among the messages this window has ("📌 Ada: the rules",
+// "(3 pinned)" beside it); a click scrolls to it.
+function pinnedMessages(id) {
+  return orderedMessages(id).filter((m) => m.pinnedAt && !m.deletedAt).sort((a, b) => b.pinnedAt.localeCompare(a.pinnedAt));
+}
+function renderPinnedBar(id) {
+  const bar = $('#pinned-bar');
+  const pins = id ? pinnedMessages(id) : [];
+  bar.hidden = !pins.length;
+  if (!pins.length) return;
+  const newest = pins[0];
+  const who = newest.senderId === store.me?.id ? 'You' : userName(newest.senderId);
+  const text = (newest.text || newest.attachment?.name || '').split('\n')[0].slice(0, 80);
+  bar.replaceChildren(...[h('span', { class: 'pin-mark', 'aria-hidden': 'true' }, '📌'), h('span', { class: 'pin-text' }, `${who}: ${text}`),
+    pins.length > 1 ? h('span', { class: 'pin-count' }, `${pins.length} pinned`) : null].filter(Boolean));
+  bar.dataset.messageId = newest.id;
+  bar.setAttribute('aria-label', `Pinned: ${who}: ${text}${pins.length > 1 ? `, ${pins.length} pinned` : ''}`);
+}
+function showNewestPin() {
+  const el = document.querySelector(`#messages [data-message-id="${$('#pinned-bar').dataset.messageId}"]`);
+  if (el) { el.scrollIntoView({ block: 'center' }); el.classList.add('flash'); setTimeout(() => el.classList.remove('flash'), 2000); }
 }
 
 function updateRead() {
@@ -85,6 +113,9 @@ export function renderChat() {
   if (!id) {
     delete chat.dataset.conversationId;
     $('#group-open').hidden = true;
+    $('#mute-toggle').hidden = true;
+    $('#pinned-bar').hidden = true;
+    renderThread();
     $('#chat-title').textContent = ''; $('#chat-subtitle').textContent = '';
     $('#messages').replaceChildren(); elements.clear(); renderedFor = null; visible.clear();
     $('#typing').textContent = '';
@@ -95,8 +126,16 @@ export function renderChat() {
   $('#chat-title').textContent = conversationName(conv);
   $('#chat-subtitle').textContent = subtitle(conv);
   $('#group-open').hidden = conv?.type !== 'group';
+  const mute = $('#mute-toggle');
+  mute.hidden = !conv;
+  mute.textContent = conv?.muted ? '🔕' : '🔔';
+  mute.setAttribute('aria-pressed', conv?.muted ? 'true' : 'false');
+  mute.setAttribute('aria-label', conv?.muted ? 'Unmute: notify me again' : 'Mute: no notifications except mentions');
+  mute.title = mute.getAttribute('aria-label');
   renderTyping();
   renderMessages(id, conv);
+  renderPinnedBar(id);
+  renderThread();
 }
 
 function subtitle(conv) {
@@ -143,12 +182,11 @@ function renderMessages(id, conv) {
     const status = messageStatus(conv, m);
     const reply = m.replyToId ? findMessage(id, m.replyToId) : null;
     const key = msgKey(m);
-    const sig = JSON.stringify([m.id, m.updatedSeq, m.text, m.editedAt, m.deletedAt, m.reactions, status, grouped,
-      conv?.type, reply && [reply.text, reply.deletedAt], m.attachment?.id, userName(m.senderId)]);
+    const sig = messageSignature(m, conv, status, grouped, reply);
     let entry = elements.get(key);
     if (!entry || entry.sig !== sig) {
       if (entry) { observer.unobserve(entry.el); visible.delete(entry.el); }
-      entry = { el: messageElement(m, conv, status, grouped, reply), sig };
+      entry = { el: messageElement(m, conv, status, grouped, reply, { onImageLoad: () => { if (stick) scrollToLatest(); }, showError }), sig };
       if (m.seq) observer.observe(entry.el);
     }
     next.set(key, entry);
@@ -162,103 +200,10 @@ function renderMessages(id, conv) {
   if (box.dataset.stick === '1') { box.dataset.stick = ''; unreadScrollPending = false; scrollToLatest(); } else if (unreadScrollPending && dividerPlaced) scrollToUnread(); else if (atBottom) scrollToLatest();
 }
 
-function messageElement(m, conv, status, grouped, reply) {
-  const own = m.senderId === store.me?.id;
-  const data = { messageId: m.id || '', seq: m.seq || '', clientMessageId: m.clientMessageId || '', own: own ? 'true' : 'false' };
-  if (status) data.status = status;
-  if (m.type === 'system') {
-    return h('div', { class: 'msg system', dataset: data }, h('span', { class: 'text' }, systemText(m)));
-  }
-  const deleted = !!m.deletedAt;
-  const body = [];
-  if (!grouped && !own && conv?.type === 'group') body.push(h('div', { class: 'sender' }, userName(m.senderId)));
-  if (m.forwardedFromId || m.forwardOf) body.push(h('div', { class: 'forwarded' }, '↪ Forwarded'));
-  if (m.replyToId && !deleted) {
-    body.push(h('div', { class: 'reply-quote' },
-      h('div', { class: 'reply-sender' }, reply ? userName(reply.senderId) : 'Reply'),
-      h('div', { class: 'reply-text' }, reply ? (reply.deletedAt ? 'Message deleted' : reply.text || (reply.attachment ? reply.attachment.name : '')) : 'Original message')));
-  }
-  if (m.attachment && !deleted) body.push(attachmentElement(m.attachment, m.file));
-  if (deleted) body.push(h('div', { class: 'text deleted' }, 'This message was deleted'));
-  else if (m.text || !m.attachment) body.push(h('div', { class: 'text', dir: 'auto' }, m.pending && m.forwardOf ? 'Forwarding…' : m.text));
-  body.push(h('div', { class: 'meta' },
-    m.editedAt && !deleted ? h('span', { class: 'edited' }, 'edited') : null,
-    h('time', { datetime: m.createdAt || '' }, formatTime(m.createdAt)),
-    status ? h('span', { class: `status ${status}`, title: STATUS_LABEL[status], 'aria-label': STATUS_LABEL[status] }, TICKS[status]) : null));
-  const reactions = h('div', { class: 'reactions' });
-  for (const [emoji, users] of Object.entries(m.reactions || {})) {
-    if (!users.length) continue;
-    const mine = users.includes(store.me?.id);
-    reactions.appendChild(h('button', {
-      type: 'button', class: `reaction${mine ? ' mine' : ''}`, dataset: { emoji },
-      title: users.map(userName).join(', '), 'aria-label': `${emoji} ${users.length}${mine ? ', remove your reaction' : ', react'}`,
-    }, `${emoji} ${users.length}`));
-  }
-  const actions = [];
-  if (m.pending && status === 'failed') {
-    actions.push(h('button', { type: 'button', class: 'action-resend', 'aria-label': 'Resend' }, 'Resend'));
-    actions.push(h('button', { type: 'button', class: 'action-discard', 'aria-label': 'Discard' }, 'Discard'));
-  } else if (!m.pending && !deleted) {
-    actions.push(h('button', { type: 'button', class: 'action-reply', 'aria-label': 'Reply', title: 'Reply' }, '↩'));
-    actions.push(h('button', { type: 'button', class: 'action-react', 'aria-label': 'React', title: 'React' }, h('span', { class: 'icon i-smile' })));
-    actions.push(h('button', { type: 'button', class: 'action-forward', 'aria-label': 'Forward', title: 'Forward' }, '↪'));
-    if (own && m.type !== 'system') {
-      actions.push(h('button', { type: 'button', class: 'action-edit', 'aria-label': 'Edit', title: 'Edit' }, '✎'));
-      actions.push(h('button', { type: 'button', class: 'action-delete', 'aria-label': 'Delete', title: 'Delete' }, h('span', { class: 'icon i-trash' })));
-    }
-  }
-  const picker = h('div', { class: 'react-picker', hidden: true, role: 'group', 'aria-label': 'Pick a reaction' },
-    EMOJI.map((e) => h('button', { type: 'button', class: 'react-choice', dataset: { emoji: e }, 'aria-label': `React with ${e}` }, e)));
-  return h('div', { class: `msg${own ? ' own' : ''}${grouped ? ' grouped' : ''}${deleted ? ' is-deleted' : ''}`, dataset: data },
-    h('div', { class: 'msg-row' },
-      h('div', { class: 'bubble', tabindex: '0' }, body),
-      actions.length ? h('div', { class: 'actions', role: 'toolbar', 'aria-label': 'Message actions' }, actions) : null),
-    reactions,
-    picker);
-}
-
-// localFile: the Blob of a message still in the outbox (not uploaded yet), shown from memory.
-function attachmentElement(att, localFile) {
-  if ((att.contentType || '').startsWith('image/')) {
-    const img = h('img', { class: 'attachment-image', alt: att.name || 'image', loading: 'lazy' });
-    if (att.width && att.height) { img.width = att.width; img.height = att.height; img.style.aspectRatio = `${att.width} / ${att.height}`; }
-    img.addEventListener('load', () => { if (stick) scrollToLatest(); });
-    if (localFile) img.src = localBlobUrl(localFile);
-    else attachmentBlobUrl(att.url).then((u) => { img.src = u; }).catch(() => { img.alt = `${att.name} (could not load)`; });
-    return h('div', { class: 'attachment' }, img);
-  }
-  if (localFile) {
-    return h('span', { class: 'attachment-file pending-file' },
-      h('span', { class: 'file-icon icon i-file', 'aria-hidden': 'true' }),
-      h('span', { class: 'file-name' }, att.name || 'file'),
-      h('span', { class: 'file-size' }, formatSize(att.size)));
-  }
-  const a = h('a', { class: 'attachment-file', href: att.url, download: att.name || 'file' },
-    h('span', { class: 'file-icon icon i-file', 'aria-hidden': 'true' }),
-    h('span', { class: 'file-name' }, att.name || 'file'),
-    h('span', { class: 'file-size' }, formatSize(att.size)));
-  a.addEventListener('click', async (e) => {
-    e.preventDefault();
-    try {
-      const u = await attachmentBlobUrl(att.url);
-      const tmp = h('a', { href: u, download: att.name || 'file' });
-      document.body.appendChild(tmp); tmp.click(); tmp.remove();
-    } catch (err) { showError(err); }
-  });
-  return a;
-}
-
-// One object URL per queued Blob for the page's life.
-const localUrls = new WeakMap();
-function localBlobUrl(blob) {
-  if (!localUrls.has(blob)) localUrls.set(blob, URL.createObjectURL(blob));
-  return localUrls.get(blob);
-}
-
-async function onMessagesClick(e) {
+// Clicks on a message's buttons, in the chat and in the thread panel.
+async function onMessageClick(e, convId) {
   const el = e.target.closest('.msg');
-  if (!el) return;
-  const convId = store.openId;
+  if (!el || !convId) return;
   const m = el.dataset.messageId ? findMessage(convId, el.dataset.messageId) : null;
   const btn = e.target.closest('button');
   if (!btn) {
@@ -272,7 +217,9 @@ async function onMessagesClick(e) {
   if (cls.contains('action-resend')) return client.resend(el.dataset.clientMessageId);
   if (cls.contains('action-discard')) return client.discard(el.dataset.clientMessageId);
   if (!m) return;
-  if (cls.contains('action-reply')) setContext({ kind: 'reply', message: m });
+  if (cls.contains('action-thread') || cls.contains('thread-link')) { el.classList.remove('show-actions'); await openThread(convId, m.id); }
+  else if (cls.contains('action-pin')) { el.classList.remove('show-actions'); await client.setPinned(convId, m.id, !m.pinnedAt); }
+  else if (cls.contains('action-reply')) setContext({ kind: 'reply', message: m });
   else if (cls.contains('action-edit')) setContext({ kind: 'edit', message: m });
   else if (cls.contains('action-delete')) { el.classList.remove('show-actions'); await client.deleteMessage(convId, m.id); }
   else if (cls.contains('action-forward')) openForward(m.id);
@@ -327,13 +274,15 @@ async function submit() {
   }
   if (!text) return;
   const replyToId = context?.kind === 'reply' ? context.message.id : undefined;
+  const mentions = mentionsIn(text, store.conversations.get(id));
   resetComposer();
   $('#messages').dataset.stick = '1';
-  await client.sendMessage({ conversationId: id, text, ...(replyToId ? { replyToId } : {}) });
+  await client.sendMessage({ conversationId: id, text, ...(replyToId ? { replyToId } : {}), ...(mentions.length ? { mentions } : {}) });
 }
 
 function initComposer() {
   const composer = $('#composer');
+  attachMentionCompletion(composer, $('#composer-mentions'), () => store.conversations.get(store.openId));
   composer.addEventListener('input', () => {
     autoresize();
     if (store.openId && composer.value.trim() && context?.kind !== 'edit') client.typingInput(store.openId);

@@ -57,11 +57,14 @@ export function renderList() {
     const peer = peerId(conv);
     const online = peer && (store.connection === 'online' || store.connection === 'syncing') ? !!store.users.get(peer)?.isOnline : false;
     const unread = conv.unreadCount > 0 ? conv.unreadCount : 0;
+    const mentions = conv.mentionCount > 0 ? conv.mentionCount : 0;
     const name = conversationName(conv);
+    const spoken = [name, unread ? `${unread} unread` : '', mentions ? (mentions === 1 ? '1 mention' : `${mentions} mentions`) : '', conv.muted ? 'muted' : '']
+      .filter(Boolean).join(', ');
     return h('li', {
-      class: `conv-row${conv.id === store.openId ? ' active' : ''}${unread ? ' has-unread' : ''}`,
+      class: `conv-row${conv.id === store.openId ? ' active' : ''}${unread ? ' has-unread' : ''}${conv.muted ? ' muted' : ''}`,
       dataset: { conversationId: conv.id }, role: 'button', tabindex: '0',
-      'aria-label': `${name}${unread ? `, ${unread} unread` : ''}`,
+      'aria-label': spoken,
       onclick: () => openChat(conv.id),
       onkeydown: (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); openChat(conv.id); } },
     },
@@ -70,6 +73,8 @@ export function renderList() {
     h('div', { class: 'row-main' },
       h('div', { class: 'row-top' }, h('span', { class: 'name' }, name), h('span', { class: 'time' }, formatListTime(conv.lastMessage?.createdAt || conv.lastActivityAt))),
       h('div', { class: 'row-bottom' }, h('span', { class: `preview ${preview.cls}` }, preview.text),
+        conv.muted ? h('span', { class: 'muted-mark', title: 'Muted', 'aria-hidden': 'true' }, '🔕') : null,
+        h('span', { class: 'mention-badge', hidden: !mentions, title: 'You were mentioned' }, mentions ? '@' : ''),
         h('span', { class: 'unread', hidden: !unread }, unread ? String(unread) : ''))));
   });
   if (!rows.length) rows.push(h('li', { class: 'list-empty' }, 'No conversations yet. Start one with ✎.'));

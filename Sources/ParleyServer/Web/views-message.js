@@ -1,0 +1,143 @@
+// One message as the chat and the thread panel show it: sender, quote, attachment, text, link
+// preview, time and ticks, reactions, the thread line and the actions. Every text a person
+// typed (and every preview text) is a text node: h() never parses HTML.
+import { h, formatTime, formatSize, formatListTime } from '/web/dom.js';
+import { store, userName } from '/web/store.js';
+import { attachmentBlobUrl } from '/web/api.js';
+import { systemText } from '/web/views-list.js';
+
+const EMOJI = ['👍', '❤️', '😂', '😮', '😢', '🎉'];
+const TICKS = { sending: '', sent: '✓', delivered: '✓✓', read: '✓✓', failed: '!' };
+const STATUS_LABEL = { sending: 'Sending', sent: 'Sent', delivered: 'Delivered', read: 'Read', failed: 'Not sent' };
+
+// "1 reply · 10:42", "3 replies · Yesterday" (the SDK's ChatPresentation.threadLine).
+export function threadLine(thread) {
+  const count = thread.replyCount === 1 ? '1 reply' : `${thread.replyCount} replies`;
+  return `${count} · ${formatListTime(thread.lastReplyAt)}`;
+}
+
+// A link preview card: site, title (the link), description. Only http(s) links; the page's
+// image is not loaded (the page's CSP keeps other sites' images out: nobody's address leaks to
+// a site someone linked).
+function previewCard(preview) {
+  if (!preview || !/^https?:\/\//i.test(preview.url || '') || !(preview.title || preview.description)) return null;
+  let host = '';
+  try { host = new URL(preview.url).host; } catch { return null; }
+  return h('div', { class: 'preview-card' },
+    h('div', { class: 'preview-site' }, preview.siteName || host),
+    h('a', { class: 'preview-title', href: preview.url, target: '_blank', rel: 'noopener noreferrer nofollow' }, preview.title || host),
+    preview.description ? h('div', { class: 'preview-description' }, preview.description) : null);
+}
+
+// What a message's element shows: it is rebuilt only when this changes.
+export function messageSignature(m, conv, status, grouped, reply) {
+  return JSON.stringify([m.id, m.updatedSeq, m.text, m.editedAt, m.deletedAt, m.reactions, status, grouped,
+    conv?.type, reply && [reply.text, reply.deletedAt], m.attachment?.id, userName(m.senderId), m.thread, m.pinnedAt, m.preview]);
+}
+
+// One message. opts: {inThread} (a reply shown in the thread panel: no thread or quote
+// actions), {onImageLoad}, {showError}.
+export function messageElement(m, conv, status, grouped, reply, opts = {}) {
+  const own = m.senderId === store.me?.id;
+  const data = { messageId: m.id || '', seq: m.seq || '', clientMessageId: m.clientMessageId || '', own: own ? 'true' : 'false' };
+  if (status) data.status = status;
+  if (m.type === 'system') {
+    return h('div', { class: 'msg system', dataset: data }, h('span', { class: 'text' }, systemText(m)));
+  }
+  const deleted = !!m.deletedAt;
+  const body = [];
+  if (!grouped && !own && conv?.type === 'group') body.push(h('div', { class: 'sender' }, userName(m.senderId)));
+  if (m.forwardedFromId || m.forwardOf) body.push(h('div', { class: 'forwarded' }, '↪ Forwarded'));
+  if (m.replyToId && !deleted) {
+    body.push(h('div', { class: 'reply-quote' },
+      h('div', { class: 'reply-sender' }, reply ? userName(reply.senderId) : 'Reply'),
+      h('div', { class: 'reply-text' }, reply ? (reply.deletedAt ? 'Message deleted' : reply.text || (reply.attachment ? reply.attachment.name : '')) : 'Original message')));
+  }
+  if (m.attachment && !deleted) body.push(attachmentElement(m.attachment, m.file, opts));
+  if (deleted) body.push(h('div', { class: 'text deleted' }, 'This message was deleted'));
+  else if (m.text || !m.attachment) body.push(h('div', { class: 'text', dir: 'auto' }, m.pending && m.forwardOf ? 'Forwarding…' : m.text));
+  if (m.preview && !deleted) { const card = previewCard(m.preview); if (card) body.push(card); }
+  body.push(h('div', { class: 'meta' },
+    m.pinnedAt && !deleted ? h('span', { class: 'pinned', title: `Pinned by ${userName(m.pinnedBy)}`, 'aria-label': 'Pinned' }, '📌') : null,
+    m.editedAt && !deleted ? h('span', { class: 'edited' }, 'edited') : null,
+    h('time', { datetime: m.createdAt || '' }, formatTime(m.createdAt)),
+    status ? h('span', { class: `status ${status}`, title: STATUS_LABEL[status], 'aria-label': STATUS_LABEL[status] }, TICKS[status]) : null));
+  const reactions = h('div', { class: 'reactions' });
+  for (const [emoji, users] of Object.entries(m.reactions || {})) {
+    if (!users.length) continue;
+    const mine = users.includes(store.me?.id);
+    reactions.appendChild(h('button', {
+      type: 'button', class: `reaction${mine ? ' mine' : ''}`, dataset: { emoji },
+      title: users.map(userName).join(', '), 'aria-label': `${emoji} ${users.length}${mine ? ', remove your reaction' : ', react'}`,
+    }, `${emoji} ${users.length}`));
+  }
+  const actions = [];
+  if (m.pending && status === 'failed') {
+    actions.push(h('button', { type: 'button', class: 'action-resend', 'aria-label': 'Resend' }, 'Resend'));
+    actions.push(h('button', { type: 'button', class: 'action-discard', 'aria-label': 'Discard' }, 'Discard'));
+  } else if (!m.pending && !deleted) {
+    if (!opts.inThread) {
+      actions.push(h('button', { type: 'button', class: 'action-reply', 'aria-label': 'Reply', title: 'Reply' }, '↩'));
+      if (m.seq && !m.threadRootId) actions.push(h('button', { type: 'button', class: 'action-thread', 'aria-label': 'Reply in thread', title: 'Reply in thread' }, '💬'));
+    }
+    actions.push(h('button', { type: 'button', class: 'action-pin', 'aria-label': m.pinnedAt ? 'Unpin' : 'Pin', title: m.pinnedAt ? 'Unpin' : 'Pin' }, m.pinnedAt ? '⊘' : '📌'));
+    actions.push(h('button', { type: 'button', class: 'action-react', 'aria-label': 'React', title: 'React' }, h('span', { class: 'icon i-smile' })));
+    actions.push(h('button', { type: 'button', class: 'action-forward', 'aria-label': 'Forward', title: 'Forward' }, '↪'));
+    if (own && m.type !== 'system') {
+      if (!opts.inThread) actions.push(h('button', { type: 'button', class: 'action-edit', 'aria-label': 'Edit', title: 'Edit' }, '✎'));
+      actions.push(h('button', { type: 'button', class: 'action-delete', 'aria-label': 'Delete', title: 'Delete' }, h('span', { class: 'icon i-trash' })));
+    }
+  }
+  const picker = h('div', { class: 'react-picker', hidden: true, role: 'group', 'aria-label': 'Pick a reaction' },
+    EMOJI.map((e) => h('button', { type: 'button', class: 'react-choice', dataset: { emoji: e }, 'aria-label': `React with ${e}` }, e)));
+  const mentionsMe = !own && (m.mentions || []).includes(store.me?.id);
+  const thread = m.thread && !opts.inThread
+    ? h('button', { type: 'button', class: 'thread-link', 'aria-label': `Open thread, ${threadLine(m.thread)}` }, `💬 ${threadLine(m.thread)}`)
+    : null;
+  return h('div', { class: `msg${own ? ' own' : ''}${grouped ? ' grouped' : ''}${deleted ? ' is-deleted' : ''}${mentionsMe ? ' mentions-me' : ''}`, dataset: data },
+    h('div', { class: 'msg-row' },
+      h('div', { class: 'bubble', tabindex: '0' }, body),
+      actions.length ? h('div', { class: 'actions', role: 'toolbar', 'aria-label': 'Message actions' }, actions) : null),
+    reactions,
+    thread,
+    picker);
+}
+
+// localFile: the Blob of a message still in the outbox (not uploaded yet), shown from memory.
+function attachmentElement(att, localFile, opts) {
+  if ((att.contentType || '').startsWith('image/')) {
+    const img = h('img', { class: 'attachment-image', alt: att.name || 'image', loading: 'lazy' });
+    if (att.width && att.height) { img.width = att.width; img.height = att.height; img.style.aspectRatio = `${att.width} / ${att.height}`; }
+    img.addEventListener('load', () => opts.onImageLoad?.());
+    if (localFile) img.src = localBlobUrl(localFile);
+    else attachmentBlobUrl(att.url).then((u) => { img.src = u; }).catch(() => { img.alt = `${att.name} (could not load)`; });
+    return h('div', { class: 'attachment' }, img);
+  }
+  if (localFile) {
+    return h('span', { class: 'attachment-file pending-file' },
+      h('span', { class: 'file-icon icon i-file', 'aria-hidden': 'true' }),
+      h('span', { class: 'file-name' }, att.name || 'file'),
+      h('span', { class: 'file-size' }, formatSize(att.size)));
+  }
+  const a = h('a', { class: 'attachment-file', href: att.url, download: att.name || 'file' },
+    h('span', { class: 'file-icon icon i-file', 'aria-hidden': 'true' }),
+    h('span', { class: 'file-name' }, att.name || 'file'),
+    h('span', { class: 'file-size' }, formatSize(att.size)));
+  a.addEventListener('click', async (e) => {
+    e.preventDefault();
+    try {
+      const u = await attachmentBlobUrl(att.url);
+      const tmp = h('a', { href: u, download: att.name || 'file' });
+      document.body.appendChild(tmp); tmp.click(); tmp.remove();
+    } catch (err) { opts.showError?.(err); }
+  });
+  return a;
+}
+
+// One object URL per queued Blob for the page's life.
+const localUrls = new WeakMap();
+function localBlobUrl(blob) {
+  if (!localUrls.has(blob)) localUrls.set(blob, URL.createObjectURL(blob));
+  return localUrls.get(blob);
+}
+
