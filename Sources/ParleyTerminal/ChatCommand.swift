@@ -28,6 +28,14 @@ public enum ChatCommand: Sendable, Equatable {
     case attach(path: String, caption: String)
     /// Saves a message's attachment (or its text) to a file.
     case save(message: Int?, path: String)
+    /// Opens the thread of a message (its replies; lines typed then reply in it).
+    case thread(message: Int?)
+    /// Pins (true) or unpins a message for everyone.
+    case pin(message: Int?, pinned: Bool)
+    /// Lists the pinned messages.
+    case pins
+    /// Mutes (true) or unmutes the open conversation.
+    case mute(Bool)
     case invalid(String)
 
     /// The commands and what they do, for `/help`.
@@ -45,6 +53,10 @@ public enum ChatCommand: Sendable, Equatable {
         "/search TEXT                  search this conversation",
         "/attach PATH [CAPTION]        send a file (an image shows as one)",
         "/save [N] PATH                save message N's attachment to a file",
+        "/thread [N]                   open message N's thread (Esc or /close leaves it)",
+        "/pin [N]  /unpin [N]  /pins   pin message N for everyone, unpin it, list pins",
+        "/mute  /unmute                no notifications here except mentions (or again)",
+        "@NAME then Tab                complete a name: the person is mentioned",
         "/older                        load older messages (or PgUp)",
         "/resend                       send failed messages again",
         "/retry                        reconnect now",
@@ -115,6 +127,15 @@ public enum ChatCommand: Sendable, Equatable {
         case "save":
             guard !afterNumber.isEmpty else { return .invalid("/save [N] PATH") }
             return .save(message: number, path: afterNumber)
+        case "thread", "t":
+            guard rest.isEmpty || number != nil else { return .invalid("/thread [N]: N is a message number, 1 = the newest") }
+            return .thread(message: number)
+        case "pin", "unpin":
+            guard rest.isEmpty || number != nil else { return .invalid("/\(name) [N]: N is a message number, 1 = the newest") }
+            return .pin(message: number, pinned: name == "pin")
+        case "pins", "pinned": return .pins
+        case "mute": return rest.isEmpty ? .mute(true) : rest.lowercased() == "off" ? .mute(false) : .invalid("/mute, or /mute off")
+        case "unmute": return .mute(false)
         default: return .invalid("Unknown command /\(name): /help lists them")
         }
     }

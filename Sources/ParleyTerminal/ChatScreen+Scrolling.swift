@@ -3,7 +3,7 @@ extension ChatScreen {
     /// How many lines the chat can scroll up at this terminal size: the timeline's lines beyond
     /// what the pane shows at once (0 when they all fit). The pane never shows more than this.
     public func maxScroll(width: Int, height: Int) -> Int {
-        let available = max(height, 6) - 3 - 1 - (typingLine == nil ? 0 : 1)
+        let available = max(height, 6) - 3 - 1 - (typingLine == nil ? 0 : 1) - (pinnedLine == nil ? 0 : 1)
         return max(0, timelineLines(width: Self.chatWidth(forTerminalWidth: width)).count - available)
     }
 
@@ -31,7 +31,7 @@ extension ChatScreen {
         var below = self
         below.timeline = Array(timeline[index...])
         let lines = below.timelineLines(width: Self.chatWidth(forTerminalWidth: width)).count
-        let available = max(height, 6) - 3 - 1 - (typingLine == nil ? 0 : 1)
+        let available = max(height, 6) - 3 - 1 - (typingLine == nil ? 0 : 1) - (pinnedLine == nil ? 0 : 1)
         scroll = min(max(0, lines - available), maxScroll(width: width, height: height))
         return true
     }

@@ -19,9 +19,18 @@ public struct ChatScreen: Sendable, Equatable {
         public var online: Bool?
         /// "Ada is typing…" when someone is.
         public var typing: String?
+        /// Unread messages mention the user (an "@" beside the badge).
+        public var mentioned: Bool
+        /// The user muted it (its badge is dim).
+        public var muted: Bool
 
         /// A row of these values.
-        public init(id: EntityID, title: String, preview: String, unread: Int, online: Bool?, typing: String?) {
+        public init(
+            id: EntityID, title: String, preview: String, unread: Int, online: Bool?, typing: String?, mentioned: Bool = false,
+            muted: Bool = false
+        ) {
+            self.mentioned = mentioned
+            self.muted = muted
             self.id = id
             self.title = title
             self.preview = preview
@@ -48,6 +57,8 @@ public struct ChatScreen: Sendable, Equatable {
     public var chatTitle: String?
     /// The open conversation's subtitle; empty for none.
     public var chatSubtitle: String = ""
+    /// "📌 Ada: the rules (3 pinned)" under the title when something is pinned (v1.3).
+    public var pinnedLine: String?
     /// The open conversation's timeline: day separators, messages, system notices.
     public var timeline: [ChatPresentation.Item] = []
     /// The highlighted message (message mode), by ``LocalMessage/id``.
@@ -161,11 +172,12 @@ public struct ChatScreen: Sendable, Equatable {
         for (index, row) in rows.enumerated().dropFirst(first).prefix(capacity) {
             let selected = index == selectedRow
             let dot = row.online.map { $0 ? Style.colour(70).apply("●") : Style.dim.apply("○") } ?? " "
-            let badge = ChatPresentation.badge(row.unread)
+            let badge = (row.mentioned ? "@" : "") + ChatPresentation.badge(row.unread)
             let nameWidth = width - 3 - (badge.isEmpty ? 0 : TerminalText.width(badge) + 2)
             var name = TerminalText.pad(TerminalText.sanitize(row.title), to: max(1, nameWidth))
             name = row.unread > 0 ? Style.bold.apply(name) : name
-            let badgeText = badge.isEmpty ? "" : " " + Style.reverse.apply(Style.boldColour(33).apply(badge)) + " "
+            let badgeStyle: Style = row.muted && !row.mentioned ? .dim : .boldColour(33)
+            let badgeText = badge.isEmpty ? "" : " " + Style.reverse.apply(badgeStyle.apply(badge)) + " "
             var first = " " + dot + " " + name + badgeText
             let detail = row.typing.map { Style.italic.apply(Style.colour(70).apply(TerminalText.pad("   " + TerminalText.sanitize($0), to: width))) }
                 ?? Style.dim.apply(TerminalText.pad("   " + TerminalText.sanitize(row.preview), to: width))
@@ -187,8 +199,11 @@ public struct ChatScreen: Sendable, Equatable {
         let subtitle = chatSubtitle.isEmpty ? "" : "  " + TerminalText.sanitize(chatSubtitle)
         lines.append(Style.bold.apply(TerminalText.truncate(" " + TerminalText.sanitize(chatTitle), to: width))
             + Style.dim.apply(TerminalText.truncate(subtitle, to: max(0, width - TerminalText.width(" " + TerminalText.sanitize(chatTitle))))))
+        if let pinnedLine, overlay == nil {
+            lines.append(Style.colour(136).apply(TerminalText.truncate(" " + TerminalText.sanitize(pinnedLine), to: width)))
+        }
         let typingRows = typingLine == nil ? 0 : 1
-        let available = height - 1 - typingRows
+        let available = height - lines.count - typingRows
         let content: [String]
         if let overlay {
             var text = overlayTitle.map { [Style.bold.apply(TerminalText.truncate(" " + TerminalText.sanitize($0), to: width))] } ?? []
@@ -253,6 +268,7 @@ public struct ChatScreen: Sendable, Equatable {
                 if let attachment = message.attachmentLine { body.append(TerminalText.sanitize(attachment)) }
                 if message.body.isEmpty && body.count > 1 { body.removeFirst() }
                 var meta: [String] = []
+                if message.isPinned { meta.append("📌") }
                 if message.isEdited { meta.append("edited") }
                 if let status = message.status {
                     let word = status == .read || status == .failed || status == .notSent ? " " + status.label : ""
@@ -262,7 +278,8 @@ public struct ChatScreen: Sendable, Equatable {
                 for (index, line) in body.enumerated() {
                     let isLast = index == body.count - 1
                     let lead = (message.startsGroup || index > 0 ? " " : marker) + "  "
-                    var styledLine = message.message.deletedAt != nil ? Style.italic.apply(Style.dim.apply(line)) : line
+                    var styledLine = message.message.deletedAt != nil ? Style.italic.apply(Style.dim.apply(line))
+                        : message.mentionsMe ? Style.boldColour(214).apply(line) : line
                     if isLast, !metaText.isEmpty {
                         let gap = width - 3 - TerminalText.width(line) - TerminalText.width(metaText) - 1
                         let metaStyle: Style = message.status == .read ? .colour(39) : message.status == .failed || message.status == .notSent ? .boldColour(196) : .dim
@@ -278,6 +295,7 @@ public struct ChatScreen: Sendable, Equatable {
                 if !message.reactions.isEmpty {
                     lines.append("   " + TerminalText.truncate(TerminalText.sanitize(message.reactions), to: textWidth))
                 }
+                lines += Self.extraLines(message, width: textWidth)
             }
         }
         return lines

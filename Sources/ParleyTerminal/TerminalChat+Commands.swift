@@ -22,7 +22,12 @@ extension TerminalChat {
         replyingTo = nil
         screen.inputLabel = nil
         screen.scroll = 0
-        await chat.send(text, replyingTo: reply)
+        let mentions = await chat.mentions(in: text)
+        if let thread {
+            await thread.send(text, mentions: mentions)
+        } else {
+            await chat.send(text, replyingTo: reply, mentions: mentions)
+        }
     }
 
     /// Opens a conversation in the chat pane.
@@ -72,6 +77,8 @@ extension TerminalChat {
             screen.overlay = ChatCommand.helpLines
             if screen.chatTitle == nil { screen.chatTitle = "Help" }
         case .quit: quitting = true
+        case .close where thread != nil:
+            closeThread()
         case .close:
             chat?.stop()
             chat = nil
@@ -181,6 +188,30 @@ extension TerminalChat {
             }
             await chat.forward(target, to: row.id)
             screen.status = "Forwarded to \(row.title)"
+        case .thread(let number):
+            guard let target = message(number) else { return }
+            await openThread(target)
+        case .pin(let number, let pinned):
+            guard let target = message(number), let chat else { return }
+            await chat.setPinned(pinned, target)
+            if chat.lastError == nil { screen.status = pinned ? "Pinned for everyone" : "Unpinned" }
+        case .pins:
+            guard let chat, let me = session?.user.id else {
+                screen.status = "Open a conversation first"
+                return
+            }
+            screen.overlayTitle = "\(chat.pinned.count) pinned (Esc closes)"
+            screen.overlay = chat.pinned.map { message in
+                let who = message.senderId == me ? "You" : names.lookup(message.senderId) ?? "Someone"
+                return "📌 \(who): \(ChatPresentation.firstLine(message.text, max: 200))"
+            }
+        case .mute(let muted):
+            guard let chat else {
+                screen.status = "Open a conversation first"
+                return
+            }
+            await chat.setMuted(muted)
+            if chat.lastError == nil { screen.status = muted ? "Muted: only mentions notify you here" : "Unmuted" }
         case .search(let query):
             guard let chat else {
                 screen.status = "Open a conversation to search it"

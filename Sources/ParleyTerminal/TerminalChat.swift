@@ -72,6 +72,8 @@ public final class TerminalChat {
     var api: ParleyAPI?
     var list: ConversationListModel?
     var chat: ChatModel?
+    /// The thread open over the chat (v1.3): its replies replace the timeline, lines reply in it.
+    var thread: ThreadModel?
     var directory: DirectoryModel?
     let names = NameBook()
     var typingByConversation: [EntityID: String] = [:]
@@ -208,26 +210,42 @@ public final class TerminalChat {
                     id: row.id, title: ChatPresentation.title(row.conversation, me: me ?? EntityID(), names: names.lookup),
                     preview: ChatPresentation.preview(row.conversation, me: me ?? EntityID(), names: names.lookup),
                     unread: row.unreadCount, online: peer.map { users[$0]?.isOnline ?? false },
-                    typing: typingByConversation[row.id] ?? nil)
+                    typing: typingByConversation[row.id] ?? nil, mentioned: row.conversation.mentionCount > 0, muted: row.conversation.muted)
             }
             screen.selectedRow = min(screen.selectedRow, max(0, screen.rows.count - 1))
             screen.banner = list.banner
-            let unread = Dictionary(list.rows.map { ($0.id, $0.unreadCount) }, uniquingKeysWith: { $1 })
+            // A muted conversation rings only for a new mention (its mention count stands in).
+            let unread = Dictionary(
+                list.rows.map { ($0.id, $0.conversation.muted ? $0.conversation.mentionCount : $0.unreadCount) }, uniquingKeysWith: { $1 })
             if configuration.bell, ChatPresentation.shouldRing(previousUnread: lastUnread, currentUnread: unread, open: chat?.conversationId) {
                 device.bell()
             }
             lastUnread = list.rows.isEmpty && lastUnread == nil ? nil : unread
         }
         if let chat, let me = session?.user.id {
-            screen.timeline = ChatPresentation.timeline(chat.messages, me: me, names: names.lookup, unreadAfter: chat.unreadAfter)
+            screen.timeline = thread.map { thread in
+                // In the thread itself the root's "n replies" line says nothing new.
+                ChatPresentation.timeline(threadMessages(thread), me: me, names: names.lookup).map { item in
+                    guard case .message(var message) = item else { return item }
+                    message.threadLine = nil
+                    return .message(message)
+                }
+            }
+                ?? ChatPresentation.timeline(chat.messages, me: me, names: names.lookup, unreadAfter: chat.unreadAfter)
+            screen.pinnedLine = thread == nil ? ChatPresentation.pinnedLine(chat.pinned, me: me, names: names.lookup) : nil
             // Opened with unread messages: at the "New messages" line, once it is there.
             if scrollToUnreadPending {
                 let (width, height) = device.size()
                 if screen.scrollToUnread(width: width, height: height) { scrollToUnreadPending = false }
             }
             screen.typingLine = chat.typingLine
-            if let row = list?.rows.first(where: { $0.id == chat.conversationId }) {
+            if let thread {
+                let count = thread.replies.count
+                screen.chatTitle = "Thread · " + ChatPresentation.firstLine(thread.root?.text ?? "…", max: 40)
+                screen.chatSubtitle = (count == 1 ? "1 reply" : "\(count) replies") + " · Esc goes back"
+            } else if let row = list?.rows.first(where: { $0.id == chat.conversationId }) {
                 screen.chatTitle = ChatPresentation.title(row.conversation, me: me, names: names.lookup)
+                    + (row.conversation.muted ? " 🔕" : "")
                 let users = Dictionary((directory?.users ?? []).map { ($0.id, $0) }, uniquingKeysWith: { $1 })
                 screen.chatSubtitle = ChatPresentation.subtitle(row.conversation, me: me, users: users)
             }
@@ -240,9 +258,11 @@ public final class TerminalChat {
 
     /// Messages on screen are read: the newest visible one is reported once (batched by the SDK).
     private func markVisible(_ chat: ChatModel) {
-        guard screen.scroll == 0, screen.overlay == nil, let newest = chat.messages.last(where: \.isConfirmed), newest.id != lastVisibleId else { return }
+        // In a thread its replies are what is on screen (a reply's seq reads what is below it).
+        let shown = thread.map(threadMessages) ?? chat.messages
+        guard screen.scroll == 0, screen.overlay == nil, let newest = shown.last(where: \.isConfirmed), newest.id != lastVisibleId else { return }
         lastVisibleId = newest.id
-        let visible = Array(chat.messages.suffix(30))
+        let visible = Array(shown.suffix(30))
         Task { await chat.messagesBecameVisible(visible) }
     }
 
@@ -289,8 +309,12 @@ public final class TerminalChat {
         case .enter:
             let line = screen.input.submit()
             await submit(line)
+        case .tab where ChatPresentation.mentionQuery(in: screen.input.text) != nil && chat != nil:
+            await completeMention()
         case .tab:
             screen.focus = .list
+        case .escape where thread != nil && replyingTo == nil && editing == nil && screen.overlay == nil:
+            closeThread()
         case .escape:
             if replyingTo != nil || editing != nil {
                 replyingTo = nil
@@ -364,9 +388,10 @@ public final class TerminalChat {
         screen.selectedMessage = nil
     }
 
-    /// The messages a command can name: the chat's, without system notices, oldest first.
+    /// The messages a command can name: the chat's (or the open thread's root and replies),
+    /// without system notices, oldest first.
     func selectable() -> [LocalMessage] {
-        (chat?.messages ?? []).filter { $0.type != .system }
+        (thread.map(threadMessages) ?? chat?.messages ?? []).filter { $0.type != .system }
     }
 
     func beginReply(_ message: LocalMessage) {
