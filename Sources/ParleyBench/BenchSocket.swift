@@ -88,7 +88,9 @@ final class BenchSocket: ChannelInboundHandler, RemovableChannelHandler {
         buffer.writeString(indexText)
         buffer.writeStaticString("|")
         buffer.writeString(n)
-        buffer.writeStaticString(#"| bench"}}"#)
+        buffer.writeStaticString(#"| bench""#)
+        if !spec.extraData.isEmpty { buffer.writeString(spec.extraData) }
+        buffer.writeStaticString("}}")
         let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer)
         context.write(wrapOutboundOut(frame), promise: nil)
         inFlight += 1
@@ -192,7 +194,15 @@ final class BenchSocket: ChannelInboundHandler, RemovableChannelHandler {
                 return
             }
             let isCreated = find(Marker.created, in: bytes) != nil
-            guard isCreated else { return }
+            guard isCreated else {
+                // A change to a message (a thread root's new count) takes a number of the
+                // sequence too: the next message.created follows it without a gap.
+                if find(Marker.updated, in: bytes) != nil, let at = find(Marker.updatedSeq, in: bytes) {
+                    let (seq, _) = readNumber(bytes, at + Marker.updatedSeq.count)
+                    if let last = lastSeq, seq == last &+ 1 { lastSeq = seq }
+                }
+                return
+            }
             if let seqAt = find(Marker.seq, in: bytes) {
                 let (seq, _) = readNumber(bytes, seqAt + Marker.seq.count)
                 if let last = lastSeq, seq != last &+ 1 {

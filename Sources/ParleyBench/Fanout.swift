@@ -26,6 +26,9 @@ public struct FanoutOptions: Sendable {
     public var verify = false
     /// Per sender, when set: stop after this many (tests).
     public var messagesPerSender: Int?
+    /// What each message is (v1.3's variants): plain, a reply in its group's one thread, or
+    /// mentioning three other members.
+    public var variant: FanoutVariant = .plain
 
     /// The defaults: 5 groups of 20, every member sending as fast as the server keeps up.
     public init() {}
@@ -44,6 +47,16 @@ public struct FanoutOptions: Sendable {
     }
 }
 
+/// What the messages of a fan-out run are.
+public enum FanoutVariant: String, Sendable, CaseIterable {
+    /// Plain text messages.
+    case plain
+    /// Replies in one thread per group (each also moves its root's count: a second event).
+    case thread
+    /// Messages mentioning three other members of the group.
+    case mention
+}
+
 /// Runs the group fan-out: against Parley servers, or against the bare broadcast floor.
 public enum FanoutScenario {
     /// Against Parley servers (one URL, or several nodes on one database): users, groups and
@@ -58,14 +71,16 @@ public enum FanoutScenario {
         debug("setting up \(options.groups) groups of \(options.size)")
         let members = try await ParleySetup.groups(baseURL: first, groups: options.groups, size: options.size)
         try await prepare?(members)
+        let extra = try await ParleySetup.variantData(options.variant, baseURL: first, members: members, size: options.size)
         let cross = options.cross && endpoints.count > 1
-        let specs = LoadRun.specs(
+        var specs = LoadRun.specs(
             members: members.map { ($0.group, $0.conversationId.description, $0.token) }, size: options.size,
             sendersPerGroup: options.senders
         ) { index, isSender in
             if cross { return isSender ? endpoints[0] : endpoints[1 + index % (endpoints.count - 1)] }
             return endpoints[index % endpoints.count]
         }
+        for index in specs.indices { specs[index].extraData = extra[specs[index].group] ?? "" }
         return try await LoadRun.run(
             specs: specs, policy: options.policy, threads: options.threads, warmup: options.warmup, duration: options.duration)
     }

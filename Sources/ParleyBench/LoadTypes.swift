@@ -31,6 +31,9 @@ public struct SocketSpec: Sendable {
     public var isSender: Bool
     /// Loopback source address to bind before connecting (127.0.0.2, ...), or nil.
     public var localAddress: String?
+    /// JSON members added to every `message.send`'s data, each with its leading comma (a
+    /// thread root, mentions: `bench fanout --variant`); empty for a plain send.
+    public var extraData: String = ""
 
     /// A spec of these values.
     public init(
@@ -194,6 +197,8 @@ enum Marker {
     static let created = Array(#""type":"message.created""#.utf8)
     static let stamp = Array("pb|".utf8)
     static let seq = Array(#""seq":"#.utf8)
+    static let updated = Array(#""type":"message.updated""#.utf8)
+    static let updatedSeq = Array(#""updatedSeq":"#.utf8)
 }
 
 /// Finds `needle` in `haystack` starting at `from` (first-byte scan with memchr, then compare).

@@ -19,6 +19,27 @@ public struct BenchMember: Sendable {
 
 /// Setting up users and conversations over HTTP (not timed).
 public enum ParleySetup {
+    /// The extra `message.send` data of each group for a variant: a root message sent by the
+    /// group's first member (thread), or three other members' ids (mention; the first
+    /// three members after the first, so the senders mention each other).
+    static func variantData(_ variant: FanoutVariant, baseURL: URL, members: [BenchMember], size: Int) async throws -> [Int: String] {
+        var extra: [Int: String] = [:]
+        let groups = Dictionary(grouping: members, by: \.group)
+        for (group, people) in groups {
+            guard let first = people.first else { continue }
+            switch variant {
+            case .plain: break
+            case .thread:
+                let api = ParleyAPI(baseURL: baseURL, token: first.token)
+                let root = try await api.send(.init(clientMessageId: "bench-root-\(UUID())", text: "bench thread"), to: first.conversationId)
+                extra[group] = ",\"threadRootId\":\"\(root.id)\""
+            case .mention:
+                let named = people.prefix(4).dropFirst().map { "\"\($0.userId)\"" }
+                extra[group] = ",\"mentions\":[" + named.joined(separator: ",") + "]"
+            }
+        }
+        return extra
+    }
     /// Registers users, at most `parallel` at a time; `organization(i)` names user i's organization.
     public static func registerUsers(
         baseURL: URL, count: Int, parallel: Int = 16, prefix: String, organization: @escaping @Sendable (Int) -> String

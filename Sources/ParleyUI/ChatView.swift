@@ -4,8 +4,12 @@ import ParleyProtocol
 import SwiftUI
 
 /// A conversation: the timeline (bubbles grouped by sender and day, status marks, replies,
-/// reactions, attachments), paging back, jump to the newest, read receipts for what is on
-/// screen, the typing line, the connection banner and the input bar.
+/// reactions, attachments, pins, mentions, link previews, thread lines), paging back, jump to
+/// the newest, read receipts for what is on screen, the typing line, the pinned bar, the
+/// connection banner, mute in the toolbar and the input bar with "@" completion.
+///
+/// A thread (``ThreadView``) opens as a navigation destination over the chat, so the chat
+/// goes inside a `NavigationStack` (``ParleyChat`` puts it in one).
 public struct ChatView: View {
     @State private var model: ChatModel
     /// The signed-in session (the user, names, presence, attachment bytes).
@@ -17,6 +21,15 @@ public struct ChatView: View {
     @State private var visible: [String: LocalMessage] = [:]
     @State private var atBottom = true
     @State private var newBelow = 0
+    /// The root (server id) of the thread shown over the chat.
+    @State private var threadRoot: EntityID?
+    /// A message to bring on screen (the pinned bar's).
+    @State private var scrollTarget: String?
+    /// The last send: each waits for the one before, so messages go in the order typed even
+    /// though resolving mentions awaits the database first.
+    @State private var lastSend: Task<Void, Never>?
+    /// The model was started and not stopped since (a thread pushed over the chat keeps it so).
+    @State private var isRunning = false
 
     /// A chat screen for a model (``ChatSession/chat(_:)`` makes one).
     public init(model: ChatModel, session: ChatSession, registry: MessageComponentRegistry = MessageComponentRegistry()) {
@@ -71,9 +84,15 @@ public struct ChatView: View {
             .onAppear {
                 if let last = model.messages.last { proxy.scrollTo(last.id, anchor: .bottom) }
             }
+            .onChange(of: scrollTarget) { _, target in
+                guard let target else { return }
+                scrollTarget = nil
+                withAnimation { proxy.scrollTo(target, anchor: .center) }
+            }
         }
         .safeAreaInset(edge: .top, spacing: 0) {
             VStack(spacing: 0) {
+                pinnedBar(me: me, names: names)
                 ConnectionBanner(state: model.connection, syncing: model.isSyncing) { Task { await model.retryNow() } }
                 if let error = model.lastError {
                     Text(error)
@@ -109,7 +128,8 @@ public struct ChatView: View {
                         // Copied now, while the picker's scope is open; sent from the copy.
                         guard let kept = model.keepFile(picked) else { return }
                         Task { await model.send(file: kept, contentType: contentType, type: isImage ? .image : .file) }
-                    })
+                    },
+                    mentionCandidates: { draft in await model.mentionCandidates(for: draft) })
             }
             .background(.bar)
         }
@@ -117,7 +137,15 @@ public struct ChatView: View {
         .toolbar {
             ToolbarItem(placement: .principal) {
                 VStack {
-                    Text(session.list?.rows.first { $0.id == model.conversationId }?.title ?? "").font(.headline)
+                    HStack(spacing: 4) {
+                        Text(session.list?.rows.first { $0.id == model.conversationId }?.title ?? "").font(.headline)
+                        if conversation?.muted == true {
+                            Image(systemName: "bell.slash.fill")
+                                .font(.caption)
+                                .foregroundStyle(.secondary)
+                                .accessibilityLabel("Muted")
+                        }
+                    }
                     if let conversation {
                         Text(ChatPresentation.subtitle(conversation, me: me, users: session.users, typing: model.typingLine))
                             .font(.caption)
@@ -125,9 +153,63 @@ public struct ChatView: View {
                     }
                 }
             }
+            ToolbarItem(placement: .primaryAction) {
+                Menu {
+                    let muted = conversation?.muted == true
+                    Button {
+                        Task { await model.setMuted(!muted) }
+                    } label: {
+                        // Muted: no notifications except mentions; unread still counts.
+                        Label(muted ? "Unmute" : "Mute", systemImage: muted ? "bell" : "bell.slash")
+                    }
+                    .disabled(conversation == nil)
+                } label: {
+                    Label("Chat options", systemImage: "ellipsis.circle")
+                }
+            }
         }
-        .task { await model.start() }
-        .onDisappear { model.stop() }
+        .navigationDestination(item: $threadRoot) { rootId in
+            Group {
+                if let client = session.client {
+                    ThreadView(
+                        model: ThreadModel(client: client, conversationId: model.conversationId, rootId: rootId),
+                        chat: model, session: session, registry: registry)
+                }
+            }
+        }
+        .task {
+            // Back from a thread the model is still running.
+            guard !isRunning else { return }
+            isRunning = true
+            await model.start()
+        }
+        .onDisappear {
+            // A thread pushed over the chat is still this conversation: it stays focused (its
+            // notifications quiet) and followed, and the timeline is as it was on coming back.
+            guard threadRoot == nil else { return }
+            isRunning = false
+            model.stop()
+        }
+    }
+
+    /// "📌 Ada: the rules  (3 pinned)" under the title; a tap shows the newest pin.
+    @ViewBuilder private func pinnedBar(me: EntityID, names: NameBook) -> some View {
+        if let line = ChatPresentation.pinnedLine(model.pinned, me: me, names: { names.name($0) }) {
+            Button(action: showPinned) {
+                Text(line)
+                    .font(.footnote)
+                    .lineLimit(1)
+                    .frame(maxWidth: .infinity, alignment: .leading)
+                    .padding(.horizontal)
+                    .padding(.vertical, 6)
+                    .contentShape(Rectangle())
+            }
+            .buttonStyle(.plain)
+            .background(.bar)
+            .accessibilityLabel("Pinned: \(line)")
+            .accessibilityHint("Shows the pinned message")
+            Divider()
+        }
     }
 
     private var actions: MessageActions {
@@ -139,19 +221,45 @@ public struct ChatView: View {
             resend: { message in Task { await model.resend(message) } },
             discard: { message in Task { await model.discard(message) } },
             revoke: { message in Task { await model.revoke(message) } },
-            deleteForMe: { message in Task { await model.deleteForMe(message) } })
+            deleteForMe: { message in Task { await model.deleteForMe(message) } },
+            openThread: { message in
+                guard let root = message.serverId else { return }
+                threadRoot = root
+            },
+            pin: { message, pinned in Task { await model.setPinned(pinned, message) } })
     }
 
     private func send(_ text: String) {
         let reply = replyingTo, edit = editing
         replyingTo = nil
         editing = nil
-        Task {
+        let previous = lastSend
+        lastSend = Task {
+            await previous?.value
             if let edit {
                 await model.edit(edit, text: text)
             } else {
-                await model.send(text, replyingTo: reply)
+                let mentions = await model.mentions(in: text)
+                await model.send(text, replyingTo: reply, mentions: mentions)
             }
+        }
+    }
+
+    /// The pinned bar was tapped: its message on screen, paging back for it when it is older
+    /// than the loaded window (a bounded number of pages); a reply in a thread opens the thread.
+    private func showPinned() {
+        guard let pin = model.pinned.max(by: { ($0.pinnedAt ?? .distantPast) < ($1.pinnedAt ?? .distantPast) }) else { return }
+        if let root = pin.threadRootId {
+            threadRoot = root
+            return
+        }
+        Task {
+            var pages = 0
+            while !model.messages.contains(where: { $0.id == pin.id }), model.canLoadOlder, pages < 20 {
+                await model.loadOlder()
+                pages += 1
+            }
+            if model.messages.contains(where: { $0.id == pin.id }) { scrollTarget = pin.id }
         }
     }
 
@@ -180,13 +288,18 @@ public struct MessageActions {
     public var revoke: (LocalMessage) -> Void
     /// Hide it on this device.
     public var deleteForMe: (LocalMessage) -> Void
+    /// Open its thread (v1.3), from a root's thread line or "Reply in thread"; nil hides both.
+    public var openThread: ((LocalMessage) -> Void)?
+    /// Pin (true) or unpin (false) it for everyone (v1.3); nil hides the action.
+    public var pin: ((LocalMessage, Bool) -> Void)?
 
-    /// Actions from closures.
+    /// Actions from closures; without `openThread` and `pin` there are no thread or pin actions.
     public init(
         reply: @escaping (LocalMessage) -> Void, edit: @escaping (LocalMessage) -> Void,
         react: @escaping (LocalMessage, String) -> Void, unreact: @escaping (LocalMessage, String) -> Void,
         resend: @escaping (LocalMessage) -> Void, discard: @escaping (LocalMessage) -> Void,
-        revoke: @escaping (LocalMessage) -> Void, deleteForMe: @escaping (LocalMessage) -> Void
+        revoke: @escaping (LocalMessage) -> Void, deleteForMe: @escaping (LocalMessage) -> Void,
+        openThread: ((LocalMessage) -> Void)? = nil, pin: ((LocalMessage, Bool) -> Void)? = nil
     ) {
         self.reply = reply
         self.edit = edit
@@ -196,6 +309,8 @@ public struct MessageActions {
         self.discard = discard
         self.revoke = revoke
         self.deleteForMe = deleteForMe
+        self.openThread = openThread
+        self.pin = pin
     }
 
     /// Actions that do nothing (previews).

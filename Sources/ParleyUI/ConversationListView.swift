@@ -3,14 +3,17 @@ import ParleyClient
 import ParleyProtocol
 import SwiftUI
 
-/// The conversation list: rows with unread badges, presence and typing, the connection banner,
-/// a "new chat" sheet with the organization's people, pull to refresh and signing out.
+/// The conversation list: rows with unread and mention badges, presence and typing, muted rows
+/// (grey badge, bell-slash) with "Mute"/"Unmute" on a swipe or the context menu, the connection
+/// banner, a "new chat" sheet with the organization's people, pull to refresh and signing out.
 public struct ConversationListView: View {
     /// The signed-in session (its list, directory and client).
     public let session: ChatSession
     /// The open conversation.
     @Binding public var selection: EntityID?
     @State private var choosingPerson = false
+    /// Why the last mute or unmute failed, for the alert.
+    @State private var muteError: String?
 
     /// A list for a session; `selection` is the conversation shown beside or after it.
     public init(session: ChatSession, selection: Binding<EntityID?>) {
@@ -31,6 +34,8 @@ public struct ConversationListView: View {
             NavigationLink(value: item.id) {
                 ConversationRowView(item: item)
             }
+            .swipeActions(edge: .trailing) { muteButton(item) }
+            .contextMenu { muteButton(item) }
             .onAppear {
                 // The last rows on screen: the next older page (a new device has the newest only).
                 if item.id == items.last?.id, let list = session.list, list.hasMore {
@@ -72,6 +77,11 @@ public struct ConversationListView: View {
                 }
             }
         }
+        .alert("Couldn't change notifications", isPresented: Binding(get: { muteError != nil }, set: { if !$0 { muteError = nil } })) {
+            Button("OK", role: .cancel) {}
+        } message: {
+            Text(muteError ?? "")
+        }
         .sheet(isPresented: $choosingPerson) {
             PeoplePicker(session: session) { userId in
                 choosingPerson = false
@@ -83,7 +93,32 @@ public struct ConversationListView: View {
     }
 }
 
-/// One row: avatar initials with a presence dot, title, time, preview (or typing) and badge.
+extension ConversationListView {
+    /// "Mute" (no notifications except mentions, on every device) or "Unmute".
+    private func muteButton(_ item: ChatPresentation.ListRowItem) -> some View {
+        Button {
+            setMuted(!item.isMuted, item.id)
+        } label: {
+            Label(item.isMuted ? "Unmute" : "Mute", systemImage: item.isMuted ? "bell" : "bell.slash")
+        }
+        .tint(.indigo)
+    }
+
+    private func setMuted(_ muted: Bool, _ conversationId: EntityID) {
+        guard let client = session.client else { return }
+        Task {
+            do {
+                // The row follows when the client's list changes.
+                try await client.setMuted(muted, in: conversationId)
+            } catch {
+                muteError = ClientError.readable(error)
+            }
+        }
+    }
+}
+
+/// One row: avatar initials with a presence dot, title, time, preview (or typing), the mention
+/// badge "@" and the unread badge (grey, with a bell-slash, when the chat is muted).
 public struct ConversationRowView: View {
     /// What the row shows, decided by ``ChatPresentation/listRow(_:me:users:typing:now:calendar:)``.
     public let item: ChatPresentation.ListRowItem
@@ -114,13 +149,17 @@ public struct ConversationRowView: View {
                         .italic(item.isTyping)
                         .lineLimit(2)
                     Spacer(minLength: 8)
+                    if item.isMuted {
+                        Image(systemName: "bell.slash.fill")
+                            .font(.caption)
+                            .foregroundStyle(.secondary)
+                    }
+                    // A mention notifies even in a muted chat: its badge keeps the accent.
+                    if !item.mentionBadge.isEmpty {
+                        BadgeView(text: item.mentionBadge, colour: .accentColor)
+                    }
                     if !item.badge.isEmpty {
-                        Text(item.badge)
-                            .font(.caption.bold())
-                            .foregroundStyle(.white)
-                            .padding(.horizontal, 7)
-                            .padding(.vertical, 2)
-                            .background(Capsule().fill(Color.accentColor))
+                        BadgeView(text: item.badge, colour: item.isMuted ? .gray : .accentColor)
                     }
                 }
             }
@@ -128,6 +167,21 @@ public struct ConversationRowView: View {
         .padding(.vertical, 4)
         .accessibilityElement(children: .ignore)
         .accessibilityLabel(item.accessibilityLabel)
+    }
+}
+
+/// A count or "@" in a capsule.
+struct BadgeView: View {
+    let text: String
+    let colour: Color
+
+    var body: some View {
+        Text(text)
+            .font(.caption.bold())
+            .foregroundStyle(.white)
+            .padding(.horizontal, 7)
+            .padding(.vertical, 2)
+            .background(Capsule().fill(colour))
     }
 }
 

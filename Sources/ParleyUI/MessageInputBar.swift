@@ -1,11 +1,13 @@
 #if canImport(SwiftUI)
 import ParleyClient
+import ParleyProtocol
 import SwiftUI
 import UniformTypeIdentifiers
 
-/// The input bar: a growing text field, send, a file or photo button, and the strip that says
-/// what is being replied to or edited. Every change of the text calls `onTyping` (the SDK
-/// debounces what it sends).
+/// The input bar: a growing text field, send, a file or photo button, the strip that says
+/// what is being replied to or edited, and while an "@" word is typed the people it may mean
+/// (a tap completes it). Every change of the text calls `onTyping` (the SDK debounces what it
+/// sends).
 public struct MessageInputBar: View {
     /// The quoted line of the message being replied to, if any.
     public let replyingTo: String?
@@ -20,8 +22,12 @@ public struct MessageInputBar: View {
     /// Called with a picked file, its content type and whether it is an image; nil hides the
     /// button (an app can put its own PhotosPicker beside the bar instead).
     public let onAttach: ((URL, String, Bool) -> Void)?
+    /// Who the "@" word at the end of the draft may mean (``ChatModel/mentionCandidates(for:)``);
+    /// nil turns "@" completion off.
+    public let mentionCandidates: ((String) async -> [(id: EntityID, name: String)])?
 
     @State private var text = ""
+    @State private var candidates: [MentionChoice] = []
     @State private var picking = false
     @FocusState private var focused: Bool
 
@@ -29,7 +35,8 @@ public struct MessageInputBar: View {
     public init(
         replyingTo: String? = nil, editing: String? = nil, onTyping: @escaping () -> Void = {},
         onSend: @escaping (String) -> Void, onCancel: @escaping () -> Void = {},
-        onAttach: ((URL, String, Bool) -> Void)? = nil
+        onAttach: ((URL, String, Bool) -> Void)? = nil,
+        mentionCandidates: ((String) async -> [(id: EntityID, name: String)])? = nil
     ) {
         self.replyingTo = replyingTo
         self.editing = editing
@@ -37,6 +44,7 @@ public struct MessageInputBar: View {
         self.onSend = onSend
         self.onCancel = onCancel
         self.onAttach = onAttach
+        self.mentionCandidates = mentionCandidates
     }
 
     private var trimmed: String { text.trimmingCharacters(in: .whitespacesAndNewlines) }
@@ -59,6 +67,18 @@ public struct MessageInputBar: View {
                 }
                 .font(.caption)
                 .foregroundStyle(.secondary)
+            }
+            if !candidates.isEmpty {
+                ScrollView(.horizontal, showsIndicators: false) {
+                    HStack(spacing: 6) {
+                        ForEach(candidates) { candidate in
+                            Button("@" + candidate.name) { complete(with: candidate) }
+                                .buttonStyle(.bordered)
+                                .controlSize(.small)
+                                .accessibilityLabel("Mention \(candidate.name)")
+                        }
+                    }
+                }
             }
             HStack(alignment: .bottom, spacing: 8) {
                 if onAttach != nil {
@@ -87,6 +107,16 @@ public struct MessageInputBar: View {
         }
         .padding(.horizontal)
         .padding(.vertical, 8)
+        .task(id: text) {
+            // Asked again as the draft changes; a change cancels the question before it.
+            guard let mentionCandidates, ChatPresentation.mentionQuery(in: text) != nil else {
+                if !candidates.isEmpty { candidates = [] }
+                return
+            }
+            let found = await mentionCandidates(text)
+            guard !Task.isCancelled else { return }
+            candidates = found.map { MentionChoice(id: $0.id, name: $0.name) }
+        }
         .onChange(of: editing) { _, newValue in
             if let newValue {
                 text = newValue
@@ -109,8 +139,22 @@ public struct MessageInputBar: View {
         let message = trimmed
         guard !message.isEmpty else { return }
         text = ""
+        candidates = []
         onSend(message)
     }
+
+    /// Replaces the "@" word being typed with the chosen name.
+    private func complete(with candidate: MentionChoice) {
+        text = ChatPresentation.completingMention(text, with: candidate.name)
+        candidates = []
+        focused = true
+    }
+}
+
+/// One person an "@" word may mean, as the completion strip lists them.
+private struct MentionChoice: Identifiable {
+    let id: EntityID
+    let name: String
 }
 
 #Preview("Empty, replying, editing") {
@@ -118,6 +162,7 @@ public struct MessageInputBar: View {
         MessageInputBar(onSend: { _ in })
         MessageInputBar(replyingTo: "Ada: Are we still on for the launch review?", onSend: { _ in })
         MessageInputBar(editing: "See you at ten", onSend: { _ in })
+        MessageInputBar(onSend: { _ in }, mentionCandidates: { _ in [(id: EntityID(), name: "Ada Lovelace"), (id: EntityID(), name: "Alan Turing")] })
     }
 }
 #endif

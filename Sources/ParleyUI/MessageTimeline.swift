@@ -100,8 +100,10 @@ public struct MessageTimeline: View {
 }
 
 /// One message: the sender's name at the start of a group, the reply quote, the cell for its
-/// type, reactions, and "edited", the time and the status mark. A refused message of one's own
-/// is tapped to send it again.
+/// type, the link preview card, reactions, a thread root's "💬 3 replies · 10:42" (opens the
+/// thread), and the pin mark, "edited", the time and the status mark. A message that mentions
+/// the user has an accent bar on its leading edge. A refused message of one's own is tapped to
+/// send it again.
 public struct MessageBubbleView: View {
     /// What the bubble shows.
     public let item: ChatPresentation.MessageItem
@@ -109,12 +111,18 @@ public struct MessageBubbleView: View {
     public let imageData: (Attachment) async -> Data?
     /// What a person can do to it.
     public let actions: MessageActions
+    /// Shown inside a thread (``ThreadView``): no quote reply, no thread line, no "Reply in thread".
+    public let isInThread: Bool
 
     /// A bubble for an item.
-    public init(item: ChatPresentation.MessageItem, imageData: @escaping (Attachment) async -> Data? = { _ in nil }, actions: MessageActions = .none) {
+    public init(
+        item: ChatPresentation.MessageItem, imageData: @escaping (Attachment) async -> Data? = { _ in nil },
+        actions: MessageActions = .none, isInThread: Bool = false
+    ) {
         self.item = item
         self.imageData = imageData
         self.actions = actions
+        self.isInThread = isInThread
     }
 
     private static let quickReactions = ["👍", "❤️", "😂", "🎉", "😮"]
@@ -136,16 +144,42 @@ public struct MessageBubbleView: View {
                             .background(.secondary.opacity(0.15), in: RoundedRectangle(cornerRadius: 8))
                     }
                     MessageCell(item: item, imageData: imageData)
+                    if let card = item.previewCard {
+                        LinkPreviewCard(card: card)
+                    }
                 }
                 .padding(10)
                 .foregroundStyle(item.isOwn ? Color.white : Color.primary)
                 .background(
                     item.isOwn ? AnyShapeStyle(Color.accentColor) : AnyShapeStyle(.quaternary),
                     in: RoundedRectangle(cornerRadius: 16))
+                .overlay(alignment: .leading) {
+                    if item.mentionsMe {
+                        // It mentions the user (never an own message): the web client's accent bar.
+                        Capsule().fill(Color.accentColor).frame(width: 4).padding(.vertical, 10)
+                    }
+                }
                 if !item.reactions.isEmpty {
                     Text(item.reactions).font(.caption)
                 }
+                if let line = item.threadLine, !isInThread {
+                    Button {
+                        actions.openThread?(item.message)
+                    } label: {
+                        Label(line, systemImage: "bubble.left.and.bubble.right")
+                    }
+                    .font(.caption.bold())
+                    .buttonStyle(.borderless)
+                    .disabled(actions.openThread == nil)
+                    .accessibilityLabel("Open thread, \(line)")
+                }
                 HStack(spacing: 4) {
+                    if item.isPinned, item.cell != .deleted {
+                        Image(systemName: "pin.fill").accessibilityLabel("Pinned")
+                    }
+                    if item.mentionsMe {
+                        Image(systemName: "at").accessibilityLabel("Mentions you")
+                    }
                     if item.isEdited { Text("edited") }
                     Text(item.time)
                     if let status = item.status {
@@ -171,7 +205,13 @@ public struct MessageBubbleView: View {
     @ViewBuilder private var menu: some View {
         let message = item.message
         if item.cell != .deleted, message.isConfirmed {
-            Button { actions.reply(message) } label: { Label("Reply", systemImage: "arrowshape.turn.up.left") }
+            if !isInThread {
+                Button { actions.reply(message) } label: { Label("Reply", systemImage: "arrowshape.turn.up.left") }
+                // A thread hangs off a root in the timeline: a reply in one starts none of its own.
+                if let openThread = actions.openThread, message.serverId != nil, message.threadRootId == nil {
+                    Button { openThread(message) } label: { Label("Reply in thread", systemImage: "bubble.left.and.bubble.right") }
+                }
+            }
             Menu {
                 ForEach(Self.quickReactions, id: \.self) { emoji in
                     let mine = item.myReactions.contains(emoji)
@@ -179,6 +219,10 @@ public struct MessageBubbleView: View {
                 }
             } label: {
                 Label("React", systemImage: "face.smiling")
+            }
+            if let pin = actions.pin {
+                let pinned = item.isPinned
+                Button { pin(message, !pinned) } label: { Label(pinned ? "Unpin" : "Pin", systemImage: pinned ? "pin.slash" : "pin") }
             }
             Button { copy(item.body) } label: { Label("Copy", systemImage: "doc.on.doc") }
             if item.isOwn {

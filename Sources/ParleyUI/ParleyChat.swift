@@ -151,7 +151,8 @@ public struct ParleyChat: View {
 }
 
 /// The list and the open chat: a split view where there is room, a stack on a phone. The open
-/// chat is the session's ``ChatSession/selection``, so a tapped notification opens it.
+/// chat is the session's ``ChatSession/selection``, so a tapped notification opens it. The chat
+/// has a navigation stack of its own, where its threads open.
 struct ChatNavigation: View {
     @Bindable var session: ChatSession
 
@@ -160,8 +161,11 @@ struct ChatNavigation: View {
             ConversationListView(session: session, selection: $session.selection)
         } detail: {
             if let selection = session.selection, let model = session.chat(selection) {
-                ChatView(model: model, session: session)
-                    .id(selection)
+                // A new stack for each chat: an open thread closes with its chat.
+                NavigationStack {
+                    ChatView(model: model, session: session)
+                }
+                .id(selection)
             } else {
                 ContentUnavailableView("No chat selected", systemImage: "bubble.left.and.bubble.right")
             }

@@ -24,6 +24,8 @@ struct FanoutArguments: ParsableArguments {
     @Option(help: "Generator event-loop threads.") var threads: Int = 1
     @Flag(name: .customLong("no-floor"), help: "Skip the bare broadcast floor.") var noFloor = false
     @Flag(help: "Check that every message reached every other member exactly once (costs generator memory).") var verify = false
+    @Option(help: "What the messages are: plain, thread (replies in one thread per group) or mention (three members each; v1.3).")
+    var variant: String = "plain"
 
     func options() throws -> FanoutOptions {
         guard groups > 0, size > 1 else { throw fail("need at least one group of two") }
@@ -39,6 +41,8 @@ struct FanoutArguments: ParsableArguments {
         options.sendersPerGroup = sendersPerGroup
         options.threads = threads
         options.verify = verify
+        guard let variant = FanoutVariant(rawValue: variant) else { throw fail("--variant is plain, thread or mention") }
+        options.variant = variant
         return options
     }
 }
@@ -79,7 +83,8 @@ struct Fanout: AsyncParsableCommand {
         await stop?()
         let floor = arguments.noFloor ? nil : try await FanoutScenario.runFloor(options: options)
         FanoutReport.print(
-            scenario: "fanout", target: server ?? "in-process server, SQLite" + (history > 0 ? ", history \(history) unread per group" : ""),
+            scenario: "fanout" + (options.variant == .plain ? "" : " (\(options.variant.rawValue))"),
+            target: server ?? "in-process server, SQLite" + (history > 0 ? ", history \(history) unread per group" : ""),
             options: options, parley: parley, floor: floor)
     }
 }

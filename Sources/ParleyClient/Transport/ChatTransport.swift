@@ -222,6 +222,7 @@ public struct LiveTransport: ChatTransport {
     public func setMuted(_ muted: Bool, until: Date?, in conversationId: EntityID) async throws -> ConversationSettings {
         try await api.setMuted(muted, until: until, in: conversationId)
     }
+    /// A history page over REST, thread replies included.
     public func messages(_ id: EntityID, before: Int64?, limit: Int) async throws -> MessagesPage {
         // Thread replies too (v1.3): the cache keeps every seq, so its pages have no holes.
         try await api.messagesIncludingThreads(id, before: before, limit: limit)

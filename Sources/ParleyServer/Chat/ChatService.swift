@@ -17,6 +17,14 @@ public struct ChatService: Sendable {
     /// Send durations and fan-out lag (nil: not measured).
     let metrics: Metrics?
     private let activity: ActivityAnnouncer<NewActivity>
+    /// Thread replies' members get their views (their unread counts moved), folded like activity.
+    private let threadActivity: ActivityAnnouncer<ThreadActivity>
+
+    /// Threads that had replies in a conversation, and its participants then.
+    struct ThreadActivity: Sendable {
+        var roots: Set<EntityID>
+        var participants: Set<EntityID>
+    }
 
     /// What a folded announcement of new messages tells: who is in the conversation, and its newest message.
     struct NewActivity: Sendable {
@@ -51,6 +59,19 @@ public struct ChatService: Sendable {
                 await Self.announceConversation(
                     conversationId, to: activity.participants, store: store, fanOut: fanOut, largeGroupSize: largeGroupSize)
             }
+        }
+        threadActivity = ActivityAnnouncer(
+            window: activityWindow, clock: clock,
+            merge: { earlier, later in ThreadActivity(roots: earlier.roots.union(later.roots), participants: later.participants) }
+        ) { [store, fanOut] conversationId, activity in
+            // Read off the replies' path: who is in those threads, then each one's own view.
+            var members = Set<EntityID>()
+            for root in activity.roots {
+                members.formUnion((try? await store.reading { tx in try await tx.threadMemberIds(of: root) }) ?? [])
+            }
+            await Self.announceConversation(
+                conversationId, to: Array(members.intersection(activity.participants)), store: store, fanOut: fanOut,
+                largeGroupSize: largeGroupSize)
         }
     }
 
@@ -97,12 +118,10 @@ public struct ChatService: Sendable {
                 // List screens get the new activity too, off the send's path (the reply does not
                 // wait), folded per conversation under load. A thread reply is no activity of the
                 // conversation's, but its members' unread counts moved: they get their rows.
-                if result.message.threadRootId == nil {
-                    activity.touch(conversationId, NewActivity(participants: result.participantIds, newest: result.message))
+                if let root = result.message.threadRootId {
+                    threadActivity.touch(conversationId, ThreadActivity(roots: [root], participants: Set(result.participantIds)))
                 } else {
-                    let members = (try? await store.reading { tx in try await tx.threadMemberIds(of: result.message.threadRootId!) }) ?? []
-                    let participants = Set(result.participantIds)
-                    await announceConversation(conversationId, to: members.filter { participants.contains($0) && $0 != identity.userId })
+                    activity.touch(conversationId, NewActivity(participants: result.participantIds, newest: result.message))
                 }
                 metrics?.observe("parley_send_fanout_seconds", duration: ContinuousClock.now - committedAt)
             }
