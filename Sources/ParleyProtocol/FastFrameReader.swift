@@ -5,7 +5,7 @@
 /// server's CPU at saturation (`bench durable`). This reader accepts only a strict subset:
 /// one object with the keys `id`, `type` (`"message.send"`) and `data`, each once, `data`
 /// an object whose keys are among `conversationId`, `clientMessageId`, `text`, `type`,
-/// `replyToId`, `attachmentId` and `forwardOf`, each once, every value a string. Anything else
+/// `replyToId`, `attachmentId`, `forwardOf` and `threadRootId`, each once, every value a string. Anything else
 /// (another command, `metadata`, an unknown or repeated key, `null`, a number, a lone
 /// surrogate, a raw control character, an id that is not a UUID) gives nil, and the caller
 /// decodes the frame with Foundation, which accepts or refuses it with its usual error. So a
@@ -54,7 +54,9 @@ private struct JSONSubsetReader {
     }
 
     /// The keys of a plain send's `data`.
-    private static let sendKeys: Set<String> = ["conversationId", "clientMessageId", "text", "type", "replyToId", "attachmentId", "forwardOf"]
+    private static let sendKeys: Set<String> = [
+        "conversationId", "clientMessageId", "text", "type", "replyToId", "attachmentId", "forwardOf", "threadRootId",
+    ]
 
     private mutating func sendRequest() -> SendMessageRequest? {
         var fields: [String: String] = [:]
@@ -69,7 +71,8 @@ private struct JSONSubsetReader {
             return EntityID(text).map { .some($0) }
         }
         guard let conversationId = entity("conversationId"), let replyToId = entity("replyToId"),
-            let attachmentId = entity("attachmentId"), let forwardOf = entity("forwardOf")
+            let attachmentId = entity("attachmentId"), let forwardOf = entity("forwardOf"),
+            let threadRootId = entity("threadRootId")
         else { return nil }
         var type: MessageType?
         if let raw = fields["type"] {
@@ -78,7 +81,7 @@ private struct JSONSubsetReader {
         }
         return SendMessageRequest(
             conversationId: conversationId, clientMessageId: clientMessageId, text: fields["text"] ?? "", type: type,
-            replyToId: replyToId, attachmentId: attachmentId, forwardOf: forwardOf)
+            replyToId: replyToId, attachmentId: attachmentId, forwardOf: forwardOf, threadRootId: threadRootId)
     }
 
     /// Reads `{ "key": value, ... }`, handing each key to `member`, which reads the value and

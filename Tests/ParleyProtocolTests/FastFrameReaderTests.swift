@@ -19,7 +19,7 @@ import Testing
             conversationId: ProtocolSamples.id(&rng), clientMessageId: ProtocolSamples.nonEmptyString(&rng),
             text: ProtocolSamples.string(&rng), type: rng.chance(30) ? MessageType.allCases.randomElement(using: &rng) : nil,
             replyToId: rng.chance(20) ? ProtocolSamples.id(&rng) : nil, attachmentId: rng.chance(10) ? ProtocolSamples.id(&rng) : nil,
-            forwardOf: rng.chance(10) ? ProtocolSamples.id(&rng) : nil)
+            forwardOf: rng.chance(10) ? ProtocolSamples.id(&rng) : nil, threadRootId: rng.chance(20) ? ProtocolSamples.id(&rng) : nil)
         return ClientFrame(id: ProtocolSamples.nonEmptyString(&rng), command: .sendMessage(request))
     }
 
@@ -47,6 +47,7 @@ import Testing
             #"{"id":"\u0031","type":"message\u002esend","data":{"conversationId":"\#(c.uppercased())","clientMessageId":"t\/1","text":"\"q\" \\ \/ \b\f\n\r\t \u00e9 \ud83d\ude00 \u2028"}}"#,
             #"{"id":"x","type":"message.send","data":{"conversationId":"\#(c)","clientMessageId":"t","type":"image","attachmentId":"\#(c)","replyToId":"\#(c)","forwardOf":"\#(c)"}}"#,
             #"{"id":"é漢👍","type":"message.send","data":{"clientMessageId":"t","text":"no conversation id"}}"#,
+            #"{"id":"t","type":"message.send","data":{"threadRootId":"\#(c)","conversationId":"\#(c)","clientMessageId":"t","text":"in a thread"}}"#,
         ]
         for text in frames {
             let fast = try #require(FastFrameReader.sendFrame(text), "\(text)")
