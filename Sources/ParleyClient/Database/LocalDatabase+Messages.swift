@@ -80,13 +80,14 @@ extension LocalDatabase {
         try db.cachedStatement(
             sql: """
                 INSERT INTO messages (sender_id, client_message_id, conversation_id, id, seq, updated_seq, type, text,
-                                      reply_to_id, extras, created_at, edited_at, deleted_at, state, thread_root_id)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'confirmed', ?)
+                                      reply_to_id, extras, created_at, edited_at, deleted_at, state, thread_root_id, pinned_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'confirmed', ?, ?)
                 ON CONFLICT (sender_id, client_message_id) DO UPDATE SET
                     conversation_id = excluded.conversation_id, id = excluded.id, seq = excluded.seq,
                     updated_seq = excluded.updated_seq, type = excluded.type, text = excluded.text,
                     reply_to_id = excluded.reply_to_id, extras = excluded.extras, created_at = excluded.created_at,
-                    edited_at = excluded.edited_at, deleted_at = excluded.deleted_at, state = 'confirmed', failure = NULL
+                    edited_at = excluded.edited_at, deleted_at = excluded.deleted_at, state = 'confirmed', failure = NULL,
+                    pinned_at = excluded.pinned_at
                 WHERE messages.updated_seq IS NULL OR messages.updated_seq < excluded.updated_seq
                 """
         ).execute(
@@ -95,7 +96,7 @@ extension LocalDatabase {
                 message.id.description, message.seq, message.updatedSeq, message.type.rawValue, message.text,
                 message.replyToId?.description, try extrasJSON(extras), message.createdAt.millisecondsSince1970,
                 message.editedAt?.millisecondsSince1970, message.deletedAt?.millisecondsSince1970,
-                message.threadRootId?.description,
+                message.threadRootId?.description, message.pinnedAt?.millisecondsSince1970,
             ])
         // The outbox entry goes in the same transaction that stores the copy (a no-op upsert
         // means the copy was already stored, and its entry with it).
@@ -266,18 +267,19 @@ extension Duration {
 extension LocalDatabase {
     /// A conversation's pinned messages (v1.3), newest pin first.
     public func pinnedMessages(in conversationId: EntityID, viewer: EntityID) async throws -> [LocalMessage] {
-        let all = try await writer.read { db in
+        // The partial index on pinned_at: a chat reloads this on every change, and a scan of
+        // the whole conversation's extras was one per reload.
+        try await writer.read { db in
             let members = try Self.storedConversation(db, conversationId)?.members ?? []
             let rows = try Row.fetchAll(
-                db,
-                sql: """
+                db.cachedStatement(sql: """
                     SELECT \(RowReader.columns) FROM messages
-                    WHERE conversation_id = ? AND state = 'confirmed' AND extras LIKE '%"pinnedAt"%' AND \(Self.notHidden)
-                    """,
+                    WHERE conversation_id = ? AND pinned_at IS NOT NULL AND state = 'confirmed' AND \(Self.notHidden)
+                    ORDER BY pinned_at DESC, seq DESC
+                    """),
                 arguments: [conversationId.description])
             var reader = RowReader(conversationId: conversationId, viewer: viewer, members: members)
             return try rows.map { try reader.message($0) }
         }
-        return all.filter { $0.pinnedAt != nil }.sorted { ($0.pinnedAt ?? .distantPast) > ($1.pinnedAt ?? .distantPast) }
     }
 }

@@ -11,7 +11,7 @@ import ParleyProtocol
 /// outbox), so an app update never crashes on an old cache and never loses an unsent message.
 public struct LocalDatabase: Sendable {
     /// Bump when the cache tables change shape: old caches are rebuilt, not migrated.
-    public static let cacheVersion = 4
+    public static let cacheVersion = 5
 
     /// How much history the cache keeps (seed 004: the newest 500, at most 7 days).
     public struct Retention: Sendable, Equatable {
@@ -169,10 +169,12 @@ public struct LocalDatabase: Sendable {
                 failure TEXT,
                 local_order INTEGER NOT NULL DEFAULT 0,
                 thread_root_id TEXT,
+                pinned_at INTEGER,
                 PRIMARY KEY (sender_id, client_message_id)
             );
             CREATE INDEX messages_by_seq ON messages(conversation_id, seq);
             CREATE INDEX messages_by_thread ON messages(thread_root_id, seq) WHERE thread_root_id IS NOT NULL;
+            CREATE INDEX messages_pinned ON messages(conversation_id, pinned_at) WHERE pinned_at IS NOT NULL;
             """)
         try db.execute(
             sql: "INSERT OR REPLACE INTO cache_meta (key, value) VALUES ('cache_version', ?)", arguments: [String(cacheVersion)])
