@@ -166,6 +166,7 @@ public struct ParleyApp: Sendable {
         let chat = self.chat, signals = self.signals
         let authenticator = Authenticator(tokens: tokens, accounts: accounts, revocations: revocations)
         let router = Router(context: ParleyRequestContext.self)
+        router.add(middleware: ConnectionCloseMiddleware())
         router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ErrorMiddleware(health: health))
         router.add(middleware: ClientAddressMiddleware(trusted: configuration.trustedProxies))

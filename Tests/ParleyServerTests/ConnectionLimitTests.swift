@@ -4,6 +4,7 @@ import ParleyClient
 import ParleyProtocol
 @testable import ParleyServer
 import ParleyTestSupport
+import Synchronization
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -112,6 +113,47 @@ final class RawSocket: Sendable {
         try await webSocket.ping()
         #expect(try await Self.healthStatus(server) == 200)
         await webSocket.close()
+    }
+
+    /// A request that asks for `Connection: close` is told the connection closes, and it does;
+    /// one that does not is kept open for the next request. A pooling proxy decides on that
+    /// header whether it may reuse the connection.
+    @Test func anAnswerSaysConnectionCloseExactlyWhenTheConnectionCloses() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        func exchange(_ socket: RawSocket, _ request: String) async throws -> (head: String, closed: Bool) {
+            socket.send(request)
+            let seen = Mutex((received: Data(), closed: false))
+            try await waitFor("an answer") {
+                let (data, isClosed) = socket.drain()
+                return seen.withLock {
+                    $0.received.append(data)
+                    $0.closed = $0.closed || isClosed
+                    return String(decoding: $0.received, as: UTF8.self).contains("\r\n\r\n")
+                }
+            }
+            let (received, closed) = seen.withLock { $0 }
+            let text = String(decoding: received, as: UTF8.self)
+            return (text.components(separatedBy: "\r\n\r\n").first ?? "", closed)
+        }
+        let closing = try RawSocket(port: server.port)
+        let (closingHead, _) = try await exchange(closing, "GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        #expect(closingHead.hasPrefix("HTTP/1.1 200"), "\(closingHead)")
+        #expect(closingHead.lowercased().contains("\r\nconnection: close"), "\(closingHead)")
+        try await waitFor("the asked-for close") { closing.isClosed }
+        // An error answer too (the login route refuses an empty body).
+        let refused = try RawSocket(port: server.port)
+        let (refusedHead, _) = try await exchange(
+            refused, "POST /api/v1/auth/login HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}")
+        #expect(refusedHead.hasPrefix("HTTP/1.1 400"), "\(refusedHead)")
+        #expect(refusedHead.lowercased().contains("\r\nconnection: close"), "\(refusedHead)")
+        try await waitFor("the asked-for close after an error") { refused.isClosed }
+
+        let kept = try RawSocket(port: server.port)
+        let (keptHead, keptClosed) = try await exchange(kept, "GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(!keptHead.lowercased().contains("connection: close") && !keptClosed, "\(keptHead)")
+        let (secondHead, _) = try await exchange(kept, "GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(secondHead.hasPrefix("HTTP/1.1 200"), "the same connection serves the next request: \(secondHead)")
     }
 
     /// A request whose body stops mid-way is dropped after the body bound.

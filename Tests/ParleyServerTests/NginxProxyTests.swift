@@ -95,6 +95,32 @@ import FoundationNetworking
         await bobSocket.close()
     }
 
+    /// nginx keeps its connections to Parley open and reuses them: 40 POSTs in a row ride on
+    /// one or two connections, and none is answered 502. The shipped file used to send
+    /// `Connection: close` upstream while pooling, so every request opened a connection that
+    /// Parley then closed, and under load a POST went out on one already closing (502, seen in CI).
+    @Test(.heavy) func theProxyReusesItsConnectionsToParley() async throws {
+        let server = try await TestServer.start { $0.trustedProxies = ["127.0.0.1"] }
+        defer { Task { await server.stop() } }
+        let (nginx, url, prefix) = try Self.startNginx(upstreamPort: server.port)
+        defer { nginx.terminate(); nginx.waitUntilExit() }
+        try await Self.waitForNginx(url)
+        let accepted = { server.app.metrics.value("parley_connections_accepted_total") }
+        let before = accepted()
+        var statuses: [Int] = []
+        for n in 0..<40 {
+            var request = URLRequest(url: url.appendingPathComponent("api/v1/auth/login"))
+            request.httpMethod = "POST"
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(#"{"organization":"acme","email":"nobody\#(n)@x.io","password":"wrong-password"}"#.utf8)
+            let (_, response) = try await URLSession.shared.data(for: request)
+            statuses.append((response as? HTTPURLResponse)?.statusCode ?? 0)
+        }
+        let errorLog = (try? String(contentsOfFile: "\(prefix)/error.log", encoding: .utf8)) ?? ""
+        #expect(statuses == Array(repeating: 401, count: 40), "\(statuses); nginx: \(errorLog)")
+        #expect(accepted() - before <= 2, "40 requests opened \(accepted() - before) connections to Parley")
+    }
+
     /// Per-address login limits see the client's address through a trusted proxy, and only then.
     @Test(.heavy) func perAddressLimitsCountTheClientBehindATrustedProxy() async throws {
         func failedLogins(_ url: URL, from address: String, times: Int) async throws -> [Int] {
