@@ -227,3 +227,54 @@ extension ChatClient {
         return try await database.messages(in: id, viewer: userId, before: seq, limit: limit)
     }
 }
+
+// MARK: A restored server
+
+extension ChatClient {
+    /// Where the `storeId` of the last server this cache synced with is kept.
+    static let storeIdKey = "server_store_id"
+    /// How many of the chats that had messages cached load them again at once after a store change.
+    static let reopenedAfterStoreChange = 20
+
+    /// Called with each connection's `storeId` before it counts as open. A server restored
+    /// from a backup has a new one, and may have less than this cache saw: messages past the
+    /// backup, at seqs the restored server will give to other messages. Keeping them would
+    /// show messages the server no longer has and skip the ones it sends at those seqs, so the
+    /// cache starts again (the outbox and the edits waiting to go are kept, and resent: the
+    /// server knows each by its client id) and the sync that follows fills it.
+    func adoptStore(_ storeId: String?) async {
+        guard let storeId else { return }
+        do {
+            let known = try await database.setting(Self.storeIdKey)
+            guard known != storeId else { return }
+            var reopen: [EntityID] = []
+            if known != nil {
+                logger.notice("The server's data is another copy (restored from a backup): starting the cache again")
+                let cached = try await database.conversations().map(\.id)
+                let opened = Set(try await database.syncedConversations().map(\.id))
+                // The chats that had messages cached load them again (the newest first, at most
+                // 20 at once); the others load theirs when opened, as after a first sign-in.
+                reopen = Array(cached.filter(opened.contains).prefix(Self.reopenedAfterStoreChange))
+                try await database.reset()
+                try await database.setSetting(Self.listSyncTokenKey, to: nil)
+                try await database.setSetting(Self.listNextPageKey, to: nil)
+                receiptSummaries = [:]
+                typingCounts = [:]
+                readCounts.storeChanges += 1
+                notify(.conversations)
+                for id in cached { notify(.messages(id)) }
+            }
+            try await database.setSetting(Self.storeIdKey, to: storeId)
+            if !reopen.isEmpty {
+                Task {
+                    for id in reopen {
+                        _ = try? await self.openConversation(id)
+                        self.notify(.messages(id))
+                    }
+                }
+            }
+        } catch {
+            logger.warning("Could not compare the server's store identity", metadata: ["error": "\(error)"])
+        }
+    }
+}

@@ -338,6 +338,7 @@ public actor ChatClient {
         Task {
             do {
                 let channel = try await transport.openRealtime()
+                await self.adoptStore(await channel.storeId)
                 self.opened(channel, generation: generation)
             } catch {
                 let permanent = (error as? ClientError)?.code == .unauthorized

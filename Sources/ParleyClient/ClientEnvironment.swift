@@ -48,6 +48,9 @@ public struct ReadCounts: Sendable, Equatable {
     public var catchUps = 0
     /// Of those, the ones a live event started because its seq was not the next one.
     public var gapCatchUps = 0
+    /// Times the cache started again because the server's data was another copy (restored
+    /// from a backup; see `HelloEvent.storeId`).
+    public var storeChanges = 0
 
     /// Hits over all reads (1 when nothing was read yet).
     public var hitRate: Double {

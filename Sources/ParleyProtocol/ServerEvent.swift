@@ -8,12 +8,17 @@ public struct HelloEvent: Codable, Sendable, Equatable {
     public var sessionId: String
     /// The client should send something at least this often; silence for twice as long drops it.
     public var heartbeatSeconds: Int
+    /// Which copy of the server's data this is. It changes only when the server is restored
+    /// from a backup: a client that had cached what another copy served (possibly more than
+    /// this one has) starts its cache again. Absent from servers before it was added.
+    public var storeId: String?
 
     /// A hello with these fields.
-    public init(user: User, sessionId: String, heartbeatSeconds: Int) {
+    public init(user: User, sessionId: String, heartbeatSeconds: Int, storeId: String? = nil) {
         self.user = user
         self.sessionId = sessionId
         self.heartbeatSeconds = heartbeatSeconds
+        self.storeId = storeId
     }
 }
 

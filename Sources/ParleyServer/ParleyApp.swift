@@ -230,7 +230,8 @@ public struct ParleyApp: Sendable {
         ).addRoutes(to: api, authenticated: authenticated)
         let gateway = Gateway(
             authenticator: authenticator, store: store, chat: chat, fanOut: fanOut, signals: signals,
-            heartbeatSeconds: configuration.heartbeatSeconds, clock: configuration.clock, health: health)
+            heartbeatSeconds: configuration.heartbeatSeconds, storeId: try await store.storeIdentity(),
+            clock: configuration.clock, health: health)
         let logger = self.logger
         api.ws("ws") { request, _ in
             _ = try await authenticator.grant(for: request, allowingQueryToken: true, consumingTicket: false)

@@ -172,6 +172,7 @@ final class FaultyChannel: RealtimeChannel {
     let inner: any RealtimeChannel
     let plan: FaultPlan
     let events: AsyncStream<ServerEvent>
+    var storeId: String? { get async { await inner.storeId } }
     private let pump: Task<Void, Never>
 
     init(inner: any RealtimeChannel, plan: FaultPlan) {

@@ -73,6 +73,14 @@ public protocol RealtimeChannel: Sendable {
     func perform(_ command: ClientCommand) async throws
     /// Closes the connection.
     func close() async
+    /// The server's `storeId` from `hello` (nil from a server that sends none): which copy of
+    /// the data it serves.
+    var storeId: String? { get async }
+}
+
+extension RealtimeChannel {
+    /// No store identity: the client keeps its cache as it is.
+    public var storeId: String? { get async { nil } }
 }
 
 extension RealtimeConnection: RealtimeChannel {}

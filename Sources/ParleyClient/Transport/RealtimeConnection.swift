@@ -30,6 +30,8 @@ public actor RealtimeConnection {
     private var helloWaiter: CheckedContinuation<HelloEvent, any Error>?
     private var rawWaiters: [CheckedContinuation<Data, any Error>] = []
     private var hello: HelloEvent?
+    /// The `storeId` of the connection's `hello`, once it came.
+    public var storeId: String? { hello?.storeId }
     private var closedError: ClientError?
     private var nextId = 0
     private var runTask: Task<Void, Never>?

@@ -20,6 +20,8 @@ struct Gateway: Sendable {
     let fanOut: FanOut
     let signals: LiveSignals
     let heartbeatSeconds: Int
+    /// Which copy of the data this server serves (see ``ParleyStore/storeIdentity()``).
+    let storeId: String
     /// What the heartbeat beats on.
     let clock: ServerClock
     /// Told of storage trouble, which answers `unavailable` with `retryAfter`.
@@ -49,7 +51,7 @@ struct Gateway: Sendable {
         var me = user
         me.isOnline = true
         me.lastSeenAt = nil
-        let hello = ServerEvent.hello(HelloEvent(user: me, sessionId: "\(EntityID())", heartbeatSeconds: heartbeatSeconds))
+        let hello = ServerEvent.hello(HelloEvent(user: me, sessionId: "\(EntityID())", heartbeatSeconds: heartbeatSeconds, storeId: storeId))
         guard let helloFrame = try? WireCoding.makeEncoder().encode(hello) else {
             try? await outbound.close(.unexpectedServerError, reason: "internal")
             return

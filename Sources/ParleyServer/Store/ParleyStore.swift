@@ -283,6 +283,13 @@ public protocol ParleyStore: Sendable {
     /// A user's organization and whether they are active (nil: no such user).
     func userState(id: EntityID) async throws -> UserState?
 
+    /// Which copy of the data this is: a random id made with the database and made anew when
+    /// a backup is restored (``renewStoreIdentity()``). Sent in `hello`, so a client whose
+    /// cache saw more than a restored copy has knows to start its cache again.
+    func storeIdentity() async throws -> String
+    /// Gives the data a new identity (after a restore) and returns it.
+    func renewStoreIdentity() async throws -> String
+
     /// Every signing key, retired ones included, oldest first.
     func signingKeys() async throws -> [SigningKey]
     /// Stores `candidate` unless a live key exists already, atomically (nodes starting at once

@@ -266,6 +266,11 @@ enum PostgresSchema {
             """,
             "CREATE INDEX mentions_by_user ON mentions (conversation_id, user_id, seq)",
         ]),
+        // Which copy of the data this is (see SQLiteSchema's v15).
+        Migration(version: 15, name: "v15-store-identity", statements: [
+            "CREATE TABLE store_identity (id integer PRIMARY KEY CHECK (id = 1), store_id text NOT NULL)",
+            "INSERT INTO store_identity (id, store_id) VALUES (1, replace(gen_random_uuid()::text, '-', ''))",
+        ]),
     ]
 
     /// Applies the migrations the database lacks, all in one transaction under the advisory lock;

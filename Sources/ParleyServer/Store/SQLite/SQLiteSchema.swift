@@ -300,6 +300,15 @@ enum SQLiteSchema {
                 CREATE INDEX mentions_by_user ON mentions(conversation_id, user_id, seq);
                 """)
         }
+        migrator.registerMigration("v15-store-identity") { db in
+            // Which copy of the data this is: made with the database, made anew by `parley
+            // restore`, sent in `hello` so a client whose cache is ahead of a restored copy
+            // starts its cache again instead of keeping messages the copy never had.
+            try db.execute(sql: """
+                CREATE TABLE store_identity (id INTEGER PRIMARY KEY CHECK (id = 1), store_id TEXT NOT NULL);
+                INSERT INTO store_identity (id, store_id) VALUES (1, lower(hex(randomblob(16))));
+                """)
+        }
         return migrator
     }
 }

@@ -1,0 +1,31 @@
+import Foundation
+import GRDB
+
+extension SQLiteStore {
+    public func storeIdentity() async throws -> String {
+        try await writer.read { db in
+            guard let id = try String.fetchOne(db, sql: "SELECT store_id FROM store_identity WHERE id = 1") else {
+                throw StoreIdentityMissing()
+            }
+            return id
+        }
+    }
+
+    public func renewStoreIdentity() async throws -> String {
+        let id = StoreIdentity.make()
+        try await writer.write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO store_identity (id, store_id) VALUES (1, ?)", arguments: [id])
+        }
+        return id
+    }
+}
+
+/// Store identities: 32 lowercase hex digits.
+enum StoreIdentity {
+    static func make() -> String { UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased() }
+}
+
+/// The identity row is made by a migration; a database without it was changed by hand.
+struct StoreIdentityMissing: Error, CustomStringConvertible {
+    var description: String { "The database has no store identity (table store_identity); it was changed outside Parley" }
+}
