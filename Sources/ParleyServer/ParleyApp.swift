@@ -89,7 +89,8 @@ public struct ParleyApp: Sendable {
         }
         if configuration.linkPreviews {
             previews = LinkPreviewWorker(
-                policy: AddressPolicy(allowed: configuration.linkPreviewAllow), metrics: metrics, logger: logger)
+                policy: AddressPolicy(allowed: configuration.linkPreviewAllow), metrics: metrics, logger: logger,
+                timeout: configuration.linkPreviewTimeout)
             if !configuration.linkPreviewAllow.isEmpty {
                 logger.notice("Link previews may fetch from these non-public ranges", metadata: [
                     "allowed": "\(configuration.linkPreviewAllow.map(\.description).joined(separator: ","))",

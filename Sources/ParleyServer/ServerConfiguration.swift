@@ -54,6 +54,8 @@ public struct ServerConfiguration: Sendable {
     public var linkPreviews = true
     /// Non-public address ranges link previews may fetch from (`--link-preview-allow`); none by default.
     public var linkPreviewAllow: [CIDR] = []
+    /// The most a link preview's fetch may take, redirects included (the contract's 5 s).
+    public var linkPreviewTimeout: Duration = .seconds(5)
     /// The clock the server's timers run on (tests drive it by hand).
     public var clock: ServerClock = .system
     /// Above this many members a group is large (v1.2): its conversations leave out the member

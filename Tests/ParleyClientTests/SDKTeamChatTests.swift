@@ -61,6 +61,49 @@ import Testing
         #expect(queued?.request.threadRootId == root && queued?.request.mentions == [other])
     }
 
+    /// A list row moves with a thread reply as the server's view does: the reply is not the
+    /// conversation's activity and counts only for the thread's members. Bob, who is not in the
+    /// thread, keeps his count and last message; Alice, whose root it answers, gets one more.
+    /// (The SDK counted every reply for everyone, and only members were corrected.)
+    @Test(arguments: [false, true]) func aThreadReplyCountsOnlyForTheThreadsMembers(largeGroup: Bool) async throws {
+        let server = try await TestServer.start { if largeGroup { $0.largeGroupSize = 2 } }
+        defer { Task { await server.stop() } }
+        let (alice, bob, _) = try await server.directPair()
+        let carol = try await server.register("carol@x.io")
+        let group = try await alice.api.createConversation(.init(type: .group, participantIds: [bob.id, carol.id], name: "Crew"))
+        let root = try await alice.api.send(.init(clientMessageId: "root", text: "Plan?"), to: group.id)
+        let bobClient = try ChatClientTests.client(bob), aliceClient = try ChatClientTests.client(alice)
+        for client in [bobClient, aliceClient] {
+            await client.start()
+            await client.waitForFirstSync()
+            try await ChatClientTests.eventually("connected") { await client.connectionState == .connected }
+        }
+        #expect(try await bobClient.database.conversation(group.id)?.unreadCount == 1)
+
+        _ = try await carol.api.send(.init(clientMessageId: "r1", text: "Pizza", threadRootId: root.id), to: group.id)
+        // The reply and the root's count are two seqs; both rows reach them.
+        for client in [bobClient, aliceClient] {
+            try await ChatClientTests.eventually("the reply's seqs in the row") {
+                try await client.database.conversation(group.id)?.lastSeq == root.seq + 2
+            }
+        }
+        try await ChatClientTests.eventually("alice, in the thread, counts the reply") {
+            try await aliceClient.database.conversation(group.id)?.unreadCount == 1
+        }
+        let bobRow = try #require(try await bobClient.database.conversation(group.id))
+        #expect(bobRow.unreadCount == 1, "bob is not in the thread: only the root counts")
+        #expect(bobRow.lastMessage?.id == root.id, "a thread reply is not the conversation's last message")
+        #expect(bobRow.unreadCount == (try await bob.api.conversation(group.id)).unreadCount, "the row agrees with the server")
+
+        // A mention reaches the list row live, in a large group too (no view is sent there).
+        _ = try await alice.api.send(.init(clientMessageId: "m1", text: "@Bob and you?", mentions: [bob.id]), to: group.id)
+        try await ChatClientTests.eventually("the mention in bob's row") {
+            let row = try await bobClient.database.conversation(group.id)
+            return row?.mentionCount == 1 && row?.unreadCount == 2
+        }
+        for client in [bobClient, aliceClient] { await client.stop() }
+    }
+
     @Test func muteMentionsAndPinsReachTheListAndTheCache() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }

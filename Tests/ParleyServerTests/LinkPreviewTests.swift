@@ -27,6 +27,24 @@ import Testing
         ])
     }
 
+    /// Runs `body` with the pages and a server configured by `configure`, stopping both after.
+    private func withPages(
+        store: StoreKind = .sqlite, _ configure: (inout ServerConfiguration) -> Void = { _ in },
+        _ body: (TestServer, TestWebPages) async throws -> Void
+    ) async throws {
+        let pages = try await startPages()
+        let server = try await TestServer.start(store: store, configure: configure)
+        do {
+            try await body(server, pages)
+        } catch {
+            await server.stop()
+            await pages.stop()
+            throw error
+        }
+        await server.stop()
+        await pages.stop()
+    }
+
     /// Waits (up to 20 s) until the message carries a preview in the catch-up feed.
     private func previewed(_ message: Message, by user: TestUser) async throws -> Message? {
         for _ in 0..<200 {
@@ -39,9 +57,7 @@ import Testing
 
     @Test(arguments: StoreKind.available)
     func anAllowedPageIsPreviewedAfterTheSend(kind: StoreKind) async throws {
-        let pages = try await startPages()
-        let server = try await TestServer.start(store: kind) { $0.linkPreviewAllow = [CIDR("127.0.0.1/32")!] }
-        do {
+        try await withPages(store: kind, { $0.linkPreviewAllow = [CIDR("127.0.0.1/32")!] }) { server, pages in
             let (alice, bob, direct) = try await server.directPair()
             let bobEvents = EventRecorder(try await bob.connect())
             let sent = try await alice.api.send(.init(clientMessageId: "l1", text: "See \(pages.url("/moved")) for more."), to: direct.id)
@@ -62,19 +78,11 @@ import Testing
             // Not HTML: no preview, and the metric says why.
             _ = try await alice.api.send(.init(clientMessageId: "l3", text: pages.url("/file.zip")), to: direct.id)
             try await waitForMetric(server, #"parley_link_previews_total{outcome="not_html"} 1"#)
-        } catch {
-            await server.stop()
-            await pages.stop()
-            throw error
         }
-        await server.stop()
-        await pages.stop()
     }
 
     @Test func aPrivateAddressIsNeverFetchedWithoutTheAllowOption() async throws {
-        let pages = try await startPages()
-        let server = try await TestServer.start()
-        do {
+        try await withPages() { server, pages in
             let (alice, _, direct) = try await server.directPair()
             _ = try await alice.api.send(.init(clientMessageId: "p1", text: pages.url("/notes")), to: direct.id)
             _ = try await alice.api.send(.init(clientMessageId: "p2", text: "http://localhost:\(pages.port)/notes"), to: direct.id)
@@ -82,13 +90,53 @@ import Testing
             #expect(pages.hits("/notes") == 0)
             let messages = try await alice.api.messages(direct.id).messages
             #expect(messages.allSatisfy { $0.preview == nil })
-        } catch {
-            await server.stop()
-            await pages.stop()
-            throw error
         }
-        await server.stop()
-        await pages.stop()
+    }
+
+    /// A link typed with a capital scheme is fetched as `http://…` and its preview still lands
+    /// on the message (the rule compared the read URL with the typed text, and dropped it); one
+    /// link sent twice while its page is still answering is fetched once, both messages
+    /// previewed (each worker fetched it for itself).
+    @Test func aLinkAsTypedAndOneSentTwiceAtOnce() async throws {
+        try await withPages({ $0.linkPreviewAllow = [CIDR("127.0.0.1/32")!] }) { server, pages in
+            let (alice, bob, direct) = try await server.directPair()
+            let shouted = pages.url("/notes").replacingOccurrences(of: "http://", with: "HTTP://")
+            let typed = try await alice.api.send(.init(clientMessageId: "c1", text: "Read \(shouted) now"), to: direct.id)
+            let found = try #require(try await previewed(typed, by: bob), "a preview for \(shouted)")
+            #expect(found.preview?.title == "Release notes & more bold" && found.preview?.url == pages.url("/notes"))
+
+            pages.hold("/moved")
+            let first = try await alice.api.send(.init(clientMessageId: "t1", text: pages.url("/moved")), to: direct.id)
+            try await waitFor("the first fetch at the page") { pages.hits("/moved") == 1 }
+            let second = try await alice.api.send(.init(clientMessageId: "t2", text: "again: \(pages.url("/moved"))"), to: direct.id)
+            // Either the second job joins the first fetch, or (the defect) fetches again.
+            try await waitFor("the second job taken") {
+                pages.hits("/moved") == 2 || server.app.metrics.value("parley_link_previews_total", labels: ["outcome": "cached"]) == 1
+            }
+            pages.release("/moved")
+            #expect(try await previewed(first, by: bob)?.preview?.title == "Release notes & more bold")
+            #expect(try await previewed(second, by: bob)?.preview?.title == "Release notes & more bold")
+            #expect(pages.hits("/moved") == 1, "fetched once for both")
+        }
+    }
+
+    /// A page that never answers ends in `timeout` at the fetch's deadline (here 1 s), and the
+    /// message gets no preview; the worker is free for the next link.
+    @Test func aPageThatNeverAnswersTimesOut() async throws {
+        try await withPages({
+            $0.linkPreviewAllow = [CIDR("127.0.0.1/32")!]
+            $0.linkPreviewTimeout = .seconds(1)
+        }) { server, pages in
+            let (alice, bob, direct) = try await server.directPair()
+            pages.hold("/notes")
+            _ = try await alice.api.send(.init(clientMessageId: "s1", text: pages.url("/notes")), to: direct.id)
+            try await waitForMetric(server, #"parley_link_previews_total{outcome="timeout"} 1"#)
+            #expect(pages.hits("/notes") == 1)
+            #expect(try await alice.api.messages(direct.id).messages.allSatisfy { $0.preview == nil })
+            let next = try await alice.api.send(.init(clientMessageId: "s2", text: pages.url("/moved")), to: direct.id)
+            pages.release("/notes")
+            #expect(try await previewed(next, by: bob)?.preview?.title == "Release notes & more bold")
+        }
     }
 
     @Test func previewsOffFetchNothing() async throws {

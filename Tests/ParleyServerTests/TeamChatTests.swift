@@ -134,6 +134,9 @@ import Testing
             _ = try await carol.api.deleteMessage(second.id, in: group.id)
             bobView = try await bob.api.conversation(group.id)
             #expect(bobView.mentionCount == 1 && bobView.unreadCount == 1)
+            // The tombstone says nothing of whom it mentioned.
+            let tombstone = try await bob.api.changes(group.id, since: 0).messages.first { $0.id == second.id }
+            #expect(tombstone?.deletedAt != nil && tombstone?.mentions == nil)
             _ = try await bob.api.markRead(group.id, upToSeq: first.seq)
             #expect(try await bob.api.conversation(group.id).mentionCount == 0)
 
@@ -149,6 +152,44 @@ import Testing
                 json: #"{"clientMessageId":"m4","text":"hi","mentions":[\#(many)]}"#)
             #expect(tooMany.status == 400)
             #expect(try await alice.api.conversation(group.id).lastSeq == second.seq + 1)
+        }
+    }
+
+    /// What threads and pins refuse, with the contract's codes, changing nothing: a thread page
+    /// of a reply, of another conversation's message or for an outsider is 404; a system message
+    /// is no root (400); a deleted message cannot be pinned (400); unpinning what is not pinned
+    /// takes no seq.
+    @Test(arguments: StoreKind.available)
+    func threadsAndPinsRefuseWhatTheyCannotTake(kind: StoreKind) async throws {
+        try await withTeam(kind) { team in
+            let (alice, bob, group, server) = (team.alice, team.bob, team.group, team.server)
+            let root = try await alice.api.send(.init(clientMessageId: "root", text: "Plan"), to: group.id)
+            let reply = try await bob.api.send(.init(clientMessageId: "r1", text: "Yes", threadRootId: root.id), to: group.id)
+            let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+            let elsewhere = try await alice.api.send(.init(clientMessageId: "d1", text: "Elsewhere"), to: direct.id)
+            let outsider = try await server.register("eve@x.io")
+            for (rootId, token, why) in [
+                (reply.id, alice.token, "a reply is no root"), (elsewhere.id, alice.token, "another conversation's message"),
+                (root.id, outsider.token, "an outsider"), (EntityID(), alice.token, "no such message"),
+            ] {
+                let answer = try await server.raw("GET", "conversations/\(group.id)/threads/\(rootId)", token: token)
+                #expect(answer.status == 404 && errorCode(answer.body) == .notFound, "\(why): \(answer.status)")
+            }
+            let renamed = try await alice.api.rename(group.id, to: "Team two")
+            let system = try #require(try await alice.api.messages(group.id).messages.last { $0.type == .system })
+            let lastSeq = renamed.lastSeq
+            let onSystem = try await server.raw(
+                "POST", "conversations/\(group.id)/messages", token: bob.token,
+                json: #"{"clientMessageId":"r2","text":"on a system line","threadRootId":"\#(system.id)"}"#)
+            #expect(onSystem.status == 400 && errorCode(onSystem.body) == .invalidRequest)
+            _ = try await alice.api.deleteMessage(root.id, in: group.id)
+            let pinDeleted = try await server.raw("POST", "conversations/\(group.id)/pins", token: bob.token, json: #"{"messageId":"\#(root.id)"}"#)
+            #expect(pinDeleted.status == 400 && errorCode(pinDeleted.body) == .invalidRequest)
+            let afterDelete = try await alice.api.conversation(group.id).lastSeq
+            #expect(afterDelete == lastSeq + 1, "the delete took one seq, the refusals none")
+            let unpinned = try await bob.api.unpin(reply.id, in: group.id)
+            #expect(unpinned.pinnedAt == nil)
+            #expect(try await alice.api.conversation(group.id).lastSeq == afterDelete, "unpinning what is not pinned takes no seq")
         }
     }
 

@@ -90,4 +90,37 @@ import Testing
         await browser.close()
         await pages.stop()
     }
+
+    /// In a large group the server sends no one their view with a message (only the activity),
+    /// so the web client moves the mention badge itself, as it does the unread count.
+    @Test(.heavy) func aMentionInALargeGroupBadgesTheRowLive() async throws {
+        var server = try ServeProcess(
+            name: "web-large", dataDirectory: TestServer.temporaryDirectory(), arguments: ["--large-group-size", "2"])
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        let url = server.url
+        let api = ParleyAPI(baseURL: url)
+        let carolAuth = try await api.register(.init(organization: "Acme", email: "carol@acme.io", password: "correct horse", displayName: "Carol"))
+        let bobAuth = try await api.register(.init(organization: "Acme", email: "bob@acme.io", password: "correct horse", displayName: "Bob"))
+        let carol = ParleyAPI(baseURL: url, token: carolAuth.token)
+        let browser = try await Chromium.launch()
+        let ada = try await browser.newPage("ada")
+        do {
+            try await Web.register(ada, url, organization: "acme", email: "ada@acme.io", name: "Ada")
+            let adaId = try #require(try await carol.users().first { $0.displayName == "Ada" }?.id)
+            let group = try await carol.createConversation(.init(type: .group, participantIds: [adaId, bobAuth.user.id], name: "Everyone"))
+            let row = "document.querySelector('#conversation-list [data-conversation-id=\"\(group.id)\"]')"
+            try await ada.waitFor("\(row) !== null", "the group in Ada's list")
+            _ = try await carol.send(.init(clientMessageId: "p1", text: "Standup in 5"), to: group.id)
+            try await ada.waitFor("\(row).textContent.includes('Standup in 5')", "the plain message in the row")
+            #expect(try await ada.eval("\(row).querySelector('.mention-badge').hidden") as? Bool == true)
+            _ = try await carol.send(.init(clientMessageId: "m1", text: "@Ada notes please", mentions: [adaId]), to: group.id)
+            try await ada.waitFor("!\(row).querySelector('.mention-badge').hidden", "Ada's mention badge, live")
+            #expect(try await carol.conversation(group.id).memberCount == 3)
+        } catch {
+            await browser.close()
+            throw error
+        }
+        await browser.close()
+    }
 }

@@ -24,6 +24,8 @@ public final class TestWebPages: Sendable {
     private final class State: Sendable {
         let pages: Mutex<[String: Page]>
         let hits = Mutex<[String: Int]>([:])
+        /// Paths whose answers wait for ``TestWebPages/release(_:)``, with the answers waiting.
+        let held = Mutex<[String: [@Sendable () -> Void]]>([:])
         init(_ pages: [String: Page]) { self.pages = Mutex(pages) }
     }
 
@@ -54,6 +56,16 @@ public final class TestWebPages: Sendable {
     /// How many requests a path got.
     public func hits(_ path: String) -> Int { state.hits.withLock { $0[path] ?? 0 } }
 
+    /// Requests for `path` are counted but not answered until ``release(_:)``: a page that is
+    /// slow for exactly as long as a test needs, with no clock involved.
+    public func hold(_ path: String) { state.held.withLock { $0[path] = $0[path] ?? [] } }
+
+    /// Answers the requests held for `path`, and the next ones at once.
+    public func release(_ path: String) {
+        let waiting = state.held.withLock { $0.removeValue(forKey: path) } ?? []
+        for answer in waiting { answer() }
+    }
+
     /// Stops listening.
     public func stop() async {
         try? await channel.close()
@@ -75,9 +87,20 @@ public final class TestWebPages: Sendable {
             headers.replaceOrAdd(name: "Content-Length", value: String(page.body.count))
             headers.replaceOrAdd(name: "Connection", value: "close")
             let status = HTTPResponseStatus(statusCode: page.status)
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
-            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: page.body)))), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+            let answer = {
+                context.write(self.wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
+                context.write(self.wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: page.body)))), promise: nil)
+                context.writeAndFlush(self.wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+            }
+            let loop = context.eventLoop
+            // SAFETY (as above): the answer runs on the channel's event loop.
+            nonisolated(unsafe) let deferred = answer
+            let parked = state.held.withLock { held -> Bool in
+                guard held[head.uri] != nil else { return false }
+                held[head.uri]!.append { loop.execute { deferred() } }
+                return true
+            }
+            if !parked { answer() }
         }
     }
 }

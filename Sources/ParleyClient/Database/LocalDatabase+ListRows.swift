@@ -14,10 +14,15 @@ extension LocalDatabase {
 
     /// Moves a conversation's list row along one live change (a `message.created` or
     /// `message.updated` whose change seq is the row's next), as the server would: `lastSeq`,
-    /// the last message and activity, and the viewer's unread count (another sender's countable
-    /// message above `readSeq` adds one; deleting one takes it back). A change the row already
-    /// has is ignored, so an event delivered twice counts once; so is, for the count, a change a
-    /// read answer ahead of the row already counted.
+    /// the last message and activity, and the viewer's unread and mention counts (another
+    /// sender's countable message above `readSeq` adds one, and one to the mentions when it
+    /// mentions the viewer; deleting it takes them back). A change the row already has is
+    /// ignored, so an event delivered twice counts once; so is, for the count, a change a read
+    /// answer ahead of the row already counted.
+    ///
+    /// A thread reply moves only `lastSeq`: it is not the conversation's activity, and it counts
+    /// only for the thread's members, whom the server sends their exact view
+    /// (`conversation.updated`); counting it here counted it for everyone.
     public func applyToListRow(_ message: Message, changeSeq: Int64, viewer: EntityID) async throws -> ListRowOutcome {
         try await writer.write { db in
             guard var conversation = try Self.storedConversation(db, message.conversationId),
@@ -26,22 +31,30 @@ extension LocalDatabase {
             if changeSeq <= conversation.lastSeq { return .applied }
             guard changeSeq == conversation.lastSeq + 1 else { return .stale }
             // A change a read answer ahead of the row already counted does not count again.
-            let counts = message.type != .system && message.senderId != viewer && message.seq > conversation.readSeq
+            let inThread = message.threadRootId != nil
+            let counts = !inThread && message.type != .system && message.senderId != viewer && message.seq > conversation.readSeq
                 && changeSeq > state.countedSeq
+            let mentionsViewer = counts && message.mentions?.contains(viewer) == true
             conversation.lastSeq = changeSeq
             state.lastSeq = changeSeq
             try Self.remember(message, changeSeq: changeSeq, viewer: viewer, in: &state, db)
             if changeSeq == message.seq {
                 // New.
-                conversation.lastMessage = message
-                conversation.lastActivityAt = max(conversation.lastActivityAt, message.createdAt)
-                if counts && message.deletedAt == nil { conversation.unreadCount += 1 }
+                if !inThread {
+                    conversation.lastMessage = message
+                    conversation.lastActivityAt = max(conversation.lastActivityAt, message.createdAt)
+                }
+                if counts && message.deletedAt == nil {
+                    conversation.unreadCount += 1
+                    if mentionsViewer { conversation.mentionCount += 1 }
+                }
             } else {
                 // A change of an earlier message: only a delete moves the count (a deleted
                 // message changes no more, so a change that shows it deleted is the delete).
                 if conversation.lastMessage?.id == message.id { conversation.lastMessage = message }
                 if counts && message.deletedAt != nil {
                     conversation.unreadCount = max(0, conversation.unreadCount - 1)
+                    if mentionsViewer { conversation.mentionCount = max(0, conversation.mentionCount - 1) }
                 }
             }
             try Self.write(db, conversation, state)

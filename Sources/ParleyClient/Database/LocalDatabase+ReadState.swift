@@ -96,7 +96,9 @@ extension LocalDatabase {
     /// `system`, or its delete), and forgets what lies beyond the window.
     static func remember(_ message: Message, changeSeq: Int64, viewer: EntityID, in state: inout ReadState, _ db: Database) throws {
         let id = message.conversationId.description
-        if message.type != .system, message.senderId != viewer {
+        // Thread replies are counted by the server for the thread's members only (their view comes
+        // with the count), so they are not in the log the read answers are reconciled with.
+        if message.type != .system, message.senderId != viewer, message.threadRootId == nil {
             let isNew = changeSeq == message.seq
             if isNew ? message.deletedAt == nil : message.deletedAt != nil {
                 try db.execute(

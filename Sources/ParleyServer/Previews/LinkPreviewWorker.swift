@@ -29,6 +29,9 @@ public final class LinkPreviewWorker: Service, Sendable {
     private let jobs: AsyncStream<Job>
     private let sink: AsyncStream<Job>.Continuation
     private let cache = Mutex<[String: (preview: LinkPreview?, at: Date)]>([:])
+    /// Fetches under way by URL: a second job for the same URL waits for the first's outcome
+    /// instead of fetching it again (two sends of one link, read by two workers at once).
+    private let inFlight = Mutex<[String: Task<LinkPreview?, Never>]>([:])
     let handler = HandlerSlot<Handler>()
 
     /// A worker fetching with `policy`'s addresses allowed; `concurrency` fetches at once.
@@ -80,8 +83,22 @@ public final class LinkPreviewWorker: Service, Sendable {
             metrics.increment("parley_link_previews_total", labels: ["outcome": "cached"])
             preview = cached.preview.map { var copy = $0; copy.url = job.text; return copy }
         } else {
-            preview = await fetch(job)
-            cache.withLock { $0[key] = (preview, now) }
+            let (fetching, joined) = inFlight.withLock { flights -> (Task<LinkPreview?, Never>, Bool) in
+                if let running = flights[key] { return (running, true) }
+                let task = Task { await self.fetch(job) }
+                flights[key] = task
+                return (task, false)
+            }
+            if joined {
+                // Counted when it joins: the outcome is the other fetch's, as from the cache.
+                metrics.increment("parley_link_previews_total", labels: ["outcome": "cached"])
+                preview = await fetching.value.map { var copy = $0; copy.url = job.text; return copy }
+            } else {
+                preview = await fetching.value
+                // The cache first, then the flight gone: a job in between finds one of them.
+                cache.withLock { $0[key] = (preview, now) }
+                inFlight.withLock { $0[key] = nil }
+            }
         }
         guard let preview, let handler = handler.function else { return }
         do {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -41,7 +42,7 @@ struct PreviewFetcher: Sendable {
         var current = url
         for _ in 0...maxRedirects {
             let target = current
-            let response = try await withDeadline(deadline) { try await self.get(target) }
+            let response = try await withDeadline(deadline) { try await self.get(target, deadline: deadline) }
             switch response.status {
             case 301, 302, 303, 307, 308:
                 guard let location = response.location, let next = PreviewURL.resolve(location, against: current) else {
@@ -63,21 +64,32 @@ struct PreviewFetcher: Sendable {
         return String(contentType[range.upperBound...].prefix { $0 != ";" && $0 != " " }).trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
     }
 
+    /// `body`'s result, or `timeout` at the deadline, whichever comes first. The caller never
+    /// waits past the deadline: a task group would, for a child stuck where cancellation does not
+    /// reach (getaddrinfo on the thread pool, a connect in progress), so the body runs as its own
+    /// task, cancelled at the deadline and left to end by itself (its connect is bounded too).
     private func withDeadline<T: Sendable>(_ deadline: ContinuousClock.Instant, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(until: deadline, clock: .continuous)
-                return nil
+        let outcome = FirstOutcome<T>()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                outcome.wait(continuation)
+                let work = Task {
+                    do { outcome.finish(.success(try await body())) } catch { outcome.finish(.failure(error)) }
+                }
+                let timer = Task {
+                    try? await Task.sleep(until: deadline, clock: .continuous)
+                    outcome.finish(.failure(PreviewFetchFailure.timeout))
+                    work.cancel()
+                }
+                outcome.onFinish { timer.cancel() }
             }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else { throw PreviewFetchFailure.timeout }
-            return value
+        } onCancel: {
+            outcome.finish(.failure(CancellationError()))
         }
     }
 
     /// One request to a checked address of the URL's host.
-    private func get(_ url: URL) async throws -> PreviewResponse {
+    private func get(_ url: URL, deadline: ContinuousClock.Instant) async throws -> PreviewResponse {
         guard let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https", let host = url.host, !host.isEmpty else {
             throw PreviewFetchFailure.badRedirect
         }
@@ -92,7 +104,7 @@ struct PreviewFetcher: Sendable {
         var lastError: any Error = PreviewFetchFailure.network
         for address in addresses {
             do {
-                return try await request(url, host: host, scheme: scheme, port: port, at: address)
+                return try await request(url, host: host, scheme: scheme, port: port, at: address, deadline: deadline)
             } catch let error as PreviewFetchFailure {
                 throw error
             } catch {
@@ -102,7 +114,11 @@ struct PreviewFetcher: Sendable {
         throw lastError is PreviewFetchFailure ? lastError : PreviewFetchFailure.network
     }
 
-    private func request(_ url: URL, host: String, scheme: String, port: Int, at address: SocketAddress) async throws -> PreviewResponse {
+    private func request(
+        _ url: URL, host: String, scheme: String, port: Int, at address: SocketAddress, deadline: ContinuousClock.Instant
+    ) async throws -> PreviewResponse {
+        let left = deadline - ContinuousClock.now
+        guard left > .zero else { throw PreviewFetchFailure.timeout }
         let group = MultiThreadedEventLoopGroup.singleton
         let promise = group.next().makePromise(of: PreviewResponse.self)
         let limit = maxBytes
@@ -111,7 +127,7 @@ struct PreviewFetcher: Sendable {
         let channel: any Channel
         do {
             channel = try await ClientBootstrap(group: group)
-                .connectTimeout(.seconds(5))
+                .connectTimeout(.nanoseconds(max(1_000_000, left.components.seconds * 1_000_000_000 + left.components.attoseconds / 1_000_000_000)))
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         if let tls {
@@ -257,5 +273,45 @@ private final class PreviewResponseCollector: ChannelInboundHandler, @unchecked 
             promise.fail(PreviewFetchFailure.network)
         }
         context.close(promise: nil)
+    }
+}
+
+/// The first of several outcomes, handed to one waiting continuation; the later ones are dropped.
+private final class FirstOutcome<T: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<T, any Error>?
+        var result: Result<T, any Error>?
+        var finished: [@Sendable () -> Void] = []
+    }
+    private let state = Mutex(State())
+
+    func wait(_ continuation: CheckedContinuation<T, any Error>) {
+        let ready = state.withLock { state -> Result<T, any Error>? in
+            if let result = state.result { return result }
+            state.continuation = continuation
+            return nil
+        }
+        if let ready { continuation.resume(with: ready) }
+    }
+
+    /// Runs `action` once the outcome is known (at once if it is).
+    func onFinish(_ action: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if state.result != nil { return true }
+            state.finished.append(action)
+            return false
+        }
+        if now { action() }
+    }
+
+    func finish(_ result: Result<T, any Error>) {
+        let (continuation, actions) = state.withLock { state -> (CheckedContinuation<T, any Error>?, [@Sendable () -> Void]) in
+            guard state.result == nil else { return (nil, []) }
+            state.result = result
+            defer { state.continuation = nil; state.finished = [] }
+            return (state.continuation, state.finished)
+        }
+        continuation?.resume(with: result)
+        for action in actions { action() }
     }
 }

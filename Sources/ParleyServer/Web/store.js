@@ -133,13 +133,20 @@ export function applyMessageToList(m, created) {
     conv.lastSeq = m.seq;
     conv.lastMessage = m;
     if (m.createdAt && m.createdAt > (conv.lastActivityAt || '')) conv.lastActivityAt = m.createdAt;
-    if (!m.deletedAt && countsAsUnread(conv, m)) conv.unreadCount = (conv.unreadCount || 0) + 1;
+    if (!m.deletedAt && countsAsUnread(conv, m)) {
+      conv.unreadCount = (conv.unreadCount || 0) + 1;
+      // In a large group no view follows the message: the mention badge moves here too.
+      if (mentionsMe(m)) conv.mentionCount = (conv.mentionCount || 0) + 1;
+    }
     return true;
   }
   // A message counted as unread was deleted: it counts no more (the server's rule, mirrored).
   const before = store.caches.get(m.conversationId)?.byId.get(m.id);
   const uncounted = !created && !!m.deletedAt && !!before && !before.deletedAt && countsAsUnread(conv, m) && conv.unreadCount > 0;
-  if (uncounted) conv.unreadCount -= 1;
+  if (uncounted) {
+    conv.unreadCount -= 1;
+    if (mentionsMe(before) && conv.mentionCount > 0) conv.mentionCount -= 1;
+  }
   if (conv.lastMessage && conv.lastMessage.id === m.id && m.updatedSeq >= (conv.lastMessage.updatedSeq || 0)) {
     conv.lastMessage = m;
     if ((m.updatedSeq || 0) > conv.lastSeq) conv.lastSeq = m.updatedSeq;
@@ -150,6 +157,10 @@ export function applyMessageToList(m, created) {
 }
 
 // The contract's unread rule: another sender's message above my read watermark, not a system one.
+function mentionsMe(m) {
+  return !!store.me && Array.isArray(m.mentions) && m.mentions.includes(store.me.id);
+}
+
 function countsAsUnread(conv, m) {
   return m.senderId !== store.me?.id && m.type !== 'system' && m.seq > (conv.readSeq || 0);
 }

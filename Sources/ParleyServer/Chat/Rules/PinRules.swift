@@ -54,8 +54,9 @@ public enum PinRules {
 
 /// A link preview read after a message was stored (v1.3).
 ///
-/// - Only a message still as it was sent gets one: not deleted, and with the URL still in its
-///   text (an edit may have removed it); otherwise nothing is written.
+/// - Only a message still as it was sent gets one: not deleted, and with the URL still the first
+///   of its text (an edit may have removed it), compared as the worker read it (scheme and host
+///   lowercased, other characters percent-encoded), not as typed; otherwise nothing is written.
 /// - Setting it takes the next seq as the message's `updatedSeq`.
 public enum PreviewRules {
     /// Writes `preview` on the message; nil when it no longer applies.
@@ -63,7 +64,7 @@ public enum PreviewRules {
         _ preview: LinkPreview, to messageId: EntityID, in conversationId: EntityID, in tx: any StoreTransaction
     ) async throws -> MessageChange? {
         guard try await tx.lockConversation(conversationId), let message = try await tx.message(messageId),
-            message.conversationId == conversationId, message.deletedAt == nil, message.text.contains(preview.url),
+            message.conversationId == conversationId, message.deletedAt == nil, PreviewURL.first(in: message.text)?.absoluteString == preview.url,
             message.preview != preview
         else { return nil }
         try await tx.setPreview(preview, of: messageId, updatedSeq: try await tx.takeNextSeq(in: conversationId))

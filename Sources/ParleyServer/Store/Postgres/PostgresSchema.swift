@@ -271,6 +271,10 @@ enum PostgresSchema {
             "CREATE TABLE store_identity (id integer PRIMARY KEY CHECK (id = 1), store_id text NOT NULL)",
             "INSERT INTO store_identity (id, store_id) VALUES (1, replace(gen_random_uuid()::text, '-', ''))",
         ]),
+        // A conversation's muted members through an index (see SQLiteSchema's v16).
+        Migration(version: 16, name: "v16-muted-members", statements: [
+            "CREATE INDEX participants_muted ON participants (conversation_id) WHERE muted",
+        ]),
     ]
 
     /// Applies the migrations the database lacks, all in one transaction under the advisory lock;

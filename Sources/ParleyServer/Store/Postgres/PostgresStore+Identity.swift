@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 
 extension PostgresStore {
+    /// The store's identity (one row, made by a migration).
     public func storeIdentity() async throws -> String {
         let logger = self.logger
         return try await single { c in
@@ -13,6 +14,7 @@ extension PostgresStore {
         }
     }
 
+    /// Writes a new identity (after a restore) and returns it.
     public func renewStoreIdentity() async throws -> String {
         let logger = self.logger
         let id = StoreIdentity.make()

@@ -231,7 +231,7 @@ struct PostgresTransaction: StoreTransaction {
             """
             UPDATE messages SET text = '', metadata_json = NULL, attachment_id = NULL,
                 deleted_at = \(deletedAt.millisecondsSince1970), updated_seq = \(updatedSeq),
-                pinned_at = NULL, pinned_by = NULL, preview_json = NULL
+                pinned_at = NULL, pinned_by = NULL, preview_json = NULL, mentions_json = NULL
             WHERE id = \(id)
             """, logger)
         try await connection.run("DELETE FROM reactions WHERE message_id = \(id)", logger)

@@ -25,8 +25,9 @@ public enum SQLiteBackup {
         public var takenAt: Date
         /// The store identity of the server it was taken from.
         public var storeId: String
-        /// Attachment files copied, and their bytes.
+        /// Attachment files copied.
         public var attachmentFiles: Int
+        /// Their bytes together.
         public var attachmentBytes: Int64
         /// The database file's size.
         public var databaseBytes: Int64
@@ -35,6 +36,7 @@ public enum SQLiteBackup {
     /// Why a backup or restore did not happen. Nothing was left half-written: a backup is
     /// built in a hidden folder beside its destination and renamed into place at the end.
     public struct Failure: Error, CustomStringConvertible, Equatable {
+        /// What went wrong, for a person.
         public let description: String
         init(_ description: String) { self.description = description }
     }

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 
 extension SQLiteStore {
+    /// The store's identity (one row, made by a migration).
     public func storeIdentity() async throws -> String {
         try await writer.read { db in
             guard let id = try String.fetchOne(db, sql: "SELECT store_id FROM store_identity WHERE id = 1") else {
@@ -11,6 +12,7 @@ extension SQLiteStore {
         }
     }
 
+    /// Writes a new identity (after a restore) and returns it.
     public func renewStoreIdentity() async throws -> String {
         let id = StoreIdentity.make()
         try await writer.write { db in

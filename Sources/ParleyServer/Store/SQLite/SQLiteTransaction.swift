@@ -230,7 +230,7 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
         try db.execute(
             sql: """
                 UPDATE messages SET text = '', metadata_json = NULL, attachment_id = NULL, deleted_at = ?, updated_seq = ?,
-                    pinned_at = NULL, pinned_by = NULL, preview_json = NULL
+                    pinned_at = NULL, pinned_by = NULL, preview_json = NULL, mentions_json = NULL
                 WHERE id = ?
                 """,
             arguments: [deletedAt.millisecondsSince1970, updatedSeq, id])
@@ -304,12 +304,16 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
             ])
     }
 
+    /// A conversation's muted members, read through the partial index of muted rows (named: the
+    /// planner, without statistics, would take the primary key and read every member).
+    static let mutedMembersSQL = """
+        SELECT user_id FROM participants INDEXED BY participants_muted
+        WHERE conversation_id = ? AND muted != 0 AND (muted_until IS NULL OR muted_until > ?)
+        """
+
     func mutedMemberIds(of conversationId: EntityID, at now: Date) async throws -> Set<EntityID> {
         Set(try String.fetchAll(
-            db.cachedStatement(sql: """
-                SELECT user_id FROM participants
-                WHERE conversation_id = ? AND muted != 0 AND (muted_until IS NULL OR muted_until > ?)
-                """),
+            db.cachedStatement(sql: Self.mutedMembersSQL),
             arguments: [conversationId.description, now.millisecondsSince1970]
         ).map { try SQLiteRows.id($0) })
     }
