@@ -82,6 +82,9 @@ struct Soak: AsyncParsableCommand {
         server.arguments = [
             "serve", "--port", "\(port)", "--data-dir", work + "/data", "--log-level", "error", "--rate-limits", "off",
             "--drain-seconds", "0", "--open-organizations", "--link-previews", "off",
+            // The load's sockets and requests keep their first tokens: they must outlive the run
+            // (access tokens last 15 minutes by default; renewal is tested elsewhere).
+            "--access-token-minutes", "\(Int(seconds / 60) + 10)",
         ]
         var environment = ProcessInfo.processInfo.environment
         environment["PARLEY_BCRYPT_COST"] = "4"
@@ -121,8 +124,8 @@ struct Soak: AsyncParsableCommand {
         let tally = Tally()
         let memberList = members
         let rate = self.rate
-        print("soak: \(users) users in \((users + 9) / 10) groups, \(rate) msgs/s, typing, reads, reconnects, uploads, history; \(Int(seconds)) s, a sample every \(sample) s")
-        print("     t   RSS MB  files  queued  deepest   sends  p50 ms  p99 ms  reconnects  uploads  errors")
+        Self.say("soak: \(users) users in \((users + 9) / 10) groups, \(rate) msgs/s, typing, reads, reconnects, uploads, history; \(Int(seconds)) s, a sample every \(sample) s")
+        Self.say("     t   RSS MB  files  queued  deepest   sends  p50 ms  p99 ms  reconnects  uploads  errors")
         let load = Task {
             await withTaskGroup(of: Void.self) { group in
                 // Sends: paced, each on its own task (a slow ack does not slow the pace).
@@ -222,7 +225,7 @@ struct Soak: AsyncParsableCommand {
                 deepestQueue: Int(metrics["parley_websocket_queue_depth_max"] ?? 0), sends: window.latencies.count,
                 p50ms: quantile(0.5), p99ms: quantile(0.99), reconnects: window.reconnects, uploads: window.uploads, errors: window.errors)
             samples.append(point)
-            print(String(
+            Self.say(String(
                 format: "%6.0f  %7.1f  %5ld  %6ld  %7ld  %6ld  %6.2f  %6.2f  %10ld  %7ld  %6ld", point.at, point.rssMB, point.openFiles,
                 point.queuedFrames, point.deepestQueue, point.sends, point.p50ms, point.p99ms, point.reconnects, point.uploads, point.errors))
         }
@@ -253,14 +256,20 @@ struct Soak: AsyncParsableCommand {
         let sentEnough = Double(sends) >= rate * seconds * 0.5
         func number(_ value: Double, _ digits: Int = 1) -> String { String(format: "%.\(digits)f", value) }
         func state(_ bounded: Bool) -> String { bounded ? "bounded" : "GROWING" }
-        print("soak: \(sends) sends in \(number(seconds, 0)) s (\(number(Double(sends) / seconds))/s), \(errors) errors (sends racing a reconnect)")
-        print("after warm-up: RSS \(number(rssEarly)) -> \(number(rssLate)) MB (slope \(slope >= 0 ? "+" : "")\(number(slope)) MB/hour) \(state(rssBounded)); "
+        Self.say("soak: \(sends) sends in \(number(seconds, 0)) s (\(number(Double(sends) / seconds))/s), \(errors) errors (sends racing a reconnect)")
+        Self.say("after warm-up: RSS \(number(rssEarly)) -> \(number(rssLate)) MB (slope \(slope >= 0 ? "+" : "")\(number(slope)) MB/hour) \(state(rssBounded)); "
             + "open files \(number(filesEarly, 0)) -> \(number(filesLate, 0)) \(state(filesBounded)); "
             + "deepest queue \(deepest), queued frames at the end \(samples.last?.queuedFrames ?? 0) \(state(queuesBounded)); "
             + "p99 \(number(p99Early, 2)) -> \(number(p99Late, 2)) ms")
         guard rssBounded, filesBounded, queuesBounded, sentEnough else {
             throw fail(sentEnough ? "something grew without bound (see above)" : "the load did not run: \(sends) sends")
         }
+    }
+
+    /// Writes a line at once, also into a file or a pipe (a long run is watched with tail -f;
+    /// `print` would hold it in its buffer until the end).
+    static func say(_ line: String) {
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
     static func connect(_ member: Member, _ url: URL) async throws {

@@ -193,6 +193,24 @@ import Testing
         }
     }
 
+    /// A mute with an end stops silencing push once the end has passed (the store is asked
+    /// with a time past it: no waiting).
+    @Test(arguments: StoreKind.available)
+    func aMuteUntilATimeEndsThere(kind: StoreKind) async throws {
+        try await withTeam(kind) { team in
+            let (alice, bob, group) = (team.alice, team.bob, team.group)
+            let until = Date().addingTimeInterval(3600)
+            let settings = try await bob.api.setMuted(true, until: until, in: group.id)
+            #expect(settings.muted && settings.mutedUntil.map { abs($0.timeIntervalSince(until)) < 0.01 } == true)
+            let plain = try await alice.api.send(.init(clientMessageId: "x1", text: "plain"), to: group.id)
+            let everyone = [alice.id, bob.id, team.carol.id, team.dave.id]
+            let store = team.server.app.store
+            #expect(!(try await store.pushRecipients(of: plain, among: everyone, now: Date())).contains(bob.id), "muted for the hour")
+            #expect(try await store.pushRecipients(of: plain, among: everyone, now: until.addingTimeInterval(1)).contains(bob.id), "not after it")
+            #expect(try await bob.api.conversation(group.id).muted)
+        }
+    }
+
     @Test(arguments: StoreKind.available)
     func muteIsPerUserOnEveryDeviceAndLeavesTheBadge(kind: StoreKind) async throws {
         try await withTeam(kind) { team in

@@ -5,7 +5,7 @@ import { Socket } from '/web/socket.js';
 import * as outbox from '/web/outbox.js';
 import {
   store, emit, applyConversation, applyMessageToList, getCache, upsertMessage, setTyping,
-  setTypingSummary,
+  setTypingSummary, forgetServerCopy,
 } from '/web/store.js';
 
 let hooks = { onAuthFailed() {}, onError() {}, onIncoming() {}, onOpened() {}, onSending() {} };
@@ -54,10 +54,14 @@ setInterval(maybeRefreshToken, 15000);
 
 async function onHello(data) {
   if (data.user) { store.me = data.user; saveSession(null, data.user); }
+  const restored = !!data.storeId && !!store.storeId && data.storeId !== store.storeId;
+  if (data.storeId) store.storeId = data.storeId;
+  if (restored) forgetServerCopy();
   maybeRefreshToken();
   setConnection('syncing');
   try {
     await Promise.all([syncList(), loadUsers()]);
+    if (restored && store.openId) await loadHistory(store.openId);
     await Promise.all([...store.caches.keys()].map((id) => catchUp(id)));
     for (const conv of store.conversations.values()) {
       const mine = (conv.members || []).find((m) => m.userId === store.me.id);

@@ -14,6 +14,7 @@ export const store = {
   summaries: new Map(),        // conversationId -> receipt.summary (large groups)
   openId: null,
   connection: 'connecting',
+  storeId: null,               // which copy of the server's data this tab holds (hello.storeId)
 };
 
 const listeners = new Set();
@@ -37,8 +38,17 @@ function flush() {
   for (const fn of listeners) fn(notes);
 }
 
+// The server's data is another copy (restored from a backup): this tab may hold messages the
+// copy does not have, at seqs it will give to other messages. Forget what came from the server;
+// the outbox stays (the server knows each of its sends by client id).
+export function forgetServerCopy() {
+  store.conversations.clear(); store.caches.clear(); store.summaries.clear();
+  store.listNextBefore = null; store.listHasMore = false; store.syncToken = null;
+}
+
 export function resetStore() {
   store.me = null;
+  store.storeId = null;
   store.users.clear(); store.conversations.clear(); store.caches.clear(); store.pending.clear();
   store.typing.clear(); store.typingSummary.clear(); store.summaries.clear();
   store.listNextBefore = null; store.listHasMore = false; store.syncToken = null; store.openId = null;
