@@ -130,6 +130,10 @@ extension [UInt8] {
             appendKey("deletedAt")
             appendJSON(deletedAt)
         }
+        if let deletedBy = message.deletedBy {
+            appendKey("deletedBy")
+            appendJSON(deletedBy)
+        }
         if let editedAt = message.editedAt {
             appendKey("editedAt")
             appendJSON(editedAt)
@@ -187,6 +191,10 @@ extension [UInt8] {
         if let replyToId = message.replyToId {
             appendKey("replyToId")
             appendJSON(replyToId)
+        }
+        if let senderBlocked = message.senderBlocked {
+            appendKey("senderBlocked")
+            append(literal: senderBlocked ? "true" : "false")
         }
         appendKey("senderId")
         appendJSON(message.senderId)

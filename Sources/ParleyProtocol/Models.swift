@@ -332,6 +332,11 @@ public struct Message: Codable, Sendable, Equatable, Identifiable {
     public var pinnedBy: EntityID?
     /// The link preview the server read for the message's first URL (v1.3); texts are data, never markup.
     public var preview: LinkPreview?
+    /// Who deleted it (v1.4): the sender, or an admin moderating; absent when not deleted or
+    /// when retention or erasure removed it.
+    public var deletedBy: EntityID?
+    /// True in the views and events of a user who blocks the sender (v1.4); absent otherwise.
+    public var senderBlocked: Bool?
 
     /// A message as the wire carries it.
     public init(
@@ -341,8 +346,10 @@ public struct Message: Codable, Sendable, Equatable, Identifiable {
         reactions: [String: [EntityID]] = [:], createdAt: Date, editedAt: Date? = nil,
         deletedAt: Date? = nil, forwardedFromId: EntityID? = nil, threadRootId: EntityID? = nil,
         thread: ThreadSummary? = nil, mentions: [EntityID]? = nil, pinnedAt: Date? = nil, pinnedBy: EntityID? = nil,
-        preview: LinkPreview? = nil
+        preview: LinkPreview? = nil, deletedBy: EntityID? = nil, senderBlocked: Bool? = nil
     ) {
+        self.deletedBy = deletedBy
+        self.senderBlocked = senderBlocked
         self.threadRootId = threadRootId
         self.thread = thread
         self.mentions = mentions
@@ -370,7 +377,7 @@ public struct Message: Codable, Sendable, Equatable, Identifiable {
     private enum CodingKeys: String, CodingKey {
         case id, conversationId, seq, updatedSeq, senderId, clientMessageId, type, text
         case replyToId, attachment, metadata, reactions, createdAt, editedAt, deletedAt, forwardedFromId
-        case threadRootId, thread, mentions, pinnedAt, pinnedBy, preview
+        case threadRootId, thread, mentions, pinnedAt, pinnedBy, preview, deletedBy, senderBlocked
     }
 
     /// Decodes leniently: a missing `reactions` is empty and a missing `text` is "".
@@ -398,6 +405,8 @@ public struct Message: Codable, Sendable, Equatable, Identifiable {
         pinnedAt = try c.decodeIfPresent(Date.self, forKey: .pinnedAt)
         pinnedBy = try c.decodeIfPresent(EntityID.self, forKey: .pinnedBy)
         preview = try c.decodeIfPresent(LinkPreview.self, forKey: .preview)
+        deletedBy = try c.decodeIfPresent(EntityID.self, forKey: .deletedBy)
+        senderBlocked = try c.decodeIfPresent(Bool.self, forKey: .senderBlocked)
     }
 }
 

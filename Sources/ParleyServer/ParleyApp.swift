@@ -63,7 +63,8 @@ public struct ParleyApp: Sendable {
         self.logger = logger
         tlsContext = try configuration.tls.map(TLSContextBox.init(files:))
         fanOut = FanOut(logger: logger, clock: configuration.clock, holdBound: configuration.orderHoldBound)
-        fanOut.order.attach(missingEvents: Self.missingEvents(store: store, logger: logger))
+        let blocks = BlockDirectory(store: store)
+        fanOut.order.attach(missingEvents: Self.missingEvents(store: store, blocks: blocks, logger: logger))
         metrics = Metrics()
         health = StoreHealth(store: store, metrics: metrics, logger: logger)
         accounts = AccountStates(store: store)
@@ -103,7 +104,7 @@ public struct ParleyApp: Sendable {
         chat = ChatService(
             store: store, fanOut: fanOut, push: push, previews: previews, clock: configuration.clock,
             activityWindow: configuration.activityWindow,
-            largeGroupSize: configuration.largeGroupSize, rateLimits: configuration.rateLimits, metrics: metrics)
+            largeGroupSize: configuration.largeGroupSize, rateLimits: configuration.rateLimits, metrics: metrics, blocks: blocks)
         if let previews {
             let chat = self.chat
             previews.handler.set { preview, message in try await chat.attachPreview(preview, to: message) }
@@ -121,6 +122,7 @@ public struct ParleyApp: Sendable {
                 for identity in identities { await signals.announceOffline(identity) }
             }
             let accounts = self.accounts, fanOut = self.fanOut
+            cluster.onBlocksChanged { blocker, blocked in blocks.changed(blocker: blocker, blocked: blocked) }
             cluster.onUserDeactivated { userId, organizationId in
                 accounts.deactivated(userId, organizationId: organizationId)
                 fanOut.closeConnections(of: userId, code: MembershipService.deactivatedCloseCode, reason: "account deactivated")
@@ -142,7 +144,7 @@ public struct ParleyApp: Sendable {
     /// How a conversation's orderer fills a gap it waited for in vain: the changes after the
     /// last event it handed on, read from the store as one recipient may see them, announced as
     /// `message.created` (new since then) or `message.updated`.
-    static func missingEvents(store: any ParleyStore, logger: Logger) -> ConversationOrder.MissingEvents {
+    static func missingEvents(store: any ParleyStore, blocks: BlockDirectory, logger: Logger) -> ConversationOrder.MissingEvents {
         { conversationId, viewer, after, before in
             // Nothing lies strictly between: nothing to read.
             guard before - after > 1 else { return [] }
@@ -151,10 +153,25 @@ public struct ParleyApp: Sendable {
                     conversationId: conversationId, viewer: viewer, since: after, limit: Int(min(before - after, 1000)))
                 let encoder = WireCoding.makeEncoder()
                 let recipients = try await store.participantIds(conversationId: conversationId)
-                return try page.messages.filter { $0.updatedSeq < before }.map { message in
-                    let event: ServerEvent = message.seq > after ? .messageCreated(.init(message: message)) : .messageUpdated(.init(message: message))
-                    return .init(seq: message.updatedSeq, frame: ByteBuffer(bytes: try encoder.encode(event)), recipients: recipients)
+                var events: [ConversationOrder.Event] = []
+                for message in page.messages where message.updatedSeq < before {
+                    func frame(_ message: Message) throws -> ByteBuffer {
+                        let event: ServerEvent = message.seq > after ? .messageCreated(.init(message: message)) : .messageUpdated(.init(message: message))
+                        return ByteBuffer(bytes: try encoder.encode(event))
+                    }
+                    // Those who block the sender get it marked (v1.4), as the live path gives it.
+                    let blockers = message.type == .system ? [] : await blocks.blockers(of: message.senderId)
+                    var event = ConversationOrder.Event(
+                        seq: message.updatedSeq, frame: try frame(message), recipients: recipients.filter { !blockers.contains($0) })
+                    let apart = recipients.filter(blockers.contains)
+                    if !apart.isEmpty {
+                        var marked = message
+                        marked.senderBlocked = true
+                        event.variants = [.init(frame: try frame(marked), recipients: apart)]
+                    }
+                    events.append(event)
                 }
+                return events
             } catch {
                 logger.warning("Could not read a conversation's missing events", metadata: ["error": "\(error)"])
                 return []
@@ -241,13 +258,11 @@ public struct ParleyApp: Sendable {
             await gateway.serve(
                 inbound: inbound, outbound: outbound, request: context.request, channel: context.requestContext.channel, logger: logger)
         }
-        UserController(store: store, fanOut: fanOut).addRoutes(to: authenticated)
-        OrganizationController(
-            store: store,
-            membership: MembershipService(
-                store: store, accounts: accounts, fanOut: fanOut, now: chat.now, openOrganizations: configuration.openOrganizations),
-            sessions: sessions
-        ).addRoutes(to: authenticated)
+        UserController(store: store, fanOut: fanOut, chat: chat).addRoutes(to: authenticated)
+        let membership = MembershipService(
+            store: store, accounts: accounts, fanOut: fanOut, now: chat.now, openOrganizations: configuration.openOrganizations)
+        OrganizationController(store: store, membership: membership, sessions: sessions, audit: chat.audit).addRoutes(to: authenticated)
+        SafetyController(store: store, chat: chat, membership: membership).addRoutes(to: authenticated)
         ConversationController(
             store: store, chat: chat,
             syncOverlapMilliseconds: Int64((configuration.listSyncOverlap.timeInterval * 1000).rounded())

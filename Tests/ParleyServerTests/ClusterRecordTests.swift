@@ -20,6 +20,7 @@ import Testing
         .presence(origin: "node-b", user: user, organization: organization, online: false),
         .nodeDied(origin: "node-b", node: "node-c"),
         .spilled(origin: "node-b", id: 7),
+        .blocksChanged(origin: "node-a", blocker: user, blocked: other),
     ]
 
     @Test(arguments: every)
@@ -39,6 +40,7 @@ import Testing
         #expect(ClusterRecord.presence(origin: "n1", user: u, organization: org, online: true).encoded() == "P n1 \(u) \(org) 1")
         #expect(ClusterRecord.nodeDied(origin: "n1", node: "n2").encoded() == "D n1 n2")
         #expect(ClusterRecord.spilled(origin: "n1", id: 12).encoded() == "S n1 12")
+        #expect(ClusterRecord.blocksChanged(origin: "n1", blocker: u, blocked: o).encoded() == "B n1 \(u) \(o)")
     }
 
     /// What cannot travel as one line is not written: a line break in a frame, a node id with

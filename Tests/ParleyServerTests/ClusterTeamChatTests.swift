@@ -59,3 +59,51 @@ import Testing
         await a.stop()
     }
 }
+
+/// v1.4 across two nodes: a block stored through one node applies on the other at once (its
+/// send refusal is the store's) and within the cluster record's trip to the signals there.
+@Suite(.needsPostgres) struct ClusterTrustAndSafetyTests {
+    @Test func aBlockMadeOnOneNodeHoldsOnTheOther() async throws {
+        let (a, b) = try await ClusterTests.twoNodes()
+        do {
+            let alice = try await a.register("alice@x.io")
+            let bob = try await b.register("bob@x.io")
+            let carol = try await b.register("carol@x.io")
+            let group = try await alice.api.createConversation(.init(type: .group, participantIds: [bob.id, carol.id], name: "Ops"))
+            let direct = try await carol.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
+            // Node B knows bob's relations (none) before the block: it must forget them.
+            let bobEvents = EventRecorder(try await bob.connect())
+            let before = try await carol.api.send(.init(clientMessageId: "before", text: "hi"), to: group.id)
+            try await bobEvents.wait("the first message") { events in
+                events.contains { if case .messageCreated(let e) = $0 { e.message.id == before.id } else { false } }
+            }
+            // Bob blocks carol through node A.
+            let bobOnA = TestUser(server: a, auth: bob.auth)
+            try await bobOnA.api.block(carol.id)
+            // The store refuses carol's direct send on B at once.
+            do {
+                _ = try await carol.api.send(.init(clientMessageId: "d1", text: "hello?"), to: direct.id)
+                Issue.record("a blocked direct send was accepted on the other node")
+            } catch let error as ClientError {
+                #expect(error.code == .forbidden)
+            }
+            // Once node B has the record, carol's group messages reach bob there marked.
+            try await waitFor("node B to mark carol's messages for bob") {
+                let probe = try await carol.api.send(.init(clientMessageId: "p\(UUID())", text: "probe"), to: group.id)
+                try await bobEvents.wait("the probe") { events in
+                    events.contains { if case .messageCreated(let e) = $0 { e.message.id == probe.id } else { false } }
+                }
+                return bobEvents.events.contains { if case .messageCreated(let e) = $0 { e.message.id == probe.id && e.message.senderBlocked == true } else { false } }
+            }
+            // Counted on either node as the store says: none of carol's messages for bob.
+            #expect(try await bob.api.conversation(group.id).unreadCount == 0)
+            #expect(try await bobOnA.api.conversation(group.id).unreadCount == 0)
+        } catch {
+            await b.stop()
+            await a.stop()
+            throw error
+        }
+        await b.stop()
+        await a.stop()
+    }
+}

@@ -249,3 +249,54 @@ extension Result where Failure == any Error {
         do { self = .success(try await body()) } catch { self = .failure(error) }
     }
 }
+
+extension StoreConformanceTests {
+    /// Blocks inside batches (v1.4): queued plain sends (PostgreSQL stores them in one
+    /// statement) of a blocked user into the blocker's direct conversation are each refused
+    /// without taking a seq, while the same batch's group sends count as unread for everyone
+    /// but the blocker.
+    @Test(arguments: StoreKind.available)
+    func aBatchRefusesBlockedDirectSendsAndCountsGroupSendsForNobodyWhoBlocks(kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            let now = Date()
+            let alice = try await store.register(organization: "acme", email: "a@x.io", displayName: "A", passwordHash: "x", now: now)
+            let bob = try await store.register(organization: "acme", email: "b@x.io", displayName: "B", passwordHash: "x", now: now)
+            let carol = try await store.register(organization: "acme", email: "c@x.io", displayName: "C", passwordHash: "x", now: now)
+            let direct = try await store.createConversation(NewConversation(
+                organizationId: alice.organizationId, creatorId: alice.id, type: .direct, participantIds: [bob.id], now: now)).conversation
+            let group = try await store.createConversation(NewConversation(
+                organizationId: alice.organizationId, creatorId: alice.id, type: .group, name: "g",
+                participantIds: [bob.id, carol.id], now: now)).conversation
+            let bobIdentity = Identity(userId: bob.id, organizationId: bob.organizationId)
+            #expect(try await store.writing { tx in try await BlockRules.setBlocked(true, user: alice.id, by: bobIdentity, now: now, in: tx) })
+            var pending: [(direct: Bool, send: PendingSend)] = []
+            for n in 0..<40 {
+                let inDirect = n.isMultiple(of: 2)
+                pending.append((inDirect, store.enqueueSend(MessageDraft(
+                    conversationId: inDirect ? direct.id : group.id, senderId: alice.id, clientMessageId: "q\(n)", type: .text,
+                    text: "q\(n)", now: now))))
+            }
+            var refused = 0
+            var groupSeqs: [Int64] = []
+            for item in pending {
+                do {
+                    let result = try await item.send.result()
+                    #expect(!item.direct, "a blocked direct send was stored")
+                    groupSeqs.append(result.message.seq)
+                } catch let error as APIError {
+                    #expect(item.direct && error.code == .forbidden)
+                    refused += 1
+                }
+            }
+            #expect(refused == 20 && groupSeqs.sorted() == Array(1...20))
+            #expect(try await store.conversation(id: direct.id, viewer: bob.id)?.lastSeq == 0)
+            #expect(try await store.conversation(id: group.id, viewer: bob.id)?.unreadCount == 0)
+            #expect(try await store.conversation(id: group.id, viewer: carol.id)?.unreadCount == 20)
+            // Bob's own message still counts for the others, and his count moves for carol's.
+            _ = try await store.send(MessageDraft(
+                conversationId: group.id, senderId: carol.id, clientMessageId: "c1", type: .text, text: "c1", now: now))
+            #expect(try await store.conversation(id: group.id, viewer: bob.id)?.unreadCount == 1)
+            #expect(try await store.totalUnread(userId: bob.id) == 1)
+        }
+    }
+}

@@ -9,6 +9,12 @@ public struct Identity: Sendable, Equatable {
     public var userId: EntityID
     /// The organization of that user.
     public var organizationId: EntityID
+
+    /// An identity from its parts (a verified token's, or a test's).
+    public init(userId: EntityID, organizationId: EntityID) {
+        self.userId = userId
+        self.organizationId = organizationId
+    }
 }
 
 /// What a verified token says beyond who it stands for: which key signed it and until when it

@@ -16,6 +16,11 @@ public struct ChatService: Sendable {
     let limits: RateLimiter?
     /// Send durations and fan-out lag (nil: not measured).
     let metrics: Metrics?
+    /// Who blocks whom (v1.4): blocked senders' messages are marked for their blockers and
+    /// push them nothing.
+    public let blocks: BlockDirectory
+    /// Where admin actions are recorded (v1.4).
+    public let audit: AuditLog
     private let activity: ActivityAnnouncer<NewActivity>
     /// Thread replies' members get their views (their unread counts moved), folded like activity.
     private let threadActivity: ActivityAnnouncer<ThreadActivity>
@@ -37,8 +42,11 @@ public struct ChatService: Sendable {
         store: any ParleyStore, fanOut: FanOut, push: PushService? = nil, previews: LinkPreviewWorker? = nil,
         now: @escaping @Sendable () -> Date = Date.init,
         clock: ServerClock = .system, activityWindow: Duration = .milliseconds(200), largeGroupSize: Int = 100,
-        rateLimits: RateLimitSettings = .off, metrics: Metrics? = nil
+        rateLimits: RateLimitSettings = .off, metrics: Metrics? = nil, blocks: BlockDirectory? = nil
     ) {
+        let blocks = blocks ?? BlockDirectory(store: store)
+        self.blocks = blocks
+        audit = AuditLog(store: store, now: now)
         self.store = store
         self.previews = previews
         self.metrics = metrics
@@ -54,10 +62,11 @@ public struct ChatService: Sendable {
         ) { [store, fanOut] conversationId, activity in
             if activity.participants.count > largeGroupSize {
                 // A large group: one frame for all, nothing read or encoded per member.
-                Self.announceActivity(activity, in: conversationId, fanOut: fanOut)
+                await Self.announceActivity(activity, in: conversationId, fanOut: fanOut, blocks: blocks)
             } else {
                 await Self.announceConversation(
-                    conversationId, to: activity.participants, store: store, fanOut: fanOut, largeGroupSize: largeGroupSize)
+                    conversationId, to: activity.participants, store: store, fanOut: fanOut, largeGroupSize: largeGroupSize,
+                    blocks: blocks)
             }
         }
         threadActivity = ActivityAnnouncer(
@@ -71,7 +80,7 @@ public struct ChatService: Sendable {
             }
             await Self.announceConversation(
                 conversationId, to: Array(members.intersection(activity.participants)), store: store, fanOut: fanOut,
-                largeGroupSize: largeGroupSize)
+                largeGroupSize: largeGroupSize, blocks: blocks)
         }
     }
 
@@ -102,17 +111,17 @@ public struct ChatService: Sendable {
             let committedAt = ContinuousClock.now
             metrics?.observe("parley_send_commit_seconds", duration: committedAt - queuedAt)
             if result.created {
-                fanOut.deliver(
-                    .messageCreated(MessageEvent(message: result.message)), inSequenceOf: result.message.conversationId,
-                    seq: result.message.seq, to: result.participantIds)
+                // Those who block the sender (v1.4) get the message marked, and no push.
+                let blockers = await blocks.blockers(of: result.message.senderId)
+                deliver(result.message, created: true, to: result.participantIds, blockers: blockers)
                 if let root = result.rootUpdate {
                     // The thread's root took the next seq for its new count: after the reply.
-                    fanOut.deliver(
-                        .messageUpdated(MessageEvent(message: root)), inSequenceOf: conversationId, seq: root.updatedSeq,
-                        to: result.participantIds)
+                    deliver(root, created: false, to: result.participantIds, blockers: await blocks.blockers(of: root.senderId))
                 }
                 // Offline recipients: queued for APNs, never awaited.
-                push?.messageCommitted(result.message, participants: result.participantIds)
+                push?.messageCommitted(
+                    result.message,
+                    participants: blockers.isEmpty ? result.participantIds : result.participantIds.filter { !blockers.contains($0) })
                 // A link in the text: previewed in the background, never awaited.
                 previews?.messageStored(result.message)
                 // List screens get the new activity too, off the send's path (the reply does not
@@ -137,14 +146,65 @@ public struct ChatService: Sendable {
         case .reaction(let emoji, let add): .reaction(try MessageValidation.emoji(emoji), add: add)
         }
         let result = try await store.change(checked, messageId: messageId, in: conversationId, by: identity.userId, now: now())
-        announceUpdate(result)
+        await announceUpdate(result)
         return result.message
+    }
+
+    /// Deletes a message: the sender's own, or as an admin of the conversation's organization
+    /// (v1.4 moderation, recorded in the audit log) anyone's.
+    public func delete(_ messageId: EntityID, in conversationId: EntityID, by identity: Identity) async throws -> Message {
+        do {
+            return try await change(.delete, messageId: messageId, in: conversationId, by: identity)
+        } catch let error as APIError where error.code == .forbidden || error.code == .notFound {
+            guard try await store.user(id: identity.userId)?.role == .admin else { throw error }
+            let result = try await moderatorDelete(messageId, in: conversationId, by: identity)
+            if result.changed {
+                try await audit.record(.messageDeleted, by: identity, target: messageId.description, detail: "conversation \(conversationId)")
+            }
+            return result.message
+        }
+    }
+
+    /// Blocks (`blocked` true) or unblocks a user for the caller (v1.4); tells every node.
+    public func setBlocked(_ blocked: Bool, user: EntityID, by identity: Identity) async throws {
+        let changed = try await store.writing { [now] tx in
+            try await BlockRules.setBlocked(blocked, user: user, by: identity, now: now(), in: tx)
+        }
+        guard changed else { return }
+        blocks.changed(blocker: identity.userId, blocked: user)
+        fanOut.relay?.blocksChanged(blocker: identity.userId, blocked: user)
+        // The blocker's unread counts changed where the two meet: their devices get the rows.
+        for conversationId in (try? await store.reading({ tx in try await tx.sharedConversationIds(identity.userId, user) })) ?? [] {
+            await announceConversation(conversationId, to: [identity.userId])
+        }
+    }
+
+    /// Conversations as `viewer` gets them: large groups without member lists, last messages
+    /// of senders the viewer blocks marked (v1.4).
+    public func wire(_ conversations: [Conversation], for viewer: EntityID) async -> [Conversation] {
+        let blocked = await blocks.blocked(by: viewer)
+        return conversations.map { conversation in
+            var view = wire(conversation)
+            if let last = view.lastMessage { view.lastMessage = BlockDirectory.marked([last], blocked: blocked)[0] }
+            return view
+        }
+    }
+
+    /// An admin deletes a message of their organization (v1.4 moderation), in a conversation
+    /// they need not be in; the tombstone says who. Recorded in the audit log when it changed something.
+    public func moderatorDelete(_ messageId: EntityID, in conversationId: EntityID, by admin: Identity) async throws -> MessageChange {
+        let result = try await store.writing { [now] tx in
+            try await MessageRules.moderatorDelete(
+                messageId, in: conversationId, by: admin.userId, organizationId: admin.organizationId, now: now(), in: tx)
+        }
+        await announceUpdate(result)
+        return result
     }
 
     /// Pins or unpins a message (v1.3); a change goes to every participant as `message.updated`.
     public func setPinned(_ pin: Bool, messageId: EntityID, in conversationId: EntityID, by identity: Identity) async throws -> Message {
         let result = try await store.setPinned(pin, messageId: messageId, in: conversationId, by: identity.userId, now: now())
-        announceUpdate(result)
+        await announceUpdate(result)
         return result.message
     }
 
@@ -158,15 +218,29 @@ public struct ChatService: Sendable {
     /// Writes a link preview read in the background (v1.3) and tells the participants.
     func attachPreview(_ preview: LinkPreview, to message: Message) async throws {
         guard let result = try await store.attachPreview(preview, to: message.id, in: message.conversationId) else { return }
-        announceUpdate(result)
+        await announceUpdate(result)
     }
 
     /// A change that changed something goes to every participant as `message.updated`, in sequence.
-    private func announceUpdate(_ change: MessageChange) {
+    private func announceUpdate(_ change: MessageChange) async {
         guard change.changed else { return }
+        deliver(change.message, created: false, to: change.participantIds, blockers: await blocks.blockers(of: change.message.senderId))
+    }
+
+    /// A message's event (`message.created`, or `message.updated` at its `updatedSeq`) in its
+    /// conversation's sequence, marked `senderBlocked` for the recipients among `blockers`.
+    private func deliver(_ message: Message, created: Bool, to participants: [EntityID], blockers: Set<EntityID>) {
+        let seq = created ? message.seq : message.updatedSeq
+        func event(_ message: Message) -> ServerEvent {
+            created ? .messageCreated(MessageEvent(message: message)) : .messageUpdated(MessageEvent(message: message))
+        }
+        guard !blockers.isEmpty, message.type != .system else {
+            return fanOut.deliver(event(message), inSequenceOf: message.conversationId, seq: seq, to: participants)
+        }
+        var marked = message
+        marked.senderBlocked = true
         fanOut.deliver(
-            .messageUpdated(MessageEvent(message: change.message)), inSequenceOf: change.message.conversationId,
-            seq: change.message.updatedSeq, to: change.participantIds)
+            event(message), inSequenceOf: message.conversationId, seq: seq, to: participants, variant: event(marked), for: blockers)
     }
 
     /// Creates a group, or opens (creating at most once) the direct conversation with one user.
@@ -202,16 +276,23 @@ public struct ChatService: Sendable {
         return change
     }
 
-    /// Removes a participant from a group (removing oneself is leaving).
-    public func removeParticipant(_ conversationId: EntityID, userId: EntityID, by identity: Identity) async throws -> ConversationChange {
-        let change = try await store.removeParticipant(conversationId: conversationId, by: identity.userId, userId: userId, now: now())
+    /// Removes a participant from a group (removing oneself is leaving); an admin moderating
+    /// (`moderating`: v1.4) removes anyone from any group of their organization.
+    public func removeParticipant(
+        _ conversationId: EntityID, userId: EntityID, by identity: Identity, moderating: Bool = false
+    ) async throws -> ConversationChange {
+        let organization = moderating ? identity.organizationId : nil
+        let change = try await store.writing { [now] tx in
+            try await ConversationRules.remove(userId, from: conversationId, by: identity.userId, moderating: organization, now: now(), in: tx)
+        }
         await announce(change)
         return change
     }
 
     /// Sends each connected user of `userIds` their own view of a conversation.
     func announceConversation(_ conversationId: EntityID, to userIds: [EntityID]) async {
-        await Self.announceConversation(conversationId, to: userIds, store: store, fanOut: fanOut, largeGroupSize: largeGroupSize)
+        await Self.announceConversation(
+            conversationId, to: userIds, store: store, fanOut: fanOut, largeGroupSize: largeGroupSize, blocks: blocks)
     }
 
     /// A conversation as the wire carries it: a large group's without its member lists.
@@ -221,21 +302,28 @@ public struct ChatService: Sendable {
 
     /// `conversation.activity` to a large group's connected members: the newest message and
     /// the sequence after it (messages take the sequence's next number, so it is the message's).
-    private static func announceActivity(_ activity: NewActivity, in conversationId: EntityID, fanOut: FanOut) {
+    private static func announceActivity(_ activity: NewActivity, in conversationId: EntityID, fanOut: FanOut, blocks: BlockDirectory) async {
         let online = activity.participants.filter(fanOut.isOnline)
         guard !online.isEmpty else { return }
         let event = ConversationActivityEvent(
             conversationId: conversationId, lastSeq: activity.newest.seq, lastActivityAt: activity.newest.createdAt,
             lastMessage: activity.newest)
-        fanOut.deliver(.conversationActivity(event), to: online)
+        let blockers = await blocks.blockers(of: activity.newest.senderId)
+        guard !blockers.isEmpty, activity.newest.type != .system else { return fanOut.deliver(.conversationActivity(event), to: online) }
+        var marked = event
+        marked.lastMessage.senderBlocked = true
+        fanOut.deliver(.conversationActivity(event), to: online.filter { !blockers.contains($0) })
+        fanOut.deliver(.conversationActivity(marked), to: online.filter(blockers.contains))
     }
 
     private static func announceConversation(
-        _ conversationId: EntityID, to userIds: [EntityID], store: any ParleyStore, fanOut: FanOut, largeGroupSize: Int
+        _ conversationId: EntityID, to userIds: [EntityID], store: any ParleyStore, fanOut: FanOut, largeGroupSize: Int,
+        blocks: BlockDirectory
     ) async {
         let online = userIds.filter(fanOut.isOnline)
         guard !online.isEmpty, let views = try? await store.conversationViews(id: conversationId, viewers: online, listingMembersUpTo: largeGroupSize) else { return }
         for (userId, view) in views {
+            let view = await blocks.marked(view, for: userId)
             fanOut.deliver(.conversationUpdated(ConversationEvent(conversation: view.listingMembers(upTo: largeGroupSize))), to: [userId])
         }
     }

@@ -37,10 +37,12 @@ public final class LiveSignals: Sendable {
         // the tracker's typists, and a lapse in a large group updates the summary.
         let summaries = SummaryLink()
         let largeGroupSize = chat.largeGroupSize
+        let blocks = chat.blocks
         let typing = TypingTracker(timeout: typingTimeout, clock: clock) { [store, fanOut] expired in
             for key in expired {
                 await Self.announceTyping(
-                    key, isTyping: false, store: store, fanOut: fanOut, largeGroupSize: largeGroupSize, summaries: summaries.announcer)
+                    key, isTyping: false, store: store, fanOut: fanOut, largeGroupSize: largeGroupSize, summaries: summaries.announcer,
+                    blocks: blocks)
             }
         }
         self.typing = typing
@@ -68,7 +70,9 @@ public final class LiveSignals: Sendable {
         } else if await !typing.stopped(key) {
             return
         }
-        let others = participants.filter { $0 != identity.userId }
+        // Those who block the typist (v1.4) never see them type.
+        let blockers = await chat.blocks.blockers(of: identity.userId)
+        let others = participants.filter { $0 != identity.userId && !blockers.contains($0) }
         if participants.count > chat.largeGroupSize {
             // A large group: a few typists named, the count for everyone at most every interval.
             let typists = await typing.typists(in: command.conversationId)
@@ -86,10 +90,12 @@ public final class LiveSignals: Sendable {
     }
 
     private static func announceTyping(
-        _ key: TypingTracker.Key, isTyping: Bool, store: any ParleyStore, fanOut: FanOut, largeGroupSize: Int, summaries: ActivityAnnouncer<[EntityID]>?
+        _ key: TypingTracker.Key, isTyping: Bool, store: any ParleyStore, fanOut: FanOut, largeGroupSize: Int, summaries: ActivityAnnouncer<[EntityID]>?,
+        blocks: BlockDirectory
     ) async {
         guard let participants = try? await store.participantIds(conversationId: key.conversationId) else { return }
-        let others = participants.filter { $0 != key.userId }
+        let blockers = await blocks.blockers(of: key.userId)
+        let others = participants.filter { $0 != key.userId && !blockers.contains($0) }
         let event = ServerEvent.typing(TypingEvent(conversationId: key.conversationId, userId: key.userId, isTyping: isTyping))
         fanOut.deliver(event, to: others)
         if participants.count > largeGroupSize { summaries?.touch(key.conversationId, others) }
@@ -101,16 +107,19 @@ public final class LiveSignals: Sendable {
     /// user was already online on another node.
     func cameOnline(_ identity: Identity) async {
         if let relay = fanOut.relay, await relay.userCameOnline(identity) { return }
+        // Those who block the user (v1.4) get no presence of theirs.
+        let blockers = await chat.blocks.blockers(of: identity.userId)
         fanOut.deliver(
             .presence(PresenceEvent(userId: identity.userId, isOnline: true)), toOrganization: identity.organizationId,
-            excluding: [identity.userId])
+            excluding: blockers.union([identity.userId]))
     }
 
     /// A user's last connection on this node closed: their typing stops, they are seen now.
     func wentOffline(_ identity: Identity) async {
         for key in await typing.stopAll(userId: identity.userId) {
             await Self.announceTyping(
-                key, isTyping: false, store: store, fanOut: fanOut, largeGroupSize: chat.largeGroupSize, summaries: typingSummaries)
+                key, isTyping: false, store: store, fanOut: fanOut, largeGroupSize: chat.largeGroupSize, summaries: typingSummaries,
+                blocks: chat.blocks)
         }
         _ = focused.withLock { $0.removeValue(forKey: identity.userId) }
         if let relay = fanOut.relay, await relay.userWentOffline(identity) { return }
@@ -121,9 +130,10 @@ public final class LiveSignals: Sendable {
     public func announceOffline(_ identity: Identity) async {
         let seen = chat.now().wholeMilliseconds
         try? await store.setLastSeen(userId: identity.userId, at: seen)
+        let blockers = await chat.blocks.blockers(of: identity.userId)
         fanOut.deliver(
             .presence(PresenceEvent(userId: identity.userId, isOnline: false, lastSeenAt: seen)),
-            toOrganization: identity.organizationId, excluding: [identity.userId])
+            toOrganization: identity.organizationId, excluding: blockers.union([identity.userId]))
     }
 
     /// A `focus` command: participants of the focused conversation learn where the user is;
@@ -137,9 +147,11 @@ public final class LiveSignals: Sendable {
         let plain = PresenceEvent(userId: identity.userId, isOnline: true)
         var located = plain
         located.conversationId = command.conversationId
-        let insiders = Set(participants).subtracting([identity.userId])
+        let blockers = await chat.blocks.blockers(of: identity.userId)
+        let insiders = Set(participants).subtracting([identity.userId]).subtracting(blockers)
         fanOut.deliver(.presence(located), to: insiders)
-        fanOut.deliver(.presence(plain), toOrganization: identity.organizationId, excluding: insiders.union([identity.userId]))
+        fanOut.deliver(
+            .presence(plain), toOrganization: identity.organizationId, excluding: insiders.union([identity.userId]).union(blockers))
     }
 
     // MARK: Receipts

@@ -37,6 +37,9 @@ extension ClusterNode {
         case .deactivated(_, let user, let organization):
             // Another node deactivated a user: refuse their token here too, close their sockets.
             onDeactivated.function?(user, organization)
+        case .blocksChanged(_, let blocker, let blocked):
+            // Another node stored a block or its end: what this node knows of the two is stale.
+            onBlocksChanged.function?(blocker, blocked)
         case .organization(_, let organization, let excluded, let frame):
             fanOut.deliverHere(ByteBuffer(string: frame), toOrganization: organization, excluding: Set(excluded))
         case .presence(let origin, let user, _, let online):

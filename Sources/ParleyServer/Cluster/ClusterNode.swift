@@ -40,6 +40,7 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
     /// Called with users whose node died and who are online nowhere else.
     let onUsersLost = HandlerSlot<@Sendable ([Identity]) async -> Void>()
     let onDeactivated = HandlerSlot<@Sendable (EntityID, EntityID) -> Void>()
+    let onBlocksChanged = HandlerSlot<@Sendable (EntityID, EntityID) -> Void>()
     /// Counters: records sent, received, spilled; listener restarts.
     public let stats = Metrics()
     /// Runs the connection pool from creation until the node leaves.
@@ -69,6 +70,16 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
     /// Called with each user another node deactivated.
     public func onUserDeactivated(_ handler: @escaping @Sendable (EntityID, EntityID) -> Void) {
         onDeactivated.set(handler)
+    }
+
+    /// Called with each block (blocker, blocked) another node started or ended.
+    public func onBlocksChanged(_ handler: @escaping @Sendable (EntityID, EntityID) -> Void) {
+        onBlocksChanged.set(handler)
+    }
+
+    /// Tells every other node (a `B` record) that a block started or ended.
+    public func blocksChanged(blocker: EntityID, blocked: EntityID) {
+        send(.blocksChanged(origin: nodeId, blocker: blocker, blocked: blocked))
     }
 
     /// Tells every other node (an `X` record) to refuse the user's token and close their

@@ -16,6 +16,7 @@ import ParleyProtocol
 /// | `P` | ``presence(origin:user:organization:online:)`` | user, organization, `1` or `0` |
 /// | `D` | ``nodeDied(origin:node:)`` | the dead node |
 /// | `S` | ``spilled(origin:id:)`` | the spill table's row id |
+/// | `B` | ``blocksChanged(origin:blocker:blocked:)`` | blocker, blocked |
 ///
 /// Nodes of one cluster may run two versions during a rolling deploy: the format is the one
 /// the previous version wrote, and a line this version cannot read is refused and counted,
@@ -35,6 +36,8 @@ enum ClusterRecord: Equatable, Sendable {
     case nodeDied(origin: String, node: String)
     /// A record too large for a notification, kept in the spill table under `id`.
     case spilled(origin: String, id: Int64)
+    /// A block between two users started or ended (v1.4): forget what is known of their blocks.
+    case blocksChanged(origin: String, blocker: EntityID, blocked: EntityID)
 
     /// Why a line was refused.
     struct Malformed: Error, Equatable, CustomStringConvertible {
@@ -46,7 +49,8 @@ enum ClusterRecord: Equatable, Sendable {
     var origin: String {
         switch self {
         case .users(let origin, _, _), .sequenced(let origin, _, _, _, _), .organization(let origin, _, _, _),
-            .deactivated(let origin, _, _), .presence(let origin, _, _, _), .nodeDied(let origin, _), .spilled(let origin, _):
+            .deactivated(let origin, _, _), .presence(let origin, _, _, _), .nodeDied(let origin, _), .spilled(let origin, _),
+            .blocksChanged(let origin, _, _):
             origin
         }
     }
@@ -78,6 +82,8 @@ enum ClusterRecord: Equatable, Sendable {
             line = "D \(origin) \(node)"
         case .spilled(let origin, let id):
             line = "S \(origin) \(id)"
+        case .blocksChanged(let origin, let blocker, let blocked):
+            line = "B \(origin) \(blocker) \(blocked)"
         }
         guard Self.isValidNodeId(origin), !line.contains("\n") else { return nil }
         return line
@@ -137,6 +143,9 @@ enum ClusterRecord: Equatable, Sendable {
                 let f = try fields(1, frameLast: false)
                 guard let row = Int64(f[0]), row > 0 else { throw Malformed(reason: "S's row is not a positive number") }
                 return .success(.spilled(origin: origin, id: row))
+            case "B":
+                let f = try fields(2, frameLast: false)
+                return .success(.blocksChanged(origin: origin, blocker: try id(f[0], "blocker"), blocked: try id(f[1], "blocked")))
             default:
                 throw Malformed(reason: "unknown kind \(parts[0].prefix(8))")
             }

@@ -26,10 +26,28 @@ public final class ConversationOrder: Sendable {
         public var frame: ByteBuffer
         /// Who gets it (on this node).
         public var recipients: [EntityID]
+        /// Other encodings of the same change for some users, handed on with it (v1.4: a
+        /// blocked sender's message, marked for those who block them).
+        public var variants: [Variant]
 
         /// An event with its number, encoded frame and recipients.
-        public init(seq: Int64, frame: ByteBuffer, recipients: [EntityID]) {
+        public init(seq: Int64, frame: ByteBuffer, recipients: [EntityID], variants: [Variant] = []) {
             self.seq = seq
+            self.frame = frame
+            self.recipients = recipients
+            self.variants = variants
+        }
+    }
+
+    /// The same change encoded for some users apart.
+    public struct Variant: Sendable {
+        /// Their frame.
+        public var frame: ByteBuffer
+        /// Who gets it instead of the event's frame.
+        public var recipients: [EntityID]
+
+        /// A variant for `recipients`.
+        public init(frame: ByteBuffer, recipients: [EntityID]) {
             self.frame = frame
             self.recipients = recipients
         }

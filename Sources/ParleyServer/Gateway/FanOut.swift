@@ -169,6 +169,8 @@ public protocol FanOutRelay: Sendable {
     /// A user was deactivated here: every other node refuses their token and closes their
     /// connections.
     func userDeactivated(_ userId: EntityID, organizationId: EntityID)
+    /// A block started or ended here (v1.4): every other node reads the two users' blocks again.
+    func blocksChanged(blocker: EntityID, blocked: EntityID)
 }
 
 /// The live connections of this node, by user, and the delivery of events to them.
@@ -206,7 +208,10 @@ public final class FanOut: Sendable {
     public init(logger: Logger, clock: ServerClock = .system, holdBound: Duration = .milliseconds(200)) {
         self.logger = logger
         let table = self.table
-        order = ConversationOrder(holdBound: holdBound, clock: clock) { event in table.deliver(event.frame, to: event.recipients) }
+        order = ConversationOrder(holdBound: holdBound, clock: clock) { event in
+            table.deliver(event.frame, to: event.recipients)
+            for variant in event.variants { table.deliver(variant.frame, to: variant.recipients) }
+        }
     }
 
     /// Adds a connection whose first frame is `hello`; returns it and whether it is the user's
@@ -308,6 +313,24 @@ public final class FanOut: Sendable {
         guard let frame = encode(event) else { return }
         relay?.forward(frame, to: userIds, conversation: conversationId, seq: seq)
         order.publish(conversationId, .init(seq: seq, frame: frame, recipients: userIds))
+    }
+
+    /// Queues an event of a conversation's sequence as ``deliver(_:inSequenceOf:seq:to:)`` does,
+    /// with `variant` instead of `event` for the recipients among `variantUsers` (v1.4: a
+    /// blocked sender's message, marked for those who block them). Here both go in seq order;
+    /// to other nodes the variant goes as a plain frame (a client that sees it ahead of an
+    /// earlier seq catches the gap up from the store).
+    public func deliver(
+        _ event: ServerEvent, inSequenceOf conversationId: EntityID, seq: Int64, to userIds: [EntityID],
+        variant: ServerEvent, for variantUsers: Set<EntityID>
+    ) {
+        let apart = userIds.filter(variantUsers.contains)
+        guard !apart.isEmpty else { return deliver(event, inSequenceOf: conversationId, seq: seq, to: userIds) }
+        guard let frame = encode(event), let other = encode(variant) else { return }
+        let main = userIds.filter { !variantUsers.contains($0) }
+        relay?.forward(frame, to: main, conversation: conversationId, seq: seq)
+        relay?.forward(other, to: apart)
+        order.publish(conversationId, .init(seq: seq, frame: frame, recipients: main, variants: [.init(frame: other, recipients: apart)]))
     }
 
     /// Queues an encoded frame on every connection of the given users, here and on other nodes.

@@ -75,6 +75,24 @@ extension OpenAPIDocument {
                         ["200": answer("The user", "UserResponse")], errors: [403, 404, 409]),
             "delete": op("organization", "Deactivate a user (admin)", ["204": noContent], errors: [403, 404, 409]),
         ]) { first, _ in first },
+        "/api/v1/users/blocked": ["get": op("safety", "The users the caller blocks, by name", ["200": answer("Users", "UsersResponse")])],
+        "/api/v1/users/{id}/block": path("id").merging([
+            "post": op("safety", "Block a user of the organization (the blocked user is not told)", ["204": noContent], errors: [400, 404]),
+            "delete": op("safety", "End a block (also when there was none)", ["204": noContent], errors: [400]),
+        ]) { first, _ in first },
+        "/api/v1/reports": ["post": op("safety", "Report a message the caller can read, a user, or both", body: jsonBody("CreateReportRequest"),
+                                       ["201": answer("The report", "ReportCreatedResponse")], errors: [404])],
+        "/api/v1/organization/reports": ["get": op("safety", "The organization's reports, newest first (admin)", query: [
+            query("status", S.enumeration(["open", "resolved", "dismissed"]), "Only reports of this status"),
+            query("before", S.id, "The last report id of the previous page"), limitQuery(200),
+        ], ["200": answer("Reports", "ReportsResponse")], errors: [403])],
+        "/api/v1/organization/reports/{id}": path("id").merging([
+            "patch": op("safety", "Resolve, dismiss or reopen a report (admin)", body: jsonBody("UpdateReportRequest"),
+                        ["200": answer("The report", "Report")], errors: [403, 404]),
+        ]) { first, _ in first },
+        "/api/v1/organization/audit": ["get": op("safety", "The organization's audit log, newest first (admin)", query: [
+            query("before", S.id, "The last entry id of the previous page"), limitQuery(200),
+        ], ["200": answer("Entries", "AuditResponse")], errors: [403])],
         "/api/v1/users/{id}/sign-out": path("id").merging([
             "post": op("organization", "End every sign-in of a member (admin); the account stays active", ["204": noContent], errors: [403, 404]),
         ]) { first, _ in first },

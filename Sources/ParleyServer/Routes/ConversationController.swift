@@ -47,7 +47,8 @@ struct ConversationController: Sendable {
             let now = try await store.clockMilliseconds()
             let changes = try await store.conversationChanges(viewer: identity.userId, since: since - syncOverlapMilliseconds)
             return try JSONResponse.make(ConversationChanges(
-                conversations: changes.changed.map(chat.wire), removedIds: changes.removedIds, syncToken: Self.syncToken(now)))
+                conversations: await chat.wire(changes.changed, for: identity.userId), removedIds: changes.removedIds,
+                syncToken: Self.syncToken(now)))
         }
         let paged = query.get("limit") != nil || query.get("before") != nil
         var before: ListCursor?
@@ -59,12 +60,12 @@ struct ConversationController: Sendable {
         // Read before the page, so a change made while it is read is still after the token.
         let now = try await store.clockMilliseconds()
         let result = try await store.conversations(viewer: identity.userId, limit: limit, before: before)
+        let page = await chat.wire(result.page, for: identity.userId)
         guard paged else {
-            return try JSONResponse.make(ConversationsResponse(conversations: result.page.map(chat.wire), hasMore: result.next != nil))
+            return try JSONResponse.make(ConversationsResponse(conversations: page, hasMore: result.next != nil))
         }
         return try JSONResponse.make(ConversationsResponse(
-            conversations: result.page.map(chat.wire), hasMore: result.next != nil, nextBefore: result.next?.wire,
-            syncToken: Self.syncToken(now)))
+            conversations: page, hasMore: result.next != nil, nextBefore: result.next?.wire, syncToken: Self.syncToken(now)))
     }
 
     static func syncToken(_ milliseconds: Int64) -> String { "s1.\(milliseconds)" }
@@ -80,7 +81,7 @@ struct ConversationController: Sendable {
         guard let conversation = try await store.conversation(id: id, viewer: identity.userId) else {
             throw APIError.notFound("Conversation")
         }
-        return try JSONResponse.make(chat.wire(conversation))
+        return try JSONResponse.make(await chat.wire([conversation], for: identity.userId)[0])
     }
 
     @Sendable func rename(_ request: Request, context: ParleyRequestContext) async throws -> Response {
@@ -103,6 +104,13 @@ struct ConversationController: Sendable {
         let identity = try context.requireIdentity()
         let id = try context.parameters.entityID("id", what: "Conversation")
         let userId = try context.parameters.entityID("userId", what: "Participant")
-        return try JSONResponse.make(chat.wire(try await chat.removeParticipant(id, userId: userId, by: identity).conversation))
+        // An admin removing someone else moderates (v1.4): in any group of the organization, on record.
+        var moderating = false
+        if userId != identity.userId { moderating = try await store.user(id: identity.userId)?.role == .admin }
+        let change = try await chat.removeParticipant(id, userId: userId, by: identity, moderating: moderating)
+        if moderating, change.systemMessage != nil {
+            try await chat.audit.record(.participantRemoved, by: identity, target: userId.description, detail: "conversation \(id)")
+        }
+        return try JSONResponse.make(chat.wire(change.conversation))
     }
 }

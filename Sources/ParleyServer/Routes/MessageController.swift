@@ -30,16 +30,20 @@ struct MessageController: Sendable {
         let id = try context.parameters.entityID("id", what: "Conversation")
         let rootId = try context.parameters.entityID("rootId", what: "Thread")
         let limit = try request.pageLimit(default: Limits.messagesPageDefault, max: Limits.messagesPageMax)
-        return try JSONResponse.make(try await store.thread(
+        var page = try await store.thread(
             rootId: rootId, conversationId: id, viewer: identity.userId,
-            before: try request.integerQuery("before"), after: try request.integerQuery("after"), limit: limit))
+            before: try request.integerQuery("before"), after: try request.integerQuery("after"), limit: limit)
+        page.root = await chat.blocks.marked(page.root, for: identity.userId)
+        page.messages = await chat.blocks.marked(page.messages, for: identity.userId)
+        return try JSONResponse.make(page)
     }
 
     /// `GET /conversations/{id}/pins` (v1.3): newest pin first.
     @Sendable func pins(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
         let id = try context.parameters.entityID("id", what: "Conversation")
-        return try JSONResponse.make(PinsResponse(messages: try await store.pins(conversationId: id, viewer: identity.userId)))
+        let pins = try await store.pins(conversationId: id, viewer: identity.userId)
+        return try JSONResponse.make(PinsResponse(messages: await chat.blocks.marked(pins, for: identity.userId)))
     }
 
     /// `POST /conversations/{id}/pins {messageId}` (v1.3): the message as pinned.
@@ -74,8 +78,12 @@ struct MessageController: Sendable {
         return try await change(.text(body.text), context)
     }
 
+    /// The sender's delete, or an admin's of anyone's message of the organization (v1.4).
     @Sendable func delete(_ request: Request, context: ParleyRequestContext) async throws -> Response {
-        try await change(.delete, context)
+        let identity = try context.requireIdentity()
+        let id = try context.parameters.entityID("id", what: "Conversation")
+        let messageId = try context.parameters.entityID("messageId", what: "Message")
+        return try JSONResponse.make(try await chat.delete(messageId, in: id, by: identity))
     }
 
     @Sendable func react(_ request: Request, context: ParleyRequestContext) async throws -> Response {
@@ -113,8 +121,12 @@ struct MessageController: Sendable {
         let limit = try request.pageLimit(default: 20, max: 100)
         let offset = try request.integerQuery("offset") ?? 0
         guard (0...10_000).contains(offset) else { throw APIError.invalid("offset must be 0–10000") }
-        return try JSONResponse.make(try await store.search(
-            query, viewer: identity.userId, conversationId: conversationId, limit: limit, offset: Int(offset)))
+        var found = try await store.search(query, viewer: identity.userId, conversationId: conversationId, limit: limit, offset: Int(offset))
+        let blocked = await chat.blocks.blocked(by: identity.userId)
+        for index in found.results.indices {
+            found.results[index].message = BlockDirectory.marked([found.results[index].message], blocked: blocked)[0]
+        }
+        return try JSONResponse.make(found)
     }
 
     @Sendable func send(_ request: Request, context: ParleyRequestContext) async throws -> Response {
@@ -137,10 +149,11 @@ struct MessageController: Sendable {
         guard threads == nil || threads == "include" || threads == "exclude" else {
             throw APIError.invalid("threads is include or exclude")
         }
-        let page = try await store.messages(
+        var page = try await store.messages(
             conversationId: id, viewer: identity.userId,
             before: try request.integerQuery("before"), after: try request.integerQuery("after"), limit: limit,
             includingThreads: threads == "include")
+        page.messages = await chat.blocks.marked(page.messages, for: identity.userId)
         return try JSONResponse.make(page)
     }
 
@@ -161,6 +174,8 @@ struct MessageController: Sendable {
         let since = try request.integerQuery("since") ?? 0
         guard since >= 0 else { throw APIError.invalid("since must not be negative") }
         let limit = try request.pageLimit(default: Limits.changesPageDefault, max: Limits.changesPageMax)
-        return try JSONResponse.make(try await store.changes(conversationId: id, viewer: identity.userId, since: since, limit: limit))
+        var page = try await store.changes(conversationId: id, viewer: identity.userId, since: since, limit: limit)
+        page.messages = await chat.blocks.marked(page.messages, for: identity.userId)
+        return try JSONResponse.make(page)
     }
 }

@@ -9,6 +9,8 @@ struct OrganizationController: Sendable {
     let membership: MembershipService
     /// Sign-ins, which an admin can end.
     let sessions: SignInSessions
+    /// Where each admin action here is recorded (v1.4).
+    let audit: AuditLog
 
     func addRoutes(to group: RouterGroup<ParleyRequestContext>) {
         group.get("organization", use: show)
@@ -35,6 +37,7 @@ struct OrganizationController: Sendable {
         guard let organization = try await store.setAllowedEmailDomains(domains, organizationId: identity.organizationId) else {
             throw APIError.unauthorized
         }
+        try await audit.record(.domainsChanged, by: identity, detail: domains.joined(separator: ","))
         return try JSONResponse.make(OrganizationResponse(organization: organization))
     }
 
@@ -44,6 +47,7 @@ struct OrganizationController: Sendable {
         let body = try await request.decodeJSON(CreateInviteRequest.self)
         let invite = try Membership.invite(body, organizationId: identity.organizationId, by: identity.userId, now: membership.now())
         try await store.createInvite(invite)
+        try await audit.record(.inviteCreated, by: identity, target: invite.code, detail: invite.email)
         return try JSONResponse.make(InviteResponse(invite: invite), status: .created)
     }
 
@@ -56,6 +60,7 @@ struct OrganizationController: Sendable {
         let identity = try await membership.requireAdmin(context)
         let code = context.parameters.get("code") ?? ""
         guard try await store.deleteInvite(code: code, organizationId: identity.organizationId) else { throw APIError.notFound("Invite") }
+        try await audit.record(.inviteDeleted, by: identity, target: code)
         return JSONResponse.noContent()
     }
 
@@ -67,6 +72,7 @@ struct OrganizationController: Sendable {
         guard let user = try await store.setRole(
             body.role, userId: userId, organizationId: identity.organizationId, check: { try Membership.keepsAnAdmin(adminsAfter: $0) })
         else { throw APIError.notFound("User") }
+        try await audit.record(.roleChanged, by: identity, target: userId.description, detail: body.role.rawValue)
         return try JSONResponse.make(UserResponse(user: user))
     }
 
@@ -80,6 +86,7 @@ struct OrganizationController: Sendable {
             throw APIError.notFound("User")
         }
         let ended = try await sessions.end(userId: userId, id: nil)
+        try await audit.record(.userSignedOut, by: identity, target: userId.description, detail: "\(ended.count) sessions")
         context.logger.notice(
             "Signed a user out everywhere", metadata: ["userId": "\(userId)", "by": "\(identity.userId)", "sessions": "\(ended.count)"])
         return JSONResponse.noContent()
@@ -89,6 +96,7 @@ struct OrganizationController: Sendable {
         let identity = try await membership.requireAdmin(context)
         let userId = try context.parameters.entityID("id", what: "User")
         try await membership.deactivate(userId, by: identity)
+        try await audit.record(.userDeactivated, by: identity, target: userId.description)
         context.logger.notice("Deactivated user", metadata: ["userId": "\(userId)", "by": "\(identity.userId)"])
         return JSONResponse.noContent()
     }

@@ -283,6 +283,25 @@ public protocol ParleyStore: Sendable {
     /// A user's organization and whether they are active (nil: no such user).
     func userState(id: EntityID) async throws -> UserState?
 
+    // MARK: Trust and safety (v1.4)
+
+    /// The users `blocker` blocks, by display name.
+    func blockedUsers(by blocker: EntityID) async throws -> [User]
+    /// Whom the user blocks, and who blocks them.
+    func blockRelations(of userId: EntityID) async throws -> BlockRelations
+    /// Stores a new report (checked by ``ReportRules``).
+    func createReport(_ report: Report, organizationId: EntityID) async throws
+    /// A page of an organization's reports, newest first, those before `before` (a report's
+    /// id), of one status or all, without their messages.
+    func reports(organizationId: EntityID, status: ReportStatus?, before: EntityID?, limit: Int) async throws -> (reports: [Report], hasMore: Bool)
+    /// Moves a report of the organization to `status`, recording who handled it; nil when the
+    /// organization has no such report.
+    func setReportStatus(_ status: ReportStatus, reportId: EntityID, organizationId: EntityID, by handler: EntityID, at date: Date) async throws -> Report?
+    /// Appends an entry to the organization's audit log.
+    func recordAudit(_ entry: AuditEntry, organizationId: EntityID) async throws
+    /// A page of the organization's audit log, newest first, entries before `before` (an entry's id).
+    func auditEntries(organizationId: EntityID, before: EntityID?, limit: Int) async throws -> (entries: [AuditEntry], hasMore: Bool)
+
     /// Which copy of the data this is: a random id made with the database and made anew when
     /// a backup is restored (``renewStoreIdentity()``). Sent in `hello`, so a client whose
     /// cache saw more than a restored copy has knows to start its cache again.
@@ -384,4 +403,18 @@ public struct ListCursor: Sendable, Equatable {
 
     /// The wire form, `"<ms>.<id>"`.
     public var wire: String { "\(lastActivityMs).\(id)" }
+}
+
+/// Whom a user blocks and who blocks them (v1.4), as the block directory keeps it.
+public struct BlockRelations: Sendable, Equatable {
+    /// The users this user blocks.
+    public var blocks: Set<EntityID>
+    /// The users who block this user.
+    public var blockedBy: Set<EntityID>
+
+    /// Relations from their two sides.
+    public init(blocks: Set<EntityID> = [], blockedBy: Set<EntityID> = []) {
+        self.blocks = blocks
+        self.blockedBy = blockedBy
+    }
 }

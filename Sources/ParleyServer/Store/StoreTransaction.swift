@@ -124,9 +124,9 @@ public protocol StoreTransaction: Sendable {
     func setText(_ text: String, of messageId: EntityID, editedAt: Date, updatedSeq: Int64) async throws
 
     /// Empties a message (text, metadata, attachment, reactions, pin, preview), keeping its seq
-    /// as a tombstone deleted at `deletedAt`, with `updatedSeq`; it stops counting as unread
-    /// and as a mention.
-    func tombstone(_ message: Message, deletedAt: Date, updatedSeq: Int64) async throws
+    /// as a tombstone deleted at `deletedAt` by `deletedBy` (nil: retention or erasure), with
+    /// `updatedSeq`; it stops counting as unread and as a mention.
+    func tombstone(_ message: Message, deletedAt: Date, deletedBy: EntityID?, updatedSeq: Int64) async throws
 
     /// Adds (`present`) or removes a user's reaction with an emoji; false when it was already so.
     func setReaction(_ emoji: String, by userId: EntityID, on messageId: EntityID, present: Bool, at date: Date) async throws -> Bool
@@ -165,6 +165,19 @@ public protocol StoreTransaction: Sendable {
     /// Writes a message's link preview with `updatedSeq`.
     func setPreview(_ preview: LinkPreview, of messageId: EntityID, updatedSeq: Int64) async throws
 
+    // MARK: Blocks (v1.4)
+
+    /// Whether `blocker` blocks `blocked`.
+    func blocks(_ blocker: EntityID, _ blocked: EntityID) async throws -> Bool
+
+    /// Adds (`present`) or removes a block; false when it was already so. Counts are not
+    /// touched: the caller takes the blocker's again (``readMoved(for:in:)``) in every
+    /// conversation the two share, since a blocked sender's messages are never unread to the blocker.
+    func setBlock(_ blocker: EntityID, _ blocked: EntityID, present: Bool, at date: Date) async throws -> Bool
+
+    /// The conversations both users are in, by id.
+    func sharedConversationIds(_ a: EntityID, _ b: EntityID) async throws -> [EntityID]
+
     // MARK: Attachments
 
     /// An uploaded attachment's record, whoever asks.
@@ -199,12 +212,16 @@ public struct SendProbe: Sendable, Equatable {
     public var existingId: EntityID?
     /// The message stored, if it was.
     public var message: Message?
+    /// True when nothing was stored because the conversation is direct and its other member
+    /// blocks the sender (v1.4; a retry of an earlier send still finds its original).
+    public var blocked: Bool
 
     /// A probe's findings.
-    public init(participantIds: [EntityID], existingId: EntityID?, message: Message?) {
+    public init(participantIds: [EntityID], existingId: EntityID?, message: Message?, blocked: Bool = false) {
         self.participantIds = participantIds
         self.existingId = existingId
         self.message = message
+        self.blocked = blocked
     }
 }
 
@@ -240,4 +257,11 @@ struct QueuedWrite: Sendable {
     var sending: MessageDraft? = nil
     /// The write, run inside the batch's transaction.
     let run: @Sendable (any StoreTransaction) async throws -> any Sendable
+}
+
+extension StoreTransaction {
+    /// Empties a message deleted by nobody in particular (see ``tombstone(_:deletedAt:deletedBy:updatedSeq:)``).
+    public func tombstone(_ message: Message, deletedAt: Date, updatedSeq: Int64) async throws {
+        try await tombstone(message, deletedAt: deletedAt, deletedBy: nil, updatedSeq: updatedSeq)
+    }
 }

@@ -27,6 +27,10 @@ public enum ConversationRules {
             }
         }
         try await requireSameOrganization(others, new.organizationId, in: tx)
+        if new.type == .direct, let other = others.first, try await tx.blocks(other, new.creatorId) {
+            // v1.4: the same words as a blocked send; the blocker may still open it.
+            throw APIError(.forbidden, "You cannot start a conversation with this user")
+        }
         let (id, created) = try await tx.insertConversation(new, members: [new.creatorId] + others.sorted())
         let conversation = try await view(id, for: new.creatorId, in: tx)
         return ConversationChange(conversation: conversation, created: created, audience: created ? conversation.participantIds : [])
@@ -58,9 +62,13 @@ public enum ConversationRules {
             metadata: ["action": "participants.added", "userIds": added.map(\.description).joined(separator: ",")], now: now, in: tx)
     }
 
-    /// Removes a participant (or the caller leaves).
-    public static func remove(_ removed: EntityID, from conversationId: EntityID, by userId: EntityID, now: Date, in tx: any StoreTransaction) async throws -> ConversationChange {
-        _ = try await changeableGroup(conversationId, by: userId, in: tx)
+    /// Removes a participant (or the caller leaves). An admin moderating (`moderating` is their
+    /// organization, v1.4) removes anyone from a group of it without being in it.
+    public static func remove(
+        _ removed: EntityID, from conversationId: EntityID, by userId: EntityID, moderating: EntityID? = nil, now: Date,
+        in tx: any StoreTransaction
+    ) async throws -> ConversationChange {
+        _ = try await changeableGroup(conversationId, by: userId, moderating: moderating, in: tx)
         guard try await tx.isParticipant(removed, of: conversationId) else { throw APIError.notFound("Participant") }
         // The system message is written first, so the removed user's last seq covers it.
         let leaving = removed == userId
@@ -80,13 +88,18 @@ public enum ConversationRules {
             type: .system, text: text, metadata: metadata, now: now)
     }
 
-    /// Takes the conversation, then checks the caller is in it and that it is a group.
-    private static func changeableGroup(_ conversationId: EntityID, by userId: EntityID, in tx: any StoreTransaction) async throws -> ConversationHeader {
-        guard try await tx.lockConversation(conversationId),
-            // Checked once it is taken: a membership change committed meanwhile is seen.
-            try await tx.isParticipant(userId, of: conversationId),
-            let header = try await tx.conversationHeader(conversationId)
-        else { throw APIError.notFound("Conversation") }
+    /// Takes the conversation, then checks the caller is in it (or moderates its organization)
+    /// and that it is a group.
+    private static func changeableGroup(
+        _ conversationId: EntityID, by userId: EntityID, moderating: EntityID? = nil, in tx: any StoreTransaction
+    ) async throws -> ConversationHeader {
+        guard try await tx.lockConversation(conversationId), let header = try await tx.conversationHeader(conversationId) else {
+            throw APIError.notFound("Conversation")
+        }
+        // Checked once it is taken: a membership change committed meanwhile is seen.
+        if header.organizationId != moderating {
+            guard try await tx.isParticipant(userId, of: conversationId) else { throw APIError.notFound("Conversation") }
+        }
         guard header.type == .group else { throw APIError.invalid("A direct conversation cannot be changed") }
         return header
     }

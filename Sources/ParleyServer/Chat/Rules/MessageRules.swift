@@ -30,12 +30,31 @@ public enum MessageRules {
         case .delete:
             guard message.senderId == userId else { throw APIError(.forbidden, "Only the sender can delete a message") }
             guard message.deletedAt == nil else { return unchanged }
-            try await tx.tombstone(message, deletedAt: now, updatedSeq: try await tx.takeNextSeq(in: conversationId))
+            try await tx.tombstone(message, deletedAt: now, deletedBy: userId, updatedSeq: try await tx.takeNextSeq(in: conversationId))
         case .reaction(let emoji, let add):
             guard message.deletedAt == nil else { throw APIError.invalid("A deleted message cannot be reacted to") }
             guard try await tx.setReaction(emoji, by: userId, on: messageId, present: add, at: now) else { return unchanged }
             try await tx.setUpdatedSeq(try await tx.takeNextSeq(in: conversationId), of: messageId)
         }
+        guard let updated = try await tx.message(messageId) else { throw APIError.notFound("Message") }
+        return MessageChange(message: updated, changed: true, participantIds: participants)
+    }
+
+    /// Deletes any message of the admin's organization (v1.4 moderation), in a conversation the
+    /// admin need not be in: the tombstone says who deleted it. System messages stay; deleting
+    /// again changes nothing. To an admin of another organization the message does not exist.
+    public static func moderatorDelete(
+        _ messageId: EntityID, in conversationId: EntityID, by admin: EntityID, organizationId: EntityID, now: Date,
+        in tx: any StoreTransaction
+    ) async throws -> MessageChange {
+        guard try await tx.lockConversation(conversationId), let header = try await tx.conversationHeader(conversationId),
+            header.organizationId == organizationId, let message = try await tx.message(messageId),
+            message.conversationId == conversationId
+        else { throw APIError.notFound("Message") }
+        let participants = try await tx.participantIds(of: conversationId)
+        guard message.type != .system else { throw APIError.invalid("System messages cannot be changed") }
+        guard message.deletedAt == nil else { return MessageChange(message: message, changed: false, participantIds: participants) }
+        try await tx.tombstone(message, deletedAt: now, deletedBy: admin, updatedSeq: try await tx.takeNextSeq(in: conversationId))
         guard let updated = try await tx.message(messageId) else { throw APIError.notFound("Message") }
         return MessageChange(message: updated, changed: true, participantIds: participants)
     }

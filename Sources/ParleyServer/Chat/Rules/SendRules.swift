@@ -12,6 +12,7 @@ import ParleyProtocol
 ///   type, text, metadata and attachment.
 /// - An attachment is one the sender uploaded, of the message's kind (an image for `.image`...).
 /// - A new message takes the conversation's next seq.
+/// - In a direct conversation whose other member blocks the sender, nothing is sent (v1.4, 403).
 /// - A thread reply (v1.3) names a root of the same conversation that is not deleted, not a
 ///   system message and not itself in a thread; the root's sender, the replier and whoever the
 ///   reply mentions become the thread's members, and the root takes the next seq for its new
@@ -33,6 +34,9 @@ public enum SendRules {
             }
             return try retried(draft, existing: existing, participantIds: probe.participantIds)
         }
+        // A direct conversation's other member blocks the sender (v1.4); a retry of a message
+        // sent before the block got its original above.
+        guard !probe.blocked else { throw Self.blockedSend }
         if let message = probe.message {
             return SendResult(message: message, created: true, participantIds: probe.participantIds)
         }
@@ -64,6 +68,9 @@ public enum SendRules {
         result.rootUpdate = updatedRoot
         return result
     }
+
+    /// What a blocked sender is told: the same words whoever blocks them (blocks are not shown).
+    static let blockedSend = APIError(.forbidden, "You cannot send messages in this conversation")
 
     /// The root a reply names: a message of the same conversation, not deleted, not a system
     /// message, not itself a reply in a thread.

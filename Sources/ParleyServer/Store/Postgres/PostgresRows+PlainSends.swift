@@ -30,12 +30,16 @@ extension PostgresRows {
             checked AS (
                 SELECT i.*,
                     EXISTS (SELECT 1 FROM participants p WHERE p.conversation_id = i.conversation_id AND p.user_id = i.sender_id) AS member,
-                    (SELECT m.id FROM messages m WHERE m.sender_id = i.sender_id AND m.client_message_id = i.client_message_id) AS existing_id
+                    (SELECT m.id FROM messages m WHERE m.sender_id = i.sender_id AND m.client_message_id = i.client_message_id) AS existing_id,
+                    EXISTS (
+                        SELECT 1 FROM conversations cv JOIN blocks b ON b.blocked_id = i.sender_id
+                        JOIN participants p ON p.conversation_id = cv.id AND p.user_id = b.blocker_id
+                        WHERE cv.id = i.conversation_id AND cv.type = 'direct') AS blocked
                 FROM input i
             ),
             accepted AS (
                 SELECT c.*, row_number() OVER (PARTITION BY c.conversation_id ORDER BY c.ord) AS k
-                FROM checked c WHERE c.member AND c.existing_id IS NULL
+                FROM checked c WHERE c.member AND c.existing_id IS NULL AND NOT c.blocked
             ),
             totals AS (
                 SELECT conversation_id, count(*) AS n, max(created_at) AS last_at FROM accepted GROUP BY conversation_id
@@ -57,25 +61,32 @@ extension PostgresRows {
             ),
             own AS (
                 UPDATE participants p SET own_countable = p.own_countable + o.n
-                FROM (SELECT conversation_id, sender_id, count(*) AS n FROM accepted GROUP BY conversation_id, sender_id) o
-                WHERE p.conversation_id = o.conversation_id AND p.user_id = o.sender_id
+                FROM (
+                    -- The sender's own, and those who block the sender count it as theirs (v1.4).
+                    SELECT conversation_id, user_id, count(*) AS n FROM (
+                        SELECT a.conversation_id, a.sender_id AS user_id FROM accepted a
+                        UNION ALL
+                        SELECT a.conversation_id, b.blocker_id FROM accepted a JOIN blocks b ON b.blocked_id = a.sender_id
+                    ) x GROUP BY conversation_id, user_id
+                ) o
+                WHERE p.conversation_id = o.conversation_id AND p.user_id = o.user_id
             ),
             members AS (
                 SELECT conversation_id, array_agg(user_id ORDER BY joined_at, user_id) AS ids FROM participants
                 WHERE conversation_id IN (SELECT conversation_id FROM input) GROUP BY conversation_id
             )
-            SELECT c.ord, c.member, c.existing_id, ins.seq, m.ids
+            SELECT c.ord, c.member, c.existing_id, ins.seq, m.ids, c.blocked
             FROM checked c LEFT JOIN inserted ins ON ins.id = c.id LEFT JOIN members m ON m.conversation_id = c.conversation_id
             ORDER BY c.ord
             """, logger)
         guard rows.count == drafts.count else { throw APIError(.internal, "The batch send statement returned \(rows.count) rows for \(drafts.count)") }
         var probes: [PlainSendKey: SendProbe] = [:]
         for row in rows {
-            let (ord, member, existingId, seq, members) = try row.decode((Int64, Bool, UUID?, Int64?, [UUID]?).self)
+            let (ord, member, existingId, seq, members, blocked) = try row.decode((Int64, Bool, UUID?, Int64?, [UUID]?, Bool).self)
             let index = Int(ord) - 1
             let draft = drafts[index]
             // A new send whose insert met a racing commit of the same pair: roll back, redo.
-            if member, existingId == nil, seq == nil { throw SendRaceLost() }
+            if member, existingId == nil, !blocked, seq == nil { throw SendRaceLost() }
             let message = seq.map { seq in
                 Message(
                     id: EntityID(ids[index]), conversationId: draft.conversationId, seq: seq, updatedSeq: seq,
@@ -83,7 +94,8 @@ extension PostgresRows {
                     text: draft.text, metadata: draft.metadata, createdAt: draft.now.wholeMilliseconds)
             }
             probes[PlainSendKey(draft)] = SendProbe(
-                participantIds: (members ?? []).map(EntityID.init), existingId: existingId.map(EntityID.init), message: message)
+                participantIds: (members ?? []).map(EntityID.init), existingId: existingId.map(EntityID.init), message: message,
+                blocked: blocked)
         }
         return probes
     }

@@ -48,7 +48,7 @@ enum PostgresRows {
         SELECT m.id, m.conversation_id, m.seq, m.updated_seq, m.sender_id, m.client_message_id, m.type,
                m.text, m.reply_to_id, m.metadata_json, m.created_at, m.edited_at, m.deleted_at,
                m.forwarded_from_id, m.attachment_id, m.thread_root_id, m.thread_reply_count, m.thread_last_reply_at,
-               m.thread_last_reply_seq, m.mentions_json, m.pinned_at, m.pinned_by, m.preview_json,
+               m.thread_last_reply_seq, m.mentions_json, m.pinned_at, m.pinned_by, m.preview_json, m.deleted_by,
                a.id AS a_id, a.name AS a_name, a.content_type AS a_content_type, a.size AS a_size,
                a.width AS a_width, a.height AS a_height,
                r.emojis AS r_emojis, r.users AS r_users
@@ -107,7 +107,8 @@ enum PostgresRows {
             mentions: try r["mentions_json"].decode(String?.self).map { try JSONDecoder().decode([EntityID].self, from: Data($0.utf8)) },
             pinnedAt: try r["pinned_at"].decode(Int64?.self).map(Date.init(millisecondsSince1970:)),
             pinnedBy: try r["pinned_by"].decode(UUID?.self).map(EntityID.init),
-            preview: try r["preview_json"].decode(String?.self).map { try JSONDecoder().decode(LinkPreview.self, from: Data($0.utf8)) })
+            preview: try r["preview_json"].decode(String?.self).map { try JSONDecoder().decode(LinkPreview.self, from: Data($0.utf8)) },
+            deletedBy: try r["deleted_by"].decode(UUID?.self).map(EntityID.init))
     }
 
     /// One whole message by id.
@@ -156,17 +157,18 @@ enum PostgresRows {
                 unread_base = (
                     SELECT count(*) FROM messages m
                     WHERE m.conversation_id = p.conversation_id AND m.seq > p.read_seq AND m.sender_id <> p.user_id
-                    AND m.deleted_at IS NULL AND m.type <> 'system' AND m.thread_root_id IS NULL),
+                    AND m.deleted_at IS NULL AND m.type <> 'system' AND m.thread_root_id IS NULL
+                    AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = p.user_id AND b.blocked_id = m.sender_id)),
                 countable_at_base = c.countable, own_at_base = p.own_countable, base_seq = c.last_seq,
                 thread_unread = (
                     SELECT count(*) FROM messages m
                     JOIN thread_members t ON t.root_id = m.thread_root_id AND t.user_id = p.user_id
                     WHERE m.conversation_id = p.conversation_id AND m.seq > p.read_seq AND m.sender_id <> p.user_id
-                    AND m.deleted_at IS NULL),
+                    AND m.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = p.user_id AND b.blocked_id = m.sender_id)),
                 mention_unread = (
                     SELECT count(*) FROM mentions x JOIN messages m ON m.id = x.message_id
                     WHERE x.conversation_id = p.conversation_id AND x.user_id = p.user_id AND x.seq > p.read_seq
-                    AND m.deleted_at IS NULL)
+                    AND m.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = p.user_id AND b.blocked_id = m.sender_id))
             FROM conversations c
             WHERE c.id = p.conversation_id AND p.conversation_id = \(conversationId) AND p.user_id = ANY(\(userIds))
             """, logger)
@@ -183,6 +185,7 @@ enum PostgresRows {
                 UPDATE participants SET mention_unread = mention_unread - 1
                 WHERE conversation_id = \(id) AND read_seq < \(seq)
                 AND user_id IN (SELECT user_id FROM mentions WHERE message_id = \(message.id.uuid))
+                AND user_id NOT IN (SELECT blocker_id FROM blocks WHERE blocked_id = \(sender))
                 """, logger)
         }
         if let root = message.threadRootId {
@@ -191,19 +194,26 @@ enum PostgresRows {
                 UPDATE participants SET thread_unread = thread_unread - 1
                 WHERE conversation_id = \(id) AND read_seq < \(seq) AND user_id <> \(sender)
                 AND user_id IN (SELECT user_id FROM thread_members WHERE root_id = \(root.uuid))
+                AND user_id NOT IN (SELECT blocker_id FROM blocks WHERE blocked_id = \(sender))
                 """, logger)
             return
         }
         try await c.run("UPDATE conversations SET countable = countable - 1 WHERE id = \(id)", logger)
+        // A member who blocks the sender counted the message as their own (never unread, v1.4).
+        let blocksSender = "SELECT 1 FROM blocks k WHERE k.blocker_id = p.user_id AND k.blocked_id = '\(sender.uuidString.lowercased())'"
         try await c.run(
             """
-            UPDATE participants SET
-                own_countable = own_countable - (CASE WHEN user_id = \(sender) THEN 1 ELSE 0 END),
-                countable_at_base = countable_at_base - (CASE WHEN \(seq) <= base_seq THEN 1 ELSE 0 END),
-                unread_base = unread_base
-                    - (CASE WHEN \(seq) <= base_seq AND \(seq) > read_seq AND user_id <> \(sender) THEN 1 ELSE 0 END),
-                own_at_base = own_at_base - (CASE WHEN \(seq) <= base_seq AND user_id = \(sender) THEN 1 ELSE 0 END)
-            WHERE conversation_id = \(id)
+            UPDATE participants p SET
+                own_countable = p.own_countable
+                    - (CASE WHEN p.user_id = \(sender) OR EXISTS (\(unescaped: blocksSender)) THEN 1 ELSE 0 END),
+                countable_at_base = p.countable_at_base - (CASE WHEN \(seq) <= p.base_seq THEN 1 ELSE 0 END),
+                unread_base = p.unread_base
+                    - (CASE WHEN \(seq) <= p.base_seq AND \(seq) > p.read_seq AND p.user_id <> \(sender)
+                       AND NOT EXISTS (\(unescaped: blocksSender)) THEN 1 ELSE 0 END),
+                own_at_base = p.own_at_base
+                    - (CASE WHEN \(seq) <= p.base_seq AND (p.user_id = \(sender) OR EXISTS (\(unescaped: blocksSender)))
+                       THEN 1 ELSE 0 END)
+            WHERE p.conversation_id = \(id)
             """, logger)
     }
 
@@ -281,6 +291,12 @@ enum PostgresRows {
             existing AS (
                 SELECT id FROM messages WHERE sender_id = $2 AND client_message_id = $3
             ),
+            blocked AS (
+                SELECT EXISTS (
+                    SELECT 1 FROM conversations c JOIN blocks b ON b.blocked_id = $2
+                    JOIN participants p ON p.conversation_id = c.id AND p.user_id = b.blocker_id
+                    WHERE c.id = $1 AND c.type = 'direct') AS yes
+            ),
             next AS (
                 UPDATE conversations SET last_seq = last_seq + 1,
                     last_activity_at = CASE WHEN $15::uuid IS NULL THEN $4 ELSE last_activity_at END, countable = countable + $5,
@@ -288,7 +304,7 @@ enum PostgresRows {
                 WHERE id = $1 AND NOT $6
                 AND (NOT $7 OR (
                     EXISTS (SELECT 1 FROM participants WHERE conversation_id = $1 AND user_id = $2)
-                    AND NOT EXISTS (SELECT 1 FROM existing)))
+                    AND NOT EXISTS (SELECT 1 FROM existing) AND NOT (SELECT yes FROM blocked)))
                 RETURNING last_seq
             ),
             inserted AS (
@@ -302,16 +318,18 @@ enum PostgresRows {
             ),
             own AS (
                 UPDATE participants SET own_countable = own_countable + 1
-                WHERE conversation_id = $1 AND user_id = $2 AND $5 = 1
+                WHERE conversation_id = $1 AND $5 = 1
+                AND (user_id = $2 OR user_id IN (SELECT blocker_id FROM blocks WHERE blocked_id = $2))
                 AND EXISTS (SELECT 1 FROM inserted)
                 RETURNING 1
             )
-            SELECT (SELECT ids FROM member), (SELECT id FROM existing), (SELECT seq FROM inserted), (SELECT last_seq FROM next)
+            SELECT (SELECT ids FROM member), (SELECT id FROM existing), (SELECT seq FROM inserted), (SELECT last_seq FROM next),
+                (SELECT yes FROM blocked)
             """
         static let bindingDataTypes: [PostgresDataType] = [
             .uuid, .uuid, .text, .int8, .int8, .bool, .bool, .uuid, .text, .text, .uuid, .uuid, .text, .uuid, .uuid, .text,
         ]
-        typealias Row = ([UUID]?, UUID?, Int64?, Int64?)
+        typealias Row = ([UUID]?, UUID?, Int64?, Int64?, Bool)
 
         let conversationId: UUID, sender: UUID, clientMessageId: String, now: Int64, countable: Int64
         let checkOnly: Bool, guarded: Bool, id: UUID, type: String, text: String
@@ -353,6 +371,8 @@ enum PostgresRows {
         /// True when the seq was taken but the insert met a concurrent retry's original: the
         /// caller must roll back so the seq is not burnt.
         var lostRace: Bool
+        /// True when the conversation is direct and its other member blocks the sender (v1.4).
+        var blocked = false
     }
 
     /// Takes the conversation's next seq and stores the message with it, in the caller's
@@ -384,10 +404,10 @@ enum PostgresRows {
         // Read to the end (one row), so the connection is free for the next statement.
         let rows = try await c.execute(statement, logger: logger).reduce(into: [InsertMessage.Row]()) { $0.append($1) }
         guard let row = rows.first else { throw APIError(.internal, "The send statement returned no row") }
-        let (members, existingId, insertedSeq, takenSeq) = row
+        let (members, existingId, insertedSeq, takenSeq, blocked) = row
         var insertion = Insertion(
             message: nil, participantIds: (members ?? []).map(EntityID.init), existingId: existingId,
-            lostRace: takenSeq != nil && insertedSeq == nil)
+            lostRace: takenSeq != nil && insertedSeq == nil, blocked: blocked)
         guard let seq = insertedSeq else { return insertion }
         var attachment: Attachment?
         if let attachmentId = draft.attachmentId {
@@ -421,6 +441,7 @@ enum PostgresRows {
                 """
                 UPDATE participants SET mention_unread = mention_unread + 1
                 WHERE conversation_id = \(conversation) AND user_id = ANY(\(mentioned))
+                AND user_id NOT IN (SELECT blocker_id FROM blocks WHERE blocked_id = \(sender))
                 """, logger)
         }
         if let root = message.threadRootId {
@@ -429,6 +450,7 @@ enum PostgresRows {
                 UPDATE participants SET thread_unread = thread_unread + 1
                 WHERE conversation_id = \(conversation) AND user_id <> \(sender)
                 AND user_id IN (SELECT user_id FROM thread_members WHERE root_id = \(root.uuid))
+                AND user_id NOT IN (SELECT blocker_id FROM blocks WHERE blocked_id = \(sender))
                 """, logger)
         }
     }

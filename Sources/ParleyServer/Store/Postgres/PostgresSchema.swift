@@ -275,6 +275,29 @@ enum PostgresSchema {
         Migration(version: 16, name: "v16-muted-members", statements: [
             "CREATE INDEX participants_muted ON participants (conversation_id) WHERE muted",
         ]),
+        // Blocks, reports, the audit log and who deleted a message (see SQLiteSchema's v17).
+        Migration(version: 17, name: "v17-trust-and-safety", statements: [
+            """
+            CREATE TABLE blocks (
+                blocker_id uuid NOT NULL, blocked_id uuid NOT NULL, created_at bigint NOT NULL,
+                PRIMARY KEY (blocker_id, blocked_id))
+            """,
+            "CREATE INDEX blocks_by_blocked ON blocks (blocked_id, blocker_id)",
+            """
+            CREATE TABLE reports (
+                id uuid PRIMARY KEY, organization_id uuid NOT NULL, reporter_id uuid NOT NULL, message_id uuid,
+                conversation_id uuid, user_id uuid, reason text NOT NULL, status text NOT NULL, created_at bigint NOT NULL,
+                handled_by uuid, handled_at bigint)
+            """,
+            "CREATE INDEX reports_by_organization ON reports (organization_id, status, id)",
+            """
+            CREATE TABLE audit_log (
+                id uuid PRIMARY KEY, organization_id uuid NOT NULL, actor_id uuid NOT NULL, action text NOT NULL,
+                target_id text, at bigint NOT NULL, detail text)
+            """,
+            "CREATE INDEX audit_by_organization ON audit_log (organization_id, id)",
+            "ALTER TABLE messages ADD COLUMN deleted_by uuid",
+        ]),
     ]
 
     /// Applies the migrations the database lacks, all in one transaction under the advisory lock;

@@ -208,7 +208,9 @@ struct PostgresTransaction: StoreTransaction {
         if !checkOnly, let probe = prefetched[PlainSendKey(draft)] { return probe }
         let insertion = try await PostgresRows.insertMessage(connection, draft, guarded: true, checkOnly: checkOnly, logger)
         if insertion.lostRace { throw SendRaceLost() }
-        return SendProbe(participantIds: insertion.participantIds, existingId: insertion.existingId.map(EntityID.init), message: insertion.message)
+        return SendProbe(
+            participantIds: insertion.participantIds, existingId: insertion.existingId.map(EntityID.init), message: insertion.message,
+            blocked: insertion.blocked)
     }
 
     func insertMessage(_ draft: MessageDraft) async throws -> Message {
@@ -225,13 +227,13 @@ struct PostgresTransaction: StoreTransaction {
             """, logger)
     }
 
-    func tombstone(_ message: Message, deletedAt: Date, updatedSeq: Int64) async throws {
+    func tombstone(_ message: Message, deletedAt: Date, deletedBy: EntityID?, updatedSeq: Int64) async throws {
         let id = message.id.uuid
         try await connection.run(
             """
             UPDATE messages SET text = '', metadata_json = NULL, attachment_id = NULL,
                 deleted_at = \(deletedAt.millisecondsSince1970), updated_seq = \(updatedSeq),
-                pinned_at = NULL, pinned_by = NULL, preview_json = NULL, mentions_json = NULL
+                pinned_at = NULL, pinned_by = NULL, preview_json = NULL, mentions_json = NULL, deleted_by = \(deletedBy?.uuid)
             WHERE id = \(id)
             """, logger)
         try await connection.run("DELETE FROM reactions WHERE message_id = \(id)", logger)
@@ -269,9 +271,38 @@ struct PostgresTransaction: StoreTransaction {
             )
             UPDATE participants p SET thread_unread = p.thread_unread + (
                 SELECT count(*) FROM messages m
-                WHERE m.thread_root_id = \(rootId.uuid) AND m.seq > p.read_seq AND m.sender_id <> p.user_id AND m.deleted_at IS NULL)
+                WHERE m.thread_root_id = \(rootId.uuid) AND m.seq > p.read_seq AND m.sender_id <> p.user_id AND m.deleted_at IS NULL
+            AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = p.user_id AND b.blocked_id = m.sender_id))
             FROM joined WHERE p.conversation_id = \(conversationId.uuid) AND p.user_id = joined.user_id
             """, logger)
+    }
+
+    // MARK: Blocks (v1.4)
+
+    func blocks(_ blocker: EntityID, _ blocked: EntityID) async throws -> Bool {
+        try await connection.first(
+            "SELECT 1 FROM blocks WHERE blocker_id = \(blocker.uuid) AND blocked_id = \(blocked.uuid)", logger) != nil
+    }
+
+    func setBlock(_ blocker: EntityID, _ blocked: EntityID, present: Bool, at date: Date) async throws -> Bool {
+        if present {
+            return try await connection.first(
+                """
+                INSERT INTO blocks (blocker_id, blocked_id, created_at) VALUES (\(blocker.uuid), \(blocked.uuid), \(date.millisecondsSince1970))
+                ON CONFLICT DO NOTHING RETURNING 1
+                """, logger) != nil
+        }
+        return try await connection.first(
+            "DELETE FROM blocks WHERE blocker_id = \(blocker.uuid) AND blocked_id = \(blocked.uuid) RETURNING 1", logger) != nil
+    }
+
+    func sharedConversationIds(_ a: EntityID, _ b: EntityID) async throws -> [EntityID] {
+        try await connection.all(
+            """
+            SELECT p.conversation_id FROM participants p JOIN participants q ON q.conversation_id = p.conversation_id
+            WHERE p.user_id = \(a.uuid) AND q.user_id = \(b.uuid) ORDER BY p.conversation_id
+            """, logger
+        ).map { EntityID(try $0.decode(UUID.self)) }
     }
 
     func threadMemberIds(of rootId: EntityID) async throws -> [EntityID] {

@@ -91,7 +91,7 @@ enum SQLiteRows {
                         SELECT COUNT(*) FROM messages m
                         WHERE m.conversation_id = participants.conversation_id AND m.seq > participants.read_seq
                         AND m.sender_id != participants.user_id AND m.deleted_at IS NULL AND m.type != 'system'
-                        AND m.thread_root_id IS NULL),
+                        AND m.thread_root_id IS NULL AND \(blocksSender("participants.user_id", "m.sender_id", not: true))),
                     countable_at_base = (SELECT c.countable FROM conversations c WHERE c.id = participants.conversation_id),
                     own_at_base = own_countable,
                     base_seq = (SELECT c.last_seq FROM conversations c WHERE c.id = participants.conversation_id),
@@ -99,14 +99,22 @@ enum SQLiteRows {
                         SELECT COUNT(*) FROM messages m
                         JOIN thread_members t ON t.root_id = m.thread_root_id AND t.user_id = participants.user_id
                         WHERE m.conversation_id = participants.conversation_id AND m.seq > participants.read_seq
-                        AND m.sender_id != participants.user_id AND m.deleted_at IS NULL),
+                        AND m.sender_id != participants.user_id AND m.deleted_at IS NULL
+                        AND \(blocksSender("participants.user_id", "m.sender_id", not: true))),
                     mention_unread = (
                         SELECT COUNT(*) FROM mentions x JOIN messages m ON m.id = x.message_id
                         WHERE x.conversation_id = participants.conversation_id AND x.user_id = participants.user_id
-                        AND x.seq > participants.read_seq AND m.deleted_at IS NULL)
+                        AND x.seq > participants.read_seq AND m.deleted_at IS NULL
+                        AND \(blocksSender("participants.user_id", "m.sender_id", not: true)))
                 WHERE conversation_id = ? AND user_id = ?
                 """
         ).execute(arguments: [conversationId, userId.description])
+    }
+
+    /// SQL that is true when the user in `member` blocks the user in `sender` (v1.4), or with
+    /// `not`, when they do not: one lookup in the blocks' primary key.
+    static func blocksSender(_ member: String, _ sender: String, not: Bool = false) -> String {
+        "\(not ? "NOT " : "")EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = \(member) AND b.blocked_id = \(sender))"
     }
 
     /// A countable message was deleted: the counters lose it, and so do the bases that had
@@ -121,28 +129,32 @@ enum SQLiteRows {
                     UPDATE participants SET mention_unread = mention_unread - 1
                     WHERE conversation_id = ? AND read_seq < ?
                     AND user_id IN (SELECT user_id FROM mentions WHERE message_id = ?)
+                    AND user_id NOT IN (SELECT blocker_id FROM blocks WHERE blocked_id = ?)
                     """,
-                arguments: [id, message.seq, message.id.description])
+                arguments: [id, message.seq, message.id.description, sender])
         }
         if let root = message.threadRootId {
             // A reply counted for the thread's members only (O(thread members)).
             try db.execute(
                 sql: """
                     UPDATE participants SET thread_unread = thread_unread - 1
-                    WHERE conversation_id = ? AND read_seq < ? AND user_id != ?
-                    AND user_id IN (SELECT user_id FROM thread_members WHERE root_id = ?)
+                    WHERE conversation_id = ?1 AND read_seq < ?2 AND user_id != ?3
+                    AND user_id IN (SELECT user_id FROM thread_members WHERE root_id = ?4)
+                    AND user_id NOT IN (SELECT blocker_id FROM blocks WHERE blocked_id = ?3)
                     """,
                 arguments: [id, message.seq, sender, root.description])
             return
         }
         try db.execute(sql: "UPDATE conversations SET countable = countable - 1 WHERE id = ?", arguments: [id])
+        // A member who blocks the sender counted the message as their own (never unread).
+        let blocker = blocksSender("participants.user_id", "?1")
         try db.execute(
             sql: """
                 UPDATE participants SET
-                    own_countable = own_countable - (user_id = ?1),
+                    own_countable = own_countable - (user_id = ?1 OR \(blocker)),
                     countable_at_base = countable_at_base - (?2 <= base_seq),
-                    unread_base = unread_base - (?2 <= base_seq AND ?2 > read_seq AND user_id != ?1),
-                    own_at_base = own_at_base - (?2 <= base_seq AND user_id = ?1)
+                    unread_base = unread_base - (?2 <= base_seq AND ?2 > read_seq AND user_id != ?1 AND NOT \(blocker)),
+                    own_at_base = own_at_base - (?2 <= base_seq AND (user_id = ?1 OR \(blocker)))
                 WHERE conversation_id = ?3
                 """,
             arguments: [sender, message.seq, id])
@@ -179,9 +191,13 @@ enum SQLiteRows {
             arguments: [now, inThread, countable, draft.conversationId.description])
         else { throw APIError.notFound("Conversation") }
         if countable == 1 {
-            // The sender's own messages are never unread to them.
+            // The sender's own messages are never unread to them, and a blocked sender's are
+            // never unread to those who block them (v1.4): both count it as their own.
             try db.cachedStatement(
-                sql: "UPDATE participants SET own_countable = own_countable + 1 WHERE conversation_id = ? AND user_id = ?"
+                sql: """
+                    UPDATE participants SET own_countable = own_countable + 1 WHERE conversation_id = ?1
+                    AND (user_id = ?2 OR user_id IN (SELECT blocker_id FROM blocks WHERE blocked_id = ?2))
+                    """
             ).execute(arguments: [draft.conversationId.description, draft.senderId.description])
         }
         let message = Message(
@@ -220,15 +236,19 @@ enum SQLiteRows {
                 sql: "INSERT OR IGNORE INTO mentions (message_id, user_id, conversation_id, seq) VALUES (?, ?, ?, ?)"
             ).execute(arguments: [message.id.description, user.description, conversation, message.seq])
             try db.cachedStatement(
-                sql: "UPDATE participants SET mention_unread = mention_unread + 1 WHERE conversation_id = ? AND user_id = ?"
-            ).execute(arguments: [conversation, user.description])
+                sql: """
+                    UPDATE participants SET mention_unread = mention_unread + 1 WHERE conversation_id = ?1 AND user_id = ?2
+                    AND NOT EXISTS (SELECT 1 FROM blocks WHERE blocker_id = ?2 AND blocked_id = ?3)
+                    """
+            ).execute(arguments: [conversation, user.description, sender])
         }
         if let root = message.threadRootId {
             try db.cachedStatement(
                 sql: """
                     UPDATE participants SET thread_unread = thread_unread + 1
-                    WHERE conversation_id = ? AND user_id != ?
-                    AND user_id IN (SELECT user_id FROM thread_members WHERE root_id = ?)
+                    WHERE conversation_id = ?1 AND user_id != ?2
+                    AND user_id IN (SELECT user_id FROM thread_members WHERE root_id = ?3)
+                    AND user_id NOT IN (SELECT blocker_id FROM blocks WHERE blocked_id = ?2)
                     """
             ).execute(arguments: [conversation, sender, root.description])
         }
@@ -275,7 +295,8 @@ enum SQLiteRows {
                 mentions: try (row["mentions_json"] as String?).map { try JSONDecoder().decode([EntityID].self, from: Data($0.utf8)) },
                 pinnedAt: (row["pinned_at"] as Int64?).map(Date.init(millisecondsSince1970:)),
                 pinnedBy: (row["pinned_by"] as String?).flatMap(EntityID.init),
-                preview: try (row["preview_json"] as String?).map { try JSONDecoder().decode(LinkPreview.self, from: Data($0.utf8)) })
+                preview: try (row["preview_json"] as String?).map { try JSONDecoder().decode(LinkPreview.self, from: Data($0.utf8)) },
+                deletedBy: (row["deleted_by"] as String?).flatMap(EntityID.init))
         }
     }
 

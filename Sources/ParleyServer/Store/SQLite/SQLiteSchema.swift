@@ -314,6 +314,44 @@ enum SQLiteSchema {
             // index it costs the muted members, not every member of a 300-member group.
             try db.execute(sql: "CREATE INDEX participants_muted ON participants(conversation_id) WHERE muted != 0")
         }
+        migrator.registerMigration("v17-trust-and-safety") { db in
+            // Blocks are read by the blocked user's id on every send of theirs (who blocks the
+            // sender: their unread counts skip it) and by the blocker's for their views.
+            try db.execute(sql: """
+                CREATE TABLE blocks (
+                    blocker_id TEXT NOT NULL,
+                    blocked_id TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    PRIMARY KEY (blocker_id, blocked_id)
+                ) WITHOUT ROWID;
+                CREATE INDEX blocks_by_blocked ON blocks(blocked_id, blocker_id);
+                CREATE TABLE reports (
+                    id TEXT PRIMARY KEY,
+                    organization_id TEXT NOT NULL,
+                    reporter_id TEXT NOT NULL,
+                    message_id TEXT,
+                    conversation_id TEXT,
+                    user_id TEXT,
+                    reason TEXT NOT NULL,
+                    status TEXT NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    handled_by TEXT,
+                    handled_at INTEGER
+                );
+                CREATE INDEX reports_by_organization ON reports(organization_id, status, id);
+                CREATE TABLE audit_log (
+                    id TEXT PRIMARY KEY,
+                    organization_id TEXT NOT NULL,
+                    actor_id TEXT NOT NULL,
+                    action TEXT NOT NULL,
+                    target_id TEXT,
+                    at INTEGER NOT NULL,
+                    detail TEXT
+                );
+                CREATE INDEX audit_by_organization ON audit_log(organization_id, id);
+                ALTER TABLE messages ADD COLUMN deleted_by TEXT;
+                """)
+        }
         return migrator
     }
 }

@@ -212,6 +212,9 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
         if let existing = try await messageId(sentBy: draft.senderId, clientMessageId: draft.clientMessageId) {
             return SendProbe(participantIds: participants, existingId: existing, message: nil)
         }
+        if try isBlockedInDirect(draft.senderId, draft.conversationId.description) {
+            return SendProbe(participantIds: participants, existingId: nil, message: nil, blocked: true)
+        }
         return SendProbe(participantIds: participants, existingId: nil, message: checkOnly ? nil : try insertNoted(draft))
     }
 
@@ -225,15 +228,15 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
             arguments: [text, editedAt.millisecondsSince1970, updatedSeq, messageId.description])
     }
 
-    func tombstone(_ message: Message, deletedAt: Date, updatedSeq: Int64) async throws {
+    func tombstone(_ message: Message, deletedAt: Date, deletedBy: EntityID?, updatedSeq: Int64) async throws {
         let id = message.id.description
         try db.execute(
             sql: """
                 UPDATE messages SET text = '', metadata_json = NULL, attachment_id = NULL, deleted_at = ?, updated_seq = ?,
-                    pinned_at = NULL, pinned_by = NULL, preview_json = NULL, mentions_json = NULL
+                    pinned_at = NULL, pinned_by = NULL, preview_json = NULL, mentions_json = NULL, deleted_by = ?
                 WHERE id = ?
                 """,
-            arguments: [deletedAt.millisecondsSince1970, updatedSeq, id])
+            arguments: [deletedAt.millisecondsSince1970, updatedSeq, deletedBy?.description, id])
         try db.execute(sql: "DELETE FROM reactions WHERE message_id = ?", arguments: [id])
         try SQLiteRows.uncount(db, message)
     }
@@ -268,11 +271,55 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
                 sql: """
                     UPDATE participants SET thread_unread = thread_unread + (
                         SELECT COUNT(*) FROM messages m
-                        WHERE m.thread_root_id = ?1 AND m.seq > participants.read_seq AND m.sender_id != ?2 AND m.deleted_at IS NULL)
+                        WHERE m.thread_root_id = ?1 AND m.seq > participants.read_seq AND m.sender_id != ?2 AND m.deleted_at IS NULL
+                        AND \(SQLiteRows.blocksSender("?2", "m.sender_id", not: true)))
                     WHERE conversation_id = ?3 AND user_id = ?2
                     """
             ).execute(arguments: [root, user.description, conversation])
         }
+    }
+
+    /// Whether the conversation is direct and its other member blocks `sender` (v1.4).
+    private func isBlockedInDirect(_ sender: EntityID, _ conversationId: String) throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(sql: """
+                SELECT 1 FROM conversations c
+                JOIN blocks b ON b.blocked_id = ?2
+                JOIN participants p ON p.conversation_id = c.id AND p.user_id = b.blocker_id
+                WHERE c.id = ?1 AND c.type = 'direct' LIMIT 1
+                """),
+            arguments: [conversationId, sender.description]) ?? false
+    }
+
+    // MARK: Blocks (v1.4)
+
+    func blocks(_ blocker: EntityID, _ blocked: EntityID) async throws -> Bool {
+        try Bool.fetchOne(
+            db.cachedStatement(sql: "SELECT 1 FROM blocks WHERE blocker_id = ? AND blocked_id = ?"),
+            arguments: [blocker.description, blocked.description]) ?? false
+    }
+
+    func setBlock(_ blocker: EntityID, _ blocked: EntityID, present: Bool, at date: Date) async throws -> Bool {
+        if present {
+            try db.execute(
+                sql: "INSERT OR IGNORE INTO blocks (blocker_id, blocked_id, created_at) VALUES (?, ?, ?)",
+                arguments: [blocker.description, blocked.description, date.millisecondsSince1970])
+        } else {
+            try db.execute(
+                sql: "DELETE FROM blocks WHERE blocker_id = ? AND blocked_id = ?", arguments: [blocker.description, blocked.description])
+        }
+        return db.changesCount > 0
+    }
+
+    func sharedConversationIds(_ a: EntityID, _ b: EntityID) async throws -> [EntityID] {
+        try String.fetchAll(
+            db,
+            sql: """
+                SELECT p.conversation_id FROM participants p JOIN participants q ON q.conversation_id = p.conversation_id
+                WHERE p.user_id = ? AND q.user_id = ? ORDER BY p.conversation_id
+                """,
+            arguments: [a.description, b.description]
+        ).map { try SQLiteRows.id($0) }
     }
 
     func threadMemberIds(of rootId: EntityID) async throws -> [EntityID] {
