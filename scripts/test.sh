@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 echo "== toolchain"
 swift --version
 
-echo "== tools the tests drive: tmux (terminal client), Chromium (web client), nginx (reverse proxy), openssl (TLS versions), promtool (alert rules), PostgreSQL"
+echo "== tools the tests drive: tmux (terminal client), Chromium (web client), nginx (reverse proxy), openssl (TLS versions), unzip (exports), promtool (alert rules), PostgreSQL"
 missing=()
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 [ -x /usr/sbin/nginx ] || command -v nginx >/dev/null 2>&1 || missing+=(nginx)
@@ -26,6 +26,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium fonts-dejavu-core)
 dpkg -s fonts-noto-color-emoji >/dev/null 2>&1 || missing+=(fonts-noto-color-emoji)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+# unzip reads the exports (v1.4) as people's tools will.
+command -v unzip >/dev/null 2>&1 || missing+=(unzip)
 # promtool checks and unit-tests deploy/prometheus's alert rules.
 command -v promtool >/dev/null 2>&1 || missing+=(prometheus)
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || missing+=(postgresql)

@@ -33,10 +33,47 @@ public struct OrganizationResponse: Codable, Sendable, Equatable {
 
 /// `PATCH /organization`.
 public struct UpdateOrganizationRequest: Codable, Sendable, Equatable {
-    /// The domains to allow (at most 50); each is trimmed, lowercased and loses a leading `@`.
-    public var allowedEmailDomains: [String]
-    /// A request with these domains.
-    public init(allowedEmailDomains: [String]) { self.allowedEmailDomains = allowedEmailDomains }
+    /// The domains to allow (at most 50); each is trimmed, lowercased and loses a leading `@`;
+    /// absent: unchanged.
+    public var allowedEmailDomains: [String]?
+    /// What to do with the message retention (v1.4): absent, unchanged.
+    public var retention: RetentionChange?
+
+    /// How a request changes the retention.
+    public enum RetentionChange: Sendable, Equatable {
+        /// Delete messages older than this many days (at least 1).
+        case days(Int)
+        /// Keep messages for ever (`null` on the wire).
+        case off
+    }
+
+    /// A request with these domains and, optionally, a retention change.
+    public init(allowedEmailDomains: [String]? = nil, retention: RetentionChange? = nil) {
+        self.allowedEmailDomains = allowedEmailDomains
+        self.retention = retention
+    }
+
+    private enum CodingKeys: String, CodingKey { case allowedEmailDomains, messageRetentionDays }
+
+    /// Reads `messageRetentionDays`: a number, `null` (off), or absent (unchanged).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        allowedEmailDomains = try c.decodeIfPresent([String].self, forKey: .allowedEmailDomains)
+        if c.contains(.messageRetentionDays) {
+            retention = try c.decodeNil(forKey: .messageRetentionDays) ? .off : .days(try c.decode(Int.self, forKey: .messageRetentionDays))
+        }
+    }
+
+    /// Writes `messageRetentionDays` only when it changes.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(allowedEmailDomains, forKey: .allowedEmailDomains)
+        switch retention {
+        case .days(let days): try c.encode(days, forKey: .messageRetentionDays)
+        case .off: try c.encodeNil(forKey: .messageRetentionDays)
+        case nil: break
+        }
+    }
 }
 
 /// `POST /organization/invites`.
@@ -484,4 +521,13 @@ public struct AuditResponse: Codable, Sendable, Equatable {
         self.entries = entries
         self.hasMore = hasMore
     }
+}
+
+/// `DELETE /users/me` (v1.4): erasing one's own account is confirmed with the password.
+public struct EraseAccountRequest: Codable, Sendable, Equatable {
+    /// The account's password.
+    public var password: String
+
+    /// A confirmation with the password.
+    public init(password: String) { self.password = password }
 }

@@ -18,13 +18,16 @@ public struct Organization: Codable, Sendable, Equatable, Identifiable {
     public var allowedEmailDomains: [String]
     /// When the organization was created.
     public var createdAt: Date
+    /// Messages older than this many days are deleted (v1.4); absent: kept for ever.
+    public var messageRetentionDays: Int?
 
     /// An organization with these fields.
-    public init(id: EntityID, name: String, allowedEmailDomains: [String], createdAt: Date) {
+    public init(id: EntityID, name: String, allowedEmailDomains: [String], createdAt: Date, messageRetentionDays: Int? = nil) {
         self.id = id
         self.name = name
         self.allowedEmailDomains = allowedEmailDomains
         self.createdAt = createdAt
+        self.messageRetentionDays = messageRetentionDays
     }
 }
 

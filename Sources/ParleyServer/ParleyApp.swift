@@ -28,6 +28,8 @@ public struct ParleyApp: Sendable {
     public let push: PushService?
     /// Link previews of stored messages (v1.3); nil when they are off.
     public let previews: LinkPreviewWorker?
+    /// Retention, erasure and export (v1.4).
+    public let lifecycle: DataLifecycle
     /// Set by SIGTERM: `/ready` answers 503 while the server drains.
     public let drain = DrainState()
     /// Counters exposed at `GET /metrics`.
@@ -113,6 +115,7 @@ public struct ParleyApp: Sendable {
             metrics.observe("parley_send_batch_size", value: Double(size))
             metrics.observe("parley_send_transaction_seconds", duration: duration)
         }
+        lifecycle = DataLifecycle(store: store, chat: chat, blobs: configuration.attachmentBlobs(for: store), logger: logger)
         signals = LiveSignals(
             store: store, fanOut: fanOut, chat: chat, typingTimeout: configuration.typingTimeout, clock: configuration.clock,
             summaryInterval: configuration.summaryInterval)
@@ -261,7 +264,9 @@ public struct ParleyApp: Sendable {
         UserController(store: store, fanOut: fanOut, chat: chat).addRoutes(to: authenticated)
         let membership = MembershipService(
             store: store, accounts: accounts, fanOut: fanOut, now: chat.now, openOrganizations: configuration.openOrganizations)
-        OrganizationController(store: store, membership: membership, sessions: sessions, audit: chat.audit).addRoutes(to: authenticated)
+        OrganizationController(store: store, membership: membership, sessions: sessions, audit: chat.audit, lifecycle: lifecycle)
+            .addRoutes(to: authenticated)
+        LifecycleController(store: store, membership: membership, lifecycle: lifecycle, passwords: passwords).addRoutes(to: authenticated)
         SafetyController(store: store, chat: chat, membership: membership).addRoutes(to: authenticated)
         ConversationController(
             store: store, chat: chat,
@@ -356,6 +361,9 @@ public struct ParleyApp: Sendable {
             services.append(.init(service: TLSReloader(box: tls, logger: logger), successTerminationBehavior: .ignore))
         }
         services += [.init(service: app), .init(service: ConnectionCloser(fanOut: fanOut))]
+        services.append(.init(
+            service: RetentionSweeper(lifecycle: lifecycle, interval: configuration.retentionInterval, clock: configuration.clock, logger: logger),
+            successTerminationBehavior: .ignore))
         services.append(.init(
             service: SessionSweeper(
                 authenticator: Authenticator(tokens: tokens, accounts: accounts, revocations: revocations), fanOut: fanOut),

@@ -56,6 +56,9 @@ public struct ServerConfiguration: Sendable {
     public var linkPreviewAllow: [CIDR] = []
     /// The most a link preview's fetch may take, redirects included (the contract's 5 s).
     public var linkPreviewTimeout: Duration = .seconds(5)
+    /// How often the retention sweep runs (v1.4; `--retention-interval`): messages are gone
+    /// within this long of passing their organization's limit.
+    public var retentionInterval: Duration = .seconds(3600)
     /// The clock the server's timers run on (tests drive it by hand).
     public var clock: ServerClock = .system
     /// Above this many members a group is large (v1.2): its conversations leave out the member

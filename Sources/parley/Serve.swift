@@ -71,6 +71,9 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("link-preview-allow"), help: "Non-public ranges link previews may fetch from, CIDR[,CIDR], e.g. 10.0.0.0/8 for an intranet (env PARLEY_LINK_PREVIEW_ALLOW; default none: loopback, private and link-local addresses are never fetched).")
     var linkPreviewAllow: String?
 
+    @Option(name: .customLong("retention-interval"), help: "Seconds between retention sweeps: an organization's messages are deleted within this long of passing its messageRetentionDays (env PARLEY_RETENTION_INTERVAL; default 3600).")
+    var retentionInterval: Double?
+
     @Option(name: .customLong("rate-limits"), help: "on, or off to turn every rate limit off, e.g. for benchmarks (env PARLEY_RATE_LIMITS; default on).")
     var rateLimits: String?
     @Option(name: .customLong("login-limit"), help: "Failed logins per account from one address, COUNT/SECONDS or off (env PARLEY_LOGIN_LIMIT; default 10/60).")
@@ -201,6 +204,11 @@ struct Serve: AsyncParsableCommand {
         case "off": configuration.linkPreviews = false
         default: throw fail("--link-previews is on or off")
         }
+        let retention = setting(retentionInterval.map { String($0) }, env: "PARLEY_RETENTION_INTERVAL", default: "3600")
+        guard let retentionSeconds = Double(retention), retentionSeconds >= 0.1, retentionSeconds <= 86_400 else {
+            throw fail("--retention-interval is a number of seconds from 0.1 to 86400")
+        }
+        configuration.retentionInterval = .milliseconds(Int64(retentionSeconds * 1000))
         let allow = setting(linkPreviewAllow, env: "PARLEY_LINK_PREVIEW_ALLOW", default: "")
         if !allow.isEmpty {
             do {

@@ -8,17 +8,6 @@ import Testing
 /// Contract v1.4 from outside, on every available store: blocks, reports, moderation and the
 /// audit log through the REST API and real WebSockets, as a third-party client would see them.
 @Suite struct TrustAndSafetyTests {
-    private func withServer(_ kind: StoreKind, _ body: (TestServer) async throws -> Void) async throws {
-        let server = try await TestServer.start(store: kind)
-        do {
-            try await body(server)
-        } catch {
-            await server.stop()
-            throw error
-        }
-        await server.stop()
-    }
-
     /// Alice, bob and carol in alice's group.
     private func threeInAGroup(_ server: TestServer) async throws -> (TestUser, TestUser, TestUser, Conversation) {
         let alice = try await server.register("alice@x.io")
@@ -54,7 +43,7 @@ import Testing
 
     @Test(arguments: StoreKind.available)
     func aBlockedUserCannotMessageTheBlockerDirectlyAndNeverLearnsOfTheBlock(kind: StoreKind) async throws {
-        try await withServer(kind) { server in
+        try await TestServer.with(store: kind) { server in
             let (alice, bob, direct) = try await server.directPair()
             let early = try await alice.api.send(.init(clientMessageId: "before", text: "hi"), to: direct.id)
             try await bob.api.block(alice.id)
@@ -96,7 +85,7 @@ import Testing
 
     @Test(arguments: StoreKind.available)
     func aBlockedSendersGroupMessagesComeMarkedAndNeverCountForTheBlocker(kind: StoreKind) async throws {
-        try await withServer(kind) { server in
+        try await TestServer.with(store: kind) { server in
             let (alice, bob, carol, group) = try await threeInAGroup(server)
             let old = try await carol.api.send(.init(clientMessageId: "c0", text: "before the block"), to: group.id)
             #expect(try await bob.api.conversation(group.id).unreadCount == 1)
@@ -151,7 +140,7 @@ import Testing
 
     @Test(arguments: StoreKind.available)
     func theBlockerGetsNoTypingPresenceOrPushFromTheBlocked(kind: StoreKind) async throws {
-        try await withServer(kind) { server in
+        try await TestServer.with(store: kind) { server in
             let (alice, bob, carol, group) = try await threeInAGroup(server)
             try await bob.api.block(carol.id)
             let bobEvents = EventRecorder(try await bob.connect())
@@ -182,7 +171,7 @@ import Testing
 
     @Test(arguments: StoreKind.available)
     func reportsReachTheOrganizationsAdminsOnly(kind: StoreKind) async throws {
-        try await withServer(kind) { server in
+        try await TestServer.with(store: kind) { server in
             let admin = try await server.register("admin@x.io")
             let bob = try await server.register("bob@x.io")
             let carol = try await server.register("carol@x.io")
@@ -229,7 +218,7 @@ import Testing
 
     @Test(arguments: StoreKind.available)
     func adminsDeleteAndRemoveAnywhereInTheirOrganizationOnRecord(kind: StoreKind) async throws {
-        try await withServer(kind) { server in
+        try await TestServer.with(store: kind) { server in
             let admin = try await server.register("admin@x.io")
             let bob = try await server.register("bob@x.io")
             let carol = try await server.register("carol@x.io")

@@ -107,6 +107,19 @@ public final class TestServer: Sendable {
     /// A REST client, logged in with `token` if given.
     public func api(token: String? = nil) -> ParleyAPI { ParleyAPI(baseURL: baseURL, token: token) }
 
+    /// Runs `body` with a new server on `store`, and stops the server afterwards, also when
+    /// `body` throws.
+    public static func with(store: StoreKind, _ body: (TestServer) async throws -> Void) async throws {
+        let server = try await start(store: store)
+        do {
+            try await body(server)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
     /// Registers a user with a throwaway password and returns the session.
     public func register(_ email: String, organization: String = "acme", name: String? = nil) async throws -> TestUser {
         let auth = try await api().register(RegisterRequest(

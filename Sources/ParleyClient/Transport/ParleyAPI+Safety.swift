@@ -54,3 +54,33 @@ extension ParleyAPI {
         try await request("GET", "organization/audit", query: ["before": before?.description, "limit": limit.map(String.init)])
     }
 }
+
+/// Retention, export and erasure (contract v1.4).
+extension ParleyAPI {
+    /// Deletes the organization's messages older than `days` from now on, or keeps them for
+    /// ever with nil (admins).
+    @discardableResult
+    public func setMessageRetention(days: Int?) async throws -> Organization {
+        let answer: OrganizationResponse = try await request(
+            "PATCH", "organization", body: UpdateOrganizationRequest(retention: days.map { .days($0) } ?? .off))
+        return answer.organization
+    }
+
+    /// Downloads the caller's data (a ZIP of profile, conversations, messages and uploads) to
+    /// `file`, telling `progress` the bytes written so far; returns how many.
+    @discardableResult
+    public func exportData(to file: URL, progress: @Sendable (Int64) -> Void = { _ in }) async throws -> Int64 {
+        try await download(path: "users/me/export", to: file, progress: progress)
+    }
+
+    /// Erases the caller's account, confirmed with their password: their messages become
+    /// tombstones, their uploads go, and this client's tokens stop working.
+    public func eraseAccount(password: String) async throws {
+        let _: NoContent = try await request("DELETE", "users/me", body: EraseAccountRequest(password: password))
+    }
+
+    /// Erases a member (admins).
+    public func erase(_ userId: EntityID) async throws {
+        let _: NoContent = try await request("DELETE", "users/\(userId)", query: ["erase": "true"])
+    }
+}

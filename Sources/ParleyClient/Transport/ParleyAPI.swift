@@ -355,6 +355,32 @@ public struct ParleyAPI: Sendable {
         return DownloadedPart(data: data, etag: etag)
     }
 
+    /// Downloads an API path's answer into `file` a block at a time (an export), with progress.
+    func download(path: String, to file: URL, progress: @Sendable (Int64) -> Void) async throws -> Int64 {
+        let url = baseURL.appendingPathComponent("api/v1/" + path)
+        var request = URLRequest(url: url)
+        request.httpMethod = "GET"
+        request.timeoutInterval = 3600
+        if let bearer = try await credentials?.validToken(using: self) ?? token {
+            request.setValue("Bearer \(bearer)", forHTTPHeaderField: "Authorization")
+        }
+        let (failure, response): (Data?, URLResponse)
+        do {
+            (failure, response) = try await session.download(for: request, to: file, progress: progress)
+        } catch let error as ClientError {
+            throw error
+        } catch {
+            throw ClientError(kind: .transport, message: "Download failed: \(error.localizedDescription)")
+        }
+        if let failure {
+            _ = try decode(EmptyPayload.self, data: failure, response: response)
+            let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+            throw ClientError(kind: .server, code: ErrorCode(httpStatus: status), httpStatus: status, message: "HTTP \(status)")
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value
+        return size ?? 0
+    }
+
     // MARK: Receipts
 
     /// Marks everything up to `upToSeq` read.

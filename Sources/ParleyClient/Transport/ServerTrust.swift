@@ -51,6 +51,29 @@ public struct ServerTrust: Sendable, Equatable {
 protocol HTTPLoader: Sendable {
     func data(for request: URLRequest) async throws -> (Data, URLResponse)
     func upload(for request: URLRequest, fromFile file: URL) async throws -> (Data, URLResponse)
+    /// Streams a successful answer's body into `file` a block at a time, telling `progress` the
+    /// bytes written so far; an error answer's body comes back instead, nothing written.
+    func download(for request: URLRequest, to file: URL, progress: @Sendable (Int64) -> Void) async throws -> (Data?, URLResponse)
+}
+
+/// Writes blocks of a download to a file.
+struct DownloadFile {
+    private let handle: FileHandle
+    private(set) var written: Int64 = 0
+
+    init(_ file: URL) throws {
+        guard FileManager.default.createFile(atPath: file.path, contents: nil), let handle = FileHandle(forWritingAtPath: file.path) else {
+            throw ClientError(kind: .decoding, message: "Cannot write \(file.path)")
+        }
+        self.handle = handle
+    }
+
+    mutating func write(_ block: Data) throws {
+        try handle.write(contentsOf: block)
+        written += Int64(block.count)
+    }
+
+    func close() throws { try handle.close() }
 }
 
 struct SessionLoader: HTTPLoader {
@@ -62,6 +85,40 @@ struct SessionLoader: HTTPLoader {
 
     func upload(for request: URLRequest, fromFile file: URL) async throws -> (Data, URLResponse) {
         try await session.upload(for: request, fromFile: file)
+    }
+
+    func download(for request: URLRequest, to file: URL, progress: @Sendable (Int64) -> Void) async throws -> (Data?, URLResponse) {
+        #if canImport(FoundationNetworking)
+        // swift-corelibs-foundation has no byte stream: the answer comes whole, then is written.
+        let (data, response) = try await session.data(for: request)
+        guard ((response as? HTTPURLResponse)?.statusCode ?? 0) < 300 else { return (data, response) }
+        var output = try DownloadFile(file)
+        try output.write(data)
+        try output.close()
+        progress(output.written)
+        return (nil, response)
+        #else
+        let (bytes, response) = try await session.bytes(for: request)
+        guard ((response as? HTTPURLResponse)?.statusCode ?? 0) < 300 else {
+            var body = Data()
+            for try await byte in bytes { body.append(byte) }
+            return (body, response)
+        }
+        var output = try DownloadFile(file)
+        var block = Data(capacity: 1 << 16)
+        for try await byte in bytes {
+            block.append(byte)
+            if block.count == 1 << 16 {
+                try output.write(block)
+                block.removeAll(keepingCapacity: true)
+                progress(output.written)
+            }
+        }
+        try output.write(block)
+        try output.close()
+        progress(output.written)
+        return (nil, response)
+        #endif
     }
 }
 
@@ -151,6 +208,29 @@ struct NIOLoader: HTTPLoader {
             }
         }
         return try await execute(request, body: .stream(chunks, length: .known(Int64(size))))
+    }
+
+    func download(for request: URLRequest, to file: URL, progress: @Sendable (Int64) -> Void) async throws -> (Data?, URLResponse) {
+        guard let url = request.url else { throw ClientError(kind: .decoding, message: "A request without a URL") }
+        var outgoing = HTTPClientRequest(url: url.absoluteString)
+        outgoing.method = HTTPMethod(rawValue: request.httpMethod ?? "GET")
+        for (name, value) in request.allHTTPHeaderFields ?? [:] { outgoing.headers.add(name: name, value: value) }
+        let response = try await client.execute(outgoing, timeout: .seconds(3600))
+        var fields: [String: String] = [:]
+        for header in response.headers { fields[header.name] = header.value }
+        guard let answer = HTTPURLResponse(url: url, statusCode: Int(response.status.code), httpVersion: "HTTP/1.1", headerFields: fields) else {
+            throw ClientError(kind: .transport, message: "An answer that cannot be read")
+        }
+        guard response.status.code < 300 else {
+            return (Data(try await response.body.collect(upTo: 1 << 20).readableBytesView), answer)
+        }
+        var output = try DownloadFile(file)
+        for try await buffer in response.body {
+            try output.write(Data(buffer.readableBytesView))
+            progress(output.written)
+        }
+        try output.close()
+        return (nil, answer)
     }
 
     private func execute(_ request: URLRequest, body: HTTPClientRequest.Body?) async throws -> (Data, URLResponse) {

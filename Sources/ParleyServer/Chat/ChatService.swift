@@ -222,7 +222,7 @@ public struct ChatService: Sendable {
     }
 
     /// A change that changed something goes to every participant as `message.updated`, in sequence.
-    private func announceUpdate(_ change: MessageChange) async {
+    func announceUpdate(_ change: MessageChange) async {
         guard change.changed else { return }
         deliver(change.message, created: false, to: change.participantIds, blockers: await blocks.blockers(of: change.message.senderId))
     }

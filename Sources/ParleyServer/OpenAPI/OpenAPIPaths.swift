@@ -66,14 +66,23 @@ extension OpenAPIDocument {
         "/api/v1/devices/{token}": path("token").merging([
             "delete": op("devices", "Unregister a push device", ["204": noContent], errors: [400, 404]),
         ]) { first, _ in first },
-        "/api/v1/users/me": ["get": op("users", "The caller", ["200": answer("The caller", "User")])],
+        "/api/v1/users/me": [
+            "get": op("users", "The caller", ["200": answer("The caller", "User")]),
+            "delete": op("safety", "Erase the caller's account, confirmed with the password (the last admin cannot)",
+                         body: jsonBody("EraseAccountRequest"), ["204": noContent], errors: [403, 409]),
+        ],
+        "/api/v1/users/me/export": ["get": op("safety", "The caller's data as a ZIP: profile, conversations, messages, uploads", [
+            "200": ["description": "A ZIP archive", "content": ["application/zip": ["schema": ["type": "string", "format": "binary"]]]] as Schema,
+        ])],
         "/api/v1/users": ["get": op("users", "The caller's organization, by display name", query: [
             query("q", S.string(max: 200), "Part of a name or email"), limitQuery(500),
         ], ["200": answer("Users", "UsersResponse")])],
         "/api/v1/users/{id}": path("id").merging([
             "patch": op("organization", "Change a user's role (admin)", body: jsonBody("UpdateUserRequest"),
                         ["200": answer("The user", "UserResponse")], errors: [403, 404, 409]),
-            "delete": op("organization", "Deactivate a user (admin)", ["204": noContent], errors: [403, 404, 409]),
+            "delete": op("organization", "Deactivate a user, or with erase=true erase them (admin)", query: [
+                query("erase", S.enumeration(["true", "false"]), "Erase: messages become tombstones, uploads go, the profile is emptied"),
+            ], ["204": noContent], errors: [403, 404, 409]),
         ]) { first, _ in first },
         "/api/v1/users/blocked": ["get": op("safety", "The users the caller blocks, by name", ["200": answer("Users", "UsersResponse")])],
         "/api/v1/users/{id}/block": path("id").merging([
@@ -98,8 +107,8 @@ extension OpenAPIDocument {
         ]) { first, _ in first },
         "/api/v1/organization": [
             "get": op("organization", "The caller's organization", ["200": answer("The organization", "OrganizationResponse")]),
-            "patch": op("organization", "Set the email domains that may join (admin)", body: jsonBody("UpdateOrganizationRequest"),
-                        ["200": answer("The organization", "OrganizationResponse")], errors: [403]),
+            "patch": op("organization", "Set the email domains that may join, the message retention, or both (admin)",
+                        body: jsonBody("UpdateOrganizationRequest"), ["200": answer("The organization", "OrganizationResponse")], errors: [403]),
         ],
         "/api/v1/organization/invites": [
             "post": op("organization", "Create an invite (admin)", body: jsonBody("CreateInviteRequest", required: false),

@@ -63,6 +63,7 @@ enum OpenAPISchemas {
         ], required: ["error"]),
         "Organization": object([
             "id": id, "name": string(), "allowedEmailDomains": array(string()), "createdAt": date,
+            "messageRetentionDays": integer(min: 1),
         ], required: ["id", "name", "allowedEmailDomains", "createdAt"]),
         "Invite": object([
             "code": string(), "organizationId": id, "email": string(), "maxUses": integer(min: 1),
@@ -142,7 +143,11 @@ enum OpenAPISchemas {
         "AuditResponse": object(["entries": array(ref("AuditEntry")), "hasMore": boolean], required: ["entries", "hasMore"]),
         "UpdateUserRequest": object(["role": enumeration(["admin", "member"])], required: ["role"]),
         "OrganizationResponse": object(["organization": ref("Organization")], required: ["organization"]),
-        "UpdateOrganizationRequest": object(["allowedEmailDomains": array(string(min: 1, max: 253), maxItems: 50)], required: ["allowedEmailDomains"]),
+        "UpdateOrganizationRequest": object([
+            "allowedEmailDomains": array(string(min: 1, max: 253), maxItems: 50),
+            "messageRetentionDays": ["type": ["integer", "null"], "minimum": 1, "maximum": 36500] as Schema,
+        ], description: "At least one of the two; messageRetentionDays null keeps messages for ever"),
+        "EraseAccountRequest": object(["password": string(min: 1)], required: ["password"]),
         "CreateInviteRequest": object([
             "email": string(max: 254, format: "email"), "maxUses": integer(min: 1, max: 1000), "expiresInHours": integer(min: 1, max: 2160),
         ]),

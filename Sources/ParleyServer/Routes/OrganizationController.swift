@@ -11,6 +11,8 @@ struct OrganizationController: Sendable {
     let sessions: SignInSessions
     /// Where each admin action here is recorded (v1.4).
     let audit: AuditLog
+    /// Erasure's deletions (v1.4).
+    let lifecycle: DataLifecycle
 
     func addRoutes(to group: RouterGroup<ParleyRequestContext>) {
         group.get("organization", use: show)
@@ -33,11 +35,28 @@ struct OrganizationController: Sendable {
         let identity = try await membership.requireAdmin(context)
         var request = request
         let body = try await request.decodeJSON(UpdateOrganizationRequest.self)
-        let domains = try Membership.allowedDomains(body.allowedEmailDomains)
-        guard let organization = try await store.setAllowedEmailDomains(domains, organizationId: identity.organizationId) else {
-            throw APIError.unauthorized
+        guard body.allowedEmailDomains != nil || body.retention != nil else {
+            throw APIError.invalid("Give allowedEmailDomains, messageRetentionDays or both")
         }
-        try await audit.record(.domainsChanged, by: identity, detail: domains.joined(separator: ","))
+        let domains = try body.allowedEmailDomains.map(Membership.allowedDomains)
+        var retention: Int??
+        switch body.retention {
+        case .days(let days):
+            guard (1...36_500).contains(days) else { throw APIError.invalid("messageRetentionDays is 1–36500, or null for no limit") }
+            retention = .some(days)
+        case .off: retention = .some(nil)
+        case nil: retention = nil
+        }
+        var organization = try await store.organization(id: identity.organizationId)
+        if let domains {
+            organization = try await store.setAllowedEmailDomains(domains, organizationId: identity.organizationId)
+            try await audit.record(.domainsChanged, by: identity, detail: domains.joined(separator: ","))
+        }
+        if let retention {
+            organization = try await store.setMessageRetention(days: retention, organizationId: identity.organizationId)
+            try await audit.record(.retentionChanged, by: identity, detail: retention.map { "\($0) days" } ?? "off")
+        }
+        guard let organization else { throw APIError.unauthorized }
         return try JSONResponse.make(OrganizationResponse(organization: organization))
     }
 
@@ -92,9 +111,20 @@ struct OrganizationController: Sendable {
         return JSONResponse.noContent()
     }
 
+    /// Deactivates a member, or with `?erase=true` erases them (v1.4): their messages become
+    /// tombstones, their uploads go, their profile becomes "Deleted user".
     @Sendable func deactivate(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try await membership.requireAdmin(context)
         let userId = try context.parameters.entityID("id", what: "User")
+        switch request.uri.queryParameters.get("erase") {
+        case nil, "false": break
+        case "true":
+            try await membership.erase(userId, organizationId: identity.organizationId, lifecycle: lifecycle)
+            try await audit.record(.userErased, by: identity, target: userId.description)
+            context.logger.notice("Erased user", metadata: ["userId": "\(userId)", "by": "\(identity.userId)"])
+            return JSONResponse.noContent()
+        default: throw APIError.invalid("erase is true or false")
+        }
         try await membership.deactivate(userId, by: identity)
         try await audit.record(.userDeactivated, by: identity, target: userId.description)
         context.logger.notice("Deactivated user", metadata: ["userId": "\(userId)", "by": "\(identity.userId)"])
@@ -128,6 +158,18 @@ public struct MembershipService: Sendable {
         accounts.deactivated(userId, organizationId: admin.organizationId)
         fanOut.closeConnections(of: userId, code: Self.deactivatedCloseCode, reason: "account deactivated")
         fanOut.relay?.userDeactivated(userId, organizationId: admin.organizationId)
+    }
+
+    /// Erases a user of the organization (v1.4): the profile first (their tokens are refused
+    /// from then on, everywhere, as for a deactivation), then their words and files.
+    func erase(_ userId: EntityID, organizationId: EntityID, lifecycle: DataLifecycle) async throws {
+        guard try await store.eraseProfile(
+            userId: userId, organizationId: organizationId, now: now(), check: { try Membership.keepsAnAdmin(adminsAfter: $0) })
+        else { throw APIError.notFound("User") }
+        accounts.deactivated(userId, organizationId: organizationId)
+        fanOut.closeConnections(of: userId, code: Self.deactivatedCloseCode, reason: "account erased")
+        fanOut.relay?.userDeactivated(userId, organizationId: organizationId)
+        try await lifecycle.eraseContent(of: userId, now: now())
     }
 
     /// The WebSocket close code for a deactivated account.

@@ -302,6 +302,34 @@ public protocol ParleyStore: Sendable {
     /// A page of the organization's audit log, newest first, entries before `before` (an entry's id).
     func auditEntries(organizationId: EntityID, before: EntityID?, limit: Int) async throws -> (entries: [AuditEntry], hasMore: Bool)
 
+    /// After deletions that must leave no trace (retention, erasure): removes what the store
+    /// still keeps of deleted text beside its rows (SQLite: the search index's old segments and
+    /// the write-ahead log; PostgreSQL keeps dead rows until its vacuum).
+    func purgeDeletedText() async throws
+    /// Sets (days) or clears (nil) the organization's message retention; nil when no such organization.
+    func setMessageRetention(days: Int?, organizationId: EntityID) async throws -> Organization?
+    /// Every organization with a retention, and its days.
+    func retentionPolicies() async throws -> [(organizationId: EntityID, days: Int)]
+    /// Up to `limit` messages of the organization created before `cutoff` and not deleted
+    /// (system messages stay), oldest first.
+    func expiredMessages(organizationId: EntityID, before cutoff: Date, limit: Int) async throws -> [MessageRef]
+    /// Up to `limit` messages not deleted that hold the user's words: those they sent (system
+    /// messages aside) and forwards of those.
+    func undeletedMessages(of userId: EntityID, limit: Int) async throws -> [MessageRef]
+    /// The user's own messages after `after` (a message id), by id, up to `limit`, deleted ones included.
+    func messagesSent(by userId: EntityID, after: EntityID?, limit: Int) async throws -> [Message]
+    /// Every attachment the user uploaded, oldest first.
+    func attachments(uploadedBy userId: EntityID) async throws -> [StoredAttachment]
+    /// Up to `limit` attachments left by deleted messages that no message refers to any more.
+    func orphanedAttachments(limit: Int) async throws -> [StoredAttachment]
+    /// Deletes an attachment's record when no message refers to it (and forgets it as an
+    /// orphan either way); whether it went, and whether another record still has its bytes.
+    func deleteAttachmentIfUnused(_ id: EntityID) async throws -> (deleted: Bool, bytesShared: Bool)
+    /// Erases a user's profile (v1.4): "Deleted user", no email, no password, deactivated,
+    /// devices gone, the reasons of their reports emptied. `check` as for ``deactivate``.
+    /// False when the organization has no such user.
+    func eraseProfile(userId: EntityID, organizationId: EntityID, now: Date, check: @Sendable (Int) throws -> Void) async throws -> Bool
+
     /// Which copy of the data this is: a random id made with the database and made anew when
     /// a backup is restored (``renewStoreIdentity()``). Sent in `hello`, so a client whose
     /// cache saw more than a restored copy has knows to start its cache again.
@@ -416,5 +444,19 @@ public struct BlockRelations: Sendable, Equatable {
     public init(blocks: Set<EntityID> = [], blockedBy: Set<EntityID> = []) {
         self.blocks = blocks
         self.blockedBy = blockedBy
+    }
+}
+
+/// A message by id and conversation (what a sweep needs to take its conversation first).
+public struct MessageRef: Sendable, Equatable {
+    /// The message.
+    public var id: EntityID
+    /// Its conversation.
+    public var conversationId: EntityID
+
+    /// A reference from its parts.
+    public init(id: EntityID, conversationId: EntityID) {
+        self.id = id
+        self.conversationId = conversationId
     }
 }

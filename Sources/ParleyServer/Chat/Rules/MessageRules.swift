@@ -72,3 +72,18 @@ public enum MessageRules {
         return (message, participants)
     }
 }
+
+extension MessageRules {
+    /// Deletes a message for retention or erasure (v1.4), as a sender's delete would: a
+    /// tombstone that keeps its seq and takes the next as `updatedSeq`, deleted by nobody in
+    /// particular. Nil when the message is gone, deleted already, or a system message.
+    public static func expire(_ ref: MessageRef, now: Date, in tx: any StoreTransaction) async throws -> MessageChange? {
+        guard try await tx.lockConversation(ref.conversationId), let message = try await tx.message(ref.id),
+            message.conversationId == ref.conversationId, message.deletedAt == nil, message.type != .system
+        else { return nil }
+        let participants = try await tx.participantIds(of: ref.conversationId)
+        try await tx.tombstone(message, deletedAt: now, deletedBy: nil, updatedSeq: try await tx.takeNextSeq(in: ref.conversationId))
+        guard let updated = try await tx.message(ref.id) else { return nil }
+        return MessageChange(message: updated, changed: true, participantIds: participants)
+    }
+}

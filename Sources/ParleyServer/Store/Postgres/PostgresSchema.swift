@@ -297,6 +297,8 @@ enum PostgresSchema {
             """,
             "CREATE INDEX audit_by_organization ON audit_log (organization_id, id)",
             "ALTER TABLE messages ADD COLUMN deleted_by uuid",
+            "ALTER TABLE organizations ADD COLUMN message_retention_days integer",
+            "CREATE TABLE attachment_orphans (attachment_id uuid PRIMARY KEY)",
         ]),
     ]
 

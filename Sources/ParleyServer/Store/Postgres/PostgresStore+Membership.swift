@@ -172,15 +172,15 @@ extension PostgresStore {
         return Int(try row?.decode(Int64.self) ?? 0)
     }
 
-    static let organizationColumns = "id, name, allowed_email_domains, created_at"
+    static let organizationColumns = "id, name, allowed_email_domains, created_at, message_retention_days"
     static let inviteColumns = "code, organization_id, email, max_uses, uses, expires_at, created_by"
 
     static func organization(_ row: PostgresRow) throws -> Organization {
-        let (id, name, domains, created) = try row.decode((UUID, String, String, Int64).self)
+        let (id, name, domains, created, retention) = try row.decode((UUID, String, String, Int64, Int32?).self)
         return Organization(
             id: EntityID(id), name: name,
             allowedEmailDomains: (try? JSONDecoder().decode([String].self, from: Data(domains.utf8))) ?? [],
-            createdAt: Date(millisecondsSince1970: created))
+            createdAt: Date(millisecondsSince1970: created), messageRetentionDays: retention.map(Int.init))
     }
 
     static func invite(_ row: PostgresRow) throws -> Invite {

@@ -237,6 +237,11 @@ struct PostgresTransaction: StoreTransaction {
             WHERE id = \(id)
             """, logger)
         try await connection.run("DELETE FROM reactions WHERE message_id = \(id)", logger)
+        if let attachment = message.attachment {
+            // Collected once no message refers to it any more (v1.4).
+            try await connection.run(
+                "INSERT INTO attachment_orphans (attachment_id) VALUES (\(attachment.id.uuid)) ON CONFLICT DO NOTHING", logger)
+        }
         try await PostgresRows.uncount(connection, message, logger)
     }
 

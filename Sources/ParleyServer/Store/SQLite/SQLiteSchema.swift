@@ -315,6 +315,8 @@ enum SQLiteSchema {
             try db.execute(sql: "CREATE INDEX participants_muted ON participants(conversation_id) WHERE muted != 0")
         }
         migrator.registerMigration("v17-trust-and-safety") { db in
+            // Deleted messages leave their attachments in attachment_orphans, which the
+            // collector removes once no message refers to them (a forward may still).
             // Blocks are read by the blocked user's id on every send of theirs (who blocks the
             // sender: their unread counts skip it) and by the blocker's for their views.
             try db.execute(sql: """
@@ -350,6 +352,8 @@ enum SQLiteSchema {
                 );
                 CREATE INDEX audit_by_organization ON audit_log(organization_id, id);
                 ALTER TABLE messages ADD COLUMN deleted_by TEXT;
+                ALTER TABLE organizations ADD COLUMN message_retention_days INTEGER;
+                CREATE TABLE attachment_orphans (attachment_id TEXT PRIMARY KEY) WITHOUT ROWID;
                 """)
         }
         return migrator

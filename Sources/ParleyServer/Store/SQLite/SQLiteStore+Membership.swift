@@ -144,7 +144,7 @@ extension SQLiteStore {
         Organization(
             id: try SQLiteRows.id(row["id"]), name: row["name"],
             allowedEmailDomains: (try? JSONDecoder().decode([String].self, from: Data((row["allowed_email_domains"] as String? ?? "[]").utf8))) ?? [],
-            createdAt: Date(millisecondsSince1970: row["created_at"]))
+            createdAt: Date(millisecondsSince1970: row["created_at"]), messageRetentionDays: row["message_retention_days"])
     }
 
     static func invite(_ row: Row) throws -> Invite {

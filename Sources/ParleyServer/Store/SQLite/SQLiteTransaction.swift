@@ -238,6 +238,10 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
                 """,
             arguments: [deletedAt.millisecondsSince1970, updatedSeq, deletedBy?.description, id])
         try db.execute(sql: "DELETE FROM reactions WHERE message_id = ?", arguments: [id])
+        if let attachment = message.attachment {
+            // Collected once no message refers to it any more (v1.4).
+            try db.execute(sql: "INSERT OR IGNORE INTO attachment_orphans (attachment_id) VALUES (?)", arguments: [attachment.id.description])
+        }
         try SQLiteRows.uncount(db, message)
     }
 
