@@ -10,7 +10,8 @@ struct Parley: AsyncParsableCommand {
         abstract: "Parley: real-time messaging that never loses or duplicates a message.",
         subcommands: [
             Serve.self, Register.self, Verify.self, Login.self, InviteCommand.self, Members.self, Users.self, Conversations.self, OpenDirect.self,
-            Chat.self, OpenGroup.self, Send.self, Sync.self, History.self, Tail.self, Sessions.self, Bench.self, Keys.self, BackupCommand.self, RestoreCommand.self,
+            Chat.self, OpenGroup.self, Send.self, Sync.self, History.self, Tail.self, Sessions.self, BlockCommand.self, ReportCommand.self, ExportCommand.self, AdminCommand.self, Bench.self, Keys.self,
+            BackupCommand.self, RestoreCommand.self,
         ])
 }
 
