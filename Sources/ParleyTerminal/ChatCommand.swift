@@ -36,6 +36,12 @@ public enum ChatCommand: Sendable, Equatable {
     case pins
     /// Mutes (true) or unmutes the open conversation.
     case mute(Bool)
+    /// Blocks (true) or unblocks someone (an email or a name, v1.4).
+    case block(String, Bool)
+    /// Reports a message to the organization's admins, with a reason (v1.4).
+    case report(message: Int?, reason: String)
+    /// Reports a person (an email or a name) with a reason (v1.4).
+    case reportPerson(String, reason: String)
     case invalid(String)
 
     /// The commands and what they do, for `/help`.
@@ -56,6 +62,9 @@ public enum ChatCommand: Sendable, Equatable {
         "/thread [N]                   open message N's thread (Esc or /close leaves it)",
         "/pin [N]  /unpin [N]  /pins   pin message N for everyone, unpin it, list pins",
         "/mute  /unmute                no notifications here except mentions (or again)",
+        "/block EMAIL  /unblock EMAIL  no direct messages, typing or alerts from someone",
+        "/report [N] REASON            report message N to the admins",
+        "/report @EMAIL REASON         report a person to the admins",
         "@NAME then Tab                complete a name: the person is mentioned",
         "/older                        load older messages (or PgUp)",
         "/resend                       send failed messages again",
@@ -136,6 +145,16 @@ public enum ChatCommand: Sendable, Equatable {
         case "pins", "pinned": return .pins
         case "mute": return rest.isEmpty ? .mute(true) : rest.lowercased() == "off" ? .mute(false) : .invalid("/mute, or /mute off")
         case "unmute": return .mute(false)
+        case "block", "unblock":
+            return rest.isEmpty ? .invalid("/\(name) needs an email or a name") : .block(rest, name == "block")
+        case "report":
+            if rest.hasPrefix("@") {
+                let pieces = rest.dropFirst().split(separator: " ", maxSplits: 1)
+                guard pieces.count == 2 else { return .invalid("/report @EMAIL REASON") }
+                return .reportPerson(String(pieces[0]), reason: String(pieces[1]))
+            }
+            guard !afterNumber.isEmpty else { return .invalid("/report [N] REASON") }
+            return .report(message: number, reason: afterNumber)
         default: return .invalid("Unknown command /\(name): /help lists them")
         }
     }

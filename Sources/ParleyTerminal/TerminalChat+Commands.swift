@@ -205,6 +205,32 @@ extension TerminalChat {
                 let who = message.senderId == me ? "You" : names.lookup(message.senderId) ?? "Someone"
                 return "📌 \(who): \(ChatPresentation.firstLine(message.text, max: 200))"
             }
+        case .block(let who, let blocked):
+            guard let user = await findUser(who), let client else { return }
+            do {
+                if blocked { try await client.block(user.id) } else { try await client.unblock(user.id) }
+                screen.status = blocked
+                    ? "Blocked \(user.displayName): no direct messages, typing or alerts from them" : "Unblocked \(user.displayName)"
+                await chat?.reload()
+            } catch {
+                screen.status = "\(error)"
+            }
+        case .report(let number, let reason):
+            guard let target = message(number), let client else { return }
+            do {
+                try await client.report(message: target, reason: reason)
+                screen.status = "Reported to your organization's admins"
+            } catch {
+                screen.status = "\(error)"
+            }
+        case .reportPerson(let who, let reason):
+            guard let user = await findUser(who), let client else { return }
+            do {
+                try await client.report(user: user.id, reason: reason)
+                screen.status = "Reported \(user.displayName) to your organization's admins"
+            } catch {
+                screen.status = "\(error)"
+            }
         case .mute(let muted):
             guard let chat else {
                 screen.status = "Open a conversation first"

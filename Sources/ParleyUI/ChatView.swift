@@ -23,6 +23,9 @@ public struct ChatView: View {
     @State private var newBelow = 0
     /// The root (server id) of the thread shown over the chat.
     @State private var threadRoot: EntityID?
+    /// The message being reported, while the reason is asked for (v1.4).
+    @State private var reporting: LocalMessage?
+    @State private var reportReason = ""
     /// A message to bring on screen (the pinned bar's).
     @State private var scrollTarget: String?
     /// The last send: each waits for the one before, so messages go in the order typed even
@@ -133,6 +136,19 @@ public struct ChatView: View {
             }
             .background(.bar)
         }
+        .alert("Report message", isPresented: Binding(get: { reporting != nil }, set: { if !$0 { reporting = nil } })) {
+            TextField("What is wrong with it?", text: $reportReason)
+            Button("Report") {
+                let message = reporting, reason = reportReason
+                reporting = nil
+                reportReason = ""
+                guard let message, !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return }
+                Task { await model.report(message, reason: reason) }
+            }
+            Button("Cancel", role: .cancel) { reportReason = "" }
+        } message: {
+            Text("Your organization's admins will see the message and your reason.")
+        }
         .navigationTitle(session.list?.rows.first { $0.id == model.conversationId }?.title ?? "")
         .toolbar {
             ToolbarItem(placement: .principal) {
@@ -226,7 +242,9 @@ public struct ChatView: View {
                 guard let root = message.serverId else { return }
                 threadRoot = root
             },
-            pin: { message, pinned in Task { await model.setPinned(pinned, message) } })
+            pin: { message, pinned in Task { await model.setPinned(pinned, message) } },
+            report: { reporting = $0 },
+            block: { message, blocked in Task { await model.setBlocked(blocked, senderOf: message) } })
     }
 
     private func send(_ text: String) {
@@ -292,15 +310,23 @@ public struct MessageActions {
     public var openThread: ((LocalMessage) -> Void)?
     /// Pin (true) or unpin (false) it for everyone (v1.3); nil hides the action.
     public var pin: ((LocalMessage, Bool) -> Void)?
+    /// Report someone else's message to the admins (v1.4); nil hides the action.
+    public var report: ((LocalMessage) -> Void)?
+    /// Block (true) or unblock its sender (v1.4); nil hides the action.
+    public var block: ((LocalMessage, Bool) -> Void)?
 
-    /// Actions from closures; without `openThread` and `pin` there are no thread or pin actions.
+    /// Actions from closures; without `openThread`, `pin`, `report` and `block` there are no
+    /// such actions.
     public init(
         reply: @escaping (LocalMessage) -> Void, edit: @escaping (LocalMessage) -> Void,
         react: @escaping (LocalMessage, String) -> Void, unreact: @escaping (LocalMessage, String) -> Void,
         resend: @escaping (LocalMessage) -> Void, discard: @escaping (LocalMessage) -> Void,
         revoke: @escaping (LocalMessage) -> Void, deleteForMe: @escaping (LocalMessage) -> Void,
-        openThread: ((LocalMessage) -> Void)? = nil, pin: ((LocalMessage, Bool) -> Void)? = nil
+        openThread: ((LocalMessage) -> Void)? = nil, pin: ((LocalMessage, Bool) -> Void)? = nil,
+        report: ((LocalMessage) -> Void)? = nil, block: ((LocalMessage, Bool) -> Void)? = nil
     ) {
+        self.report = report
+        self.block = block
         self.reply = reply
         self.edit = edit
         self.react = react

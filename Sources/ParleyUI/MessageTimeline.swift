@@ -230,6 +230,17 @@ public struct MessageBubbleView: View {
                 Button(role: .destructive) { actions.revoke(message) } label: { Label("Delete for everyone", systemImage: "trash") }
             }
         }
+        if !item.isOwn, message.isConfirmed, item.cell != .system {
+            if let report = actions.report, item.cell != .deleted {
+                Button { report(message) } label: { Label("Report…", systemImage: "exclamationmark.bubble") }
+            }
+            if let block = actions.block {
+                let blocked = message.senderBlocked
+                Button(role: blocked ? nil : .destructive) { block(message, !blocked) } label: {
+                    Label(blocked ? "Unblock \(item.senderName)" : "Block \(item.senderName)", systemImage: blocked ? "person.badge.plus" : "hand.raised")
+                }
+            }
+        }
         if item.status?.canResend == true {
             Button { actions.resend(message) } label: { Label("Resend", systemImage: "arrow.clockwise") }
             Button(role: .destructive) { actions.discard(message) } label: { Label("Discard", systemImage: "xmark") }

@@ -17,6 +17,37 @@ import Testing
     /// Tuesday 24 Nov 2026, 15:30 UTC.
     static let now = Date(timeIntervalSince1970: 1_795_534_200)
 
+    /// v1.4: a blocked sender's words and files are folded away in the timeline and the list
+    /// row; an admin's delete reads differently from the sender's own.
+    @Test func blockedSendersAndAdminDeletesReadAsSuch() throws {
+        let ada = PresentationSamples.messages(now: Self.now).first { $0.senderId != PresentationSamples.me.id && $0.type == .text }!
+        var blocked = ada
+        blocked.senderBlocked = true
+        blocked.preview = LinkPreview(url: "https://example.com", title: "Example")
+        var removed = ada
+        removed.deletedAt = Self.now
+        removed.deletedBy = PresentationSamples.me.id
+        var ownDelete = ada
+        ownDelete.deletedAt = Self.now
+        ownDelete.deletedBy = ada.senderId
+        #expect(ChatPresentation.body(of: blocked) == "Message from a blocked user")
+        #expect(ChatPresentation.body(of: removed) == "Removed by an admin")
+        #expect(ChatPresentation.body(of: ownDelete) == "This message was deleted")
+        #expect(ChatPresentation.body(of: ada) == ada.text)
+        let items = ChatPresentation.timeline(
+            [blocked], me: PresentationSamples.me.id, names: { _ in "Ada" }, now: Self.now, calendar: Self.utc)
+        let bubble = try #require(items.compactMap { if case .message(let item) = $0 { item } else { nil } }.first)
+        #expect(bubble.body == "Message from a blocked user" && bubble.previewCard == nil && bubble.attachmentLine == nil)
+        var message = Message(
+            id: EntityID(), conversationId: EntityID(), seq: 1, updatedSeq: 1, senderId: ada.senderId, clientMessageId: "x",
+            type: .text, text: "their words", createdAt: Self.now)
+        message.senderBlocked = true
+        let conversation = Conversation(
+            id: message.conversationId, type: .group, name: "Team", participantIds: [], createdAt: Self.now,
+            lastActivityAt: Self.now, lastSeq: 1, lastMessage: message, unreadCount: 0, readSeq: 0, members: [])
+        #expect(ChatPresentation.preview(conversation, me: PresentationSamples.me.id, names: { _ in "Ada" }) == "Message from a blocked user")
+    }
+
     @Test func theSampleTimelineHasEveryCellAndStatusAScreenMustDraw() throws {
         let messages = PresentationSamples.messages(now: Self.now)
         let items = ChatPresentation.timeline(

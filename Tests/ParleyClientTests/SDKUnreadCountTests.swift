@@ -44,6 +44,32 @@ import Testing
         #expect(try await row(database).lastSeq == 9)
     }
 
+    /// A sender the viewer blocks (v1.4): their messages arrive marked `senderBlocked` and move
+    /// neither the badge nor the mentions, nor do their deletes; they are kept, marked, in the
+    /// cache for the screen to fold away.
+    @Test func aBlockedSendersMessagesNeverMoveTheBadge() async throws {
+        let database = try LocalDatabase.inMemory()
+        try await database.store(conversation: world.conversation(type: .group, lastSeq: 0))
+        func blocked(_ message: Message) -> Message {
+            var message = message
+            message.senderBlocked = true
+            return message
+        }
+        var mention = world.message(1, from: world.third, cmid: "b1")
+        mention.mentions = [world.me]
+        _ = try await database.applyToListRow(blocked(mention), changeSeq: 1, viewer: world.me)
+        _ = try await database.applyToListRow(world.message(2, cmid: "o2"), changeSeq: 2, viewer: world.me)
+        var stored = try await row(database)
+        #expect(stored.unreadCount == 1 && stored.mentionCount == 0 && stored.lastMessage?.clientMessageId == "o2")
+        _ = try await database.applyToListRow(
+            blocked(world.message(1, from: world.third, cmid: "b1", updatedSeq: 3, deleted: true)), changeSeq: 3, viewer: world.me)
+        stored = try await row(database)
+        #expect(stored.unreadCount == 1 && stored.mentionCount == 0, "its delete takes nothing back")
+        try await database.apply([blocked(world.message(4, from: world.third, cmid: "b4"))])
+        let cached = try await database.messages(in: world.conversationId, viewer: world.me)
+        #expect(cached.first { $0.clientMessageId == "b4" }?.senderBlocked == true)
+    }
+
     /// A message I had already read (read on another device, the view came first) that is then
     /// deleted must not take the badge below what is really unread.
     @Test func deletingAMessageAlreadyReadDoesNotLowerTheBadge() async throws {

@@ -112,6 +112,23 @@ import Testing
         #expect(ChatCommand.parse(line) == expected)
     }
 
+    /// v1.4: block and unblock someone, report a message (by its number, or the highlighted
+    /// one) or a person, each with a reason; what lacks one is refused with the usage.
+    @Test(arguments: [
+        ("/block bob@x.io", ChatCommand.block("bob@x.io", true)),
+        ("/unblock Bob Builder", .block("Bob Builder", false)),
+        ("/block", .invalid("/block needs an email or a name")),
+        ("/report 3 spam and insults", .report(message: 3, reason: "spam and insults")),
+        ("/report keeps messaging me", .report(message: nil, reason: "keeps messaging me")),
+        ("/report @bob@x.io sends threats", .reportPerson("bob@x.io", reason: "sends threats")),
+        ("/report", .invalid("/report [N] REASON")),
+        ("/report 2", .invalid("/report [N] REASON")),
+        ("/report @bob", .invalid("/report @EMAIL REASON")),
+    ])
+    func blockAndReport(line: String, expected: ChatCommand) {
+        #expect(ChatCommand.parse(line) == expected)
+    }
+
     /// An unknown command names itself (lower-cased, without its arguments) and points at /help.
     @Test(arguments: [
         ("/frobnicate", "Unknown command /frobnicate: /help lists them"),

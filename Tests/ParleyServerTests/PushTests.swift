@@ -151,6 +151,40 @@ func deviceToken(_ n: Int) -> String { String(format: "%064x", n) }
         #expect(try JSONDecoder().decode(PushNotificationPayload.self, from: withGroup[3].body).conversationId == group.id)
     }
 
+    /// A notice waiting in a coalescing window shows the message as it is when it goes: a
+    /// deleted one (by its sender, an admin, retention or erasure) leaves none of its words in the
+    /// payload, and alone sends nothing (v1.4).
+    @Test func aNoticeWaitingForItsWindowCarriesNothingOfADeletedMessage() async throws {
+        let push = try await PushHarness.start { $0.coalesceWindow = .seconds(2) }
+        defer { Task { await push.stop() } }
+        let (alice, bob, direct) = try await push.server.directPair()
+        try await push.register(bob, token: deviceToken(1))
+        _ = try await alice.api.send(SendMessageRequest(clientMessageId: "m1", text: "first"), to: direct.id)
+        #expect(await push.apns.waitForRequests(1).count == 1)
+        let secret = try await alice.api.send(SendMessageRequest(clientMessageId: "m2", text: "my card is 4111"), to: direct.id)
+        try await waitFor("the follow-up to be scheduled") { push.clock.sleepers >= 1 }
+        _ = try await alice.api.deleteMessage(secret.id, in: direct.id)
+        push.clock.advance(by: 2)
+        try await waitFor("the follow-up to be skipped") {
+            push.metrics.value("parley_push_skipped_total", labels: ["why": "deleted"]) == 1
+        }
+        #expect(push.apns.received.count == 1)
+        // Two waiting, the last deleted: one notice for both, without its words.
+        push.clock.advance(by: 3)
+        _ = try await alice.api.send(SendMessageRequest(clientMessageId: "m3", text: "third"), to: direct.id)
+        #expect(await push.apns.waitForRequests(2).count == 2)
+        _ = try await alice.api.send(SendMessageRequest(clientMessageId: "m4", text: "fourth"), to: direct.id)
+        let last = try await alice.api.send(SendMessageRequest(clientMessageId: "m5", text: "delete me 4111"), to: direct.id)
+        try await waitFor("the next follow-up to be scheduled") { push.clock.sleepers >= 1 }
+        _ = try await alice.api.deleteMessage(last.id, in: direct.id)
+        push.clock.advance(by: 2)
+        let all = await push.apns.waitForRequests(3)
+        #expect(all.count == 3)
+        let trailing = try JSONDecoder().decode(PushNotificationPayload.self, from: all[2].body)
+        #expect(trailing.messageCount == 2 && trailing.aps.alert.body == "New message")
+        #expect(!String(decoding: all[2].body, as: UTF8.self).contains("4111"))
+    }
+
     @Test func unregisteredAndBadTokensAreRemoved() async throws {
         let push = try await PushHarness.start()
         defer { Task { await push.stop() } }

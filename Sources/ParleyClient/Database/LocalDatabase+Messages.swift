@@ -283,3 +283,34 @@ extension LocalDatabase {
         }
     }
 }
+
+extension LocalDatabase {
+    /// Marks (or unmarks) every cached message of `sender` as from a user the viewer blocks
+    /// (v1.4), and the conversations' last messages; returns the conversations it touched.
+    public func markMessages(of sender: EntityID, senderBlocked: Bool) async throws -> Set<EntityID> {
+        try await writer.write { db in
+            var touched = Set<EntityID>()
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT client_message_id, conversation_id, extras FROM messages WHERE sender_id = ? AND type != 'system'",
+                arguments: [sender.description])
+            for row in rows {
+                var extras = try (row[2] as String?).map { try JSONDecoder().decode(MessageExtras.self, from: Data($0.utf8)) }
+                    ?? MessageExtras()
+                extras.senderBlocked = senderBlocked ? true : nil
+                try db.execute(
+                    sql: "UPDATE messages SET extras = ? WHERE sender_id = ? AND client_message_id = ?",
+                    arguments: [try Self.extrasJSON(extras), sender.description, row[0] as String])
+                touched.insert(try Self.id(row[1]))
+            }
+            for conversationId in touched {
+                guard var conversation = try Self.storedConversation(db, conversationId),
+                    var last = conversation.lastMessage, last.senderId == sender
+                else { continue }
+                last.senderBlocked = senderBlocked ? true : nil
+                conversation.lastMessage = last
+                if let state = try Self.readState(db, conversationId.description) { try Self.write(db, conversation, state) }
+            }
+            return touched
+        }
+    }
+}

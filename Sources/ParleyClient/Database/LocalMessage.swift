@@ -70,6 +70,10 @@ public struct LocalMessage: Sendable, Equatable, Identifiable {
     public var pinnedBy: EntityID?
     /// The server's preview of its first link (v1.3): plain texts, never markup.
     public var preview: LinkPreview?
+    /// Who deleted it, when an admin (or its sender) did (v1.4); nil for retention and erasure.
+    public var deletedBy: EntityID?
+    /// True when the viewer blocks its sender (v1.4): screens show it folded away.
+    public var senderBlocked: Bool = false
     /// Where it is on its way, as the screen shows it.
     public var delivery: Delivery
 
@@ -106,6 +110,8 @@ public struct LocalMessage: Sendable, Equatable, Identifiable {
         pinnedAt = message.pinnedAt
         pinnedBy = message.pinnedBy
         preview = message.preview
+        deletedBy = message.deletedBy
+        senderBlocked = message.senderBlocked ?? false
         self.delivery = delivery
     }
 
@@ -134,6 +140,8 @@ public struct LocalMessage: Sendable, Equatable, Identifiable {
         pinnedAt = extras?.pinnedAt
         pinnedBy = extras?.pinnedBy
         preview = extras?.preview
+        deletedBy = extras?.deletedBy
+        senderBlocked = extras?.senderBlocked ?? false
         self.createdAt = createdAt
         self.editedAt = editedAt
         self.deletedAt = deletedAt
@@ -169,11 +177,17 @@ struct MessageExtras: Codable, Equatable {
     var pinnedAt: Date?
     var pinnedBy: EntityID?
     var preview: LinkPreview?
+    var deletedBy: EntityID?
+    var senderBlocked: Bool?
 
     var isEmpty: Bool {
         attachment == nil && metadata == nil && (reactions?.isEmpty ?? true) && forwardedFromId == nil && threadRootId == nil
-            && thread == nil && (mentions?.isEmpty ?? true) && pinnedAt == nil && preview == nil
+            && thread == nil && (mentions?.isEmpty ?? true) && pinnedAt == nil && preview == nil && deletedBy == nil
+            && senderBlocked == nil
     }
+
+    /// No extras.
+    init() {}
 
     /// The extras of a stored message.
     init(_ message: Message) {
@@ -187,6 +201,8 @@ struct MessageExtras: Codable, Equatable {
         pinnedAt = message.pinnedAt
         pinnedBy = message.pinnedBy
         preview = message.preview
+        deletedBy = message.deletedBy
+        senderBlocked = message.senderBlocked == true ? true : nil
     }
 
     /// The extras of a message still on its way.

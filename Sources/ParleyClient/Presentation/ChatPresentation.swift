@@ -162,19 +162,29 @@ public enum ChatPresentation {
             }
             items.append(.message(MessageItem(
                 message: message, isOwn: isOwn, senderName: name, startsGroup: startsGroup,
-                body: message.deletedAt != nil ? "This message was deleted" : message.text,
+                body: body(of: message),
                 time: time(message.createdAt, calendar: calendar), status: isOwn ? StatusMark(message.delivery) : nil,
                 isEdited: message.editedAt != nil && message.deletedAt == nil,
                 reactions: reactionLine(message.reactions),
                 myReactions: Set(message.reactions.filter { $0.value.contains(me) }.keys), replyPreview: reply,
-                attachmentLine: message.deletedAt == nil ? message.attachment.map(attachmentLine) : nil,
+                attachmentLine: message.deletedAt == nil && !message.senderBlocked ? message.attachment.map(attachmentLine) : nil,
                 cell: cell(for: message, registry: registry),
                 threadLine: message.thread.map { threadLine($0, now: now, calendar: calendar) },
                 isPinned: message.pinnedAt != nil, mentionsMe: message.mentions.contains(me) && !isOwn,
-                previewCard: message.deletedAt == nil ? message.preview.flatMap(PreviewCard.init) : nil)))
+                previewCard: message.deletedAt == nil && !message.senderBlocked ? message.preview.flatMap(PreviewCard.init) : nil)))
             previous = message
         }
         return items
+    }
+
+    /// What a message's bubble says: its text; "This message was deleted" for a tombstone (or
+    /// "Removed by an admin" when someone else deleted it, v1.4); "Message from a blocked user"
+    /// in place of the words of a sender the viewer blocks.
+    public static func body(of message: LocalMessage) -> String {
+        if message.deletedAt != nil {
+            return message.deletedBy.map { $0 != message.senderId } == true ? "Removed by an admin" : "This message was deleted"
+        }
+        return message.senderBlocked ? "Message from a blocked user" : message.text
     }
 
     /// "Today", "Yesterday", a weekday within the week, else "23 Nov 2026".
@@ -298,6 +308,7 @@ public enum ChatPresentation {
     public static func preview(_ conversation: Conversation, me: EntityID, names: (EntityID) -> String?) -> String {
         guard let last = conversation.lastMessage else { return "No messages yet" }
         if last.deletedAt != nil { return "This message was deleted" }
+        if last.senderBlocked == true { return "Message from a blocked user" }
         if last.type == .system {
             return firstLine(systemLine(last.text, metadata: last.metadata, by: last.senderId, me: me, names: names), max: 80)
         }

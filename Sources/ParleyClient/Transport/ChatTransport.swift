@@ -57,6 +57,12 @@ public protocol ChatTransport: Sendable {
     func setPinned(_ pinned: Bool, _ messageId: EntityID, in conversationId: EntityID) async throws -> Message
     /// Mutes or unmutes a conversation for the user on every device (v1.3).
     func setMuted(_ muted: Bool, until: Date?, in conversationId: EntityID) async throws -> ConversationSettings
+    /// Blocks (`blocked`) or unblocks a user for the caller (v1.4).
+    func setBlocked(_ blocked: Bool, user: EntityID) async throws
+    /// Reports a message, a user or both to the organization's admins; the report's id (v1.4).
+    func report(messageId: EntityID?, userId: EntityID?, reason: String) async throws -> EntityID
+    /// Downloads the caller's data as a ZIP into `file`, with progress; its size (v1.4).
+    func exportData(to file: URL, progress: @Sendable (Int64) -> Void) async throws -> Int64
 }
 
 /// One open WebSocket, as the SDK uses it.
@@ -99,6 +105,21 @@ extension ChatTransport {
     /// A transport without v1.3 cannot mute.
     public func setMuted(_ muted: Bool, until: Date?, in conversationId: EntityID) async throws -> ConversationSettings {
         throw ClientError(kind: .server, code: .notFound, message: "This server cannot mute")
+    }
+
+    /// A transport without v1.4 cannot block.
+    public func setBlocked(_ blocked: Bool, user: EntityID) async throws {
+        throw ClientError(kind: .server, code: .notFound, message: "This server cannot block")
+    }
+
+    /// A transport without v1.4 takes no reports.
+    public func report(messageId: EntityID?, userId: EntityID?, reason: String) async throws -> EntityID {
+        throw ClientError(kind: .server, code: .notFound, message: "This server takes no reports")
+    }
+
+    /// A transport without v1.4 has no export.
+    public func exportData(to file: URL, progress: @Sendable (Int64) -> Void) async throws -> Int64 {
+        throw ClientError(kind: .server, code: .notFound, message: "This server has no export")
     }
 
     /// No credentials of its own: the client renews through ``renewToken()``.
@@ -289,6 +310,21 @@ public struct LiveTransport: ChatTransport {
         let connection = RealtimeConnection(serverURL: api.baseURL, token: token, trust: api.trust)
         _ = try await connection.connect()
         return connection
+    }
+
+    /// Blocks or unblocks through the REST API (v1.4).
+    public func setBlocked(_ blocked: Bool, user: EntityID) async throws {
+        if blocked { try await api.block(user) } else { try await api.unblock(user) }
+    }
+
+    /// Reports through the REST API (v1.4).
+    public func report(messageId: EntityID?, userId: EntityID?, reason: String) async throws -> EntityID {
+        try await api.report(messageId: messageId, userId: userId, reason: reason)
+    }
+
+    /// Streams the export to a file (v1.4).
+    public func exportData(to file: URL, progress: @Sendable (Int64) -> Void) async throws -> Int64 {
+        try await api.exportData(to: file, progress: progress)
     }
 }
 

@@ -103,3 +103,29 @@ public final class ThreadModel {
         if let found = try? await client.database.message(serverId: rootId, viewer: client.userId), found != root { root = found }
     }
 }
+
+extension ChatModel {
+    /// Reports a message to the organization's admins with the person's reason (v1.4); true
+    /// when the report was made (otherwise ``lastError`` says why).
+    @discardableResult
+    public func report(_ message: LocalMessage, reason: String) async -> Bool {
+        do {
+            try await client.report(message: message, reason: reason)
+            return true
+        } catch {
+            lastError = ClientError.readable(error)
+            return false
+        }
+    }
+
+    /// Blocks (or unblocks) a message's sender (v1.4): their messages here fold away and stop
+    /// counting, and they can no longer message the person directly.
+    public func setBlocked(_ blocked: Bool, senderOf message: LocalMessage) async {
+        do {
+            if blocked { try await client.block(message.senderId) } else { try await client.unblock(message.senderId) }
+            await reload()
+        } catch {
+            lastError = ClientError.readable(error)
+        }
+    }
+}

@@ -119,6 +119,18 @@ public final class PushService: Service, Sendable {
     /// Sends one notice to every device of a user; removes devices APNs calls gone.
     private func deliver(_ notice: PushCoalescer.Notice, to userId: EntityID) async {
         do {
+            // The message as it is now: one deleted while its notice waited (by its sender, an
+            // admin, retention or erasure, v1.4) shows none of its words, and alone notifies
+            // nobody; an edit shows its new words.
+            var notice = notice
+            let messageId = notice.message.id
+            if let current = try await store.reading({ tx in try await tx.message(messageId) }) {
+                notice.message = current
+            }
+            if notice.message.deletedAt != nil, notice.count == 1 {
+                metrics.increment("parley_push_skipped_total", labels: ["why": "deleted"])
+                return
+            }
             let devices = try await store.devices(userId: userId).filter { $0.platform == "ios" }
             guard !devices.isEmpty else {
                 metrics.increment("parley_push_skipped_total", labels: ["why": "no_device"])

@@ -311,7 +311,8 @@ public protocol ParleyStore: Sendable {
     /// Every organization with a retention, and its days.
     func retentionPolicies() async throws -> [(organizationId: EntityID, days: Int)]
     /// Up to `limit` messages of the organization created before `cutoff` and not deleted
-    /// (system messages stay), oldest first.
+    /// (system messages stay), in no particular order: without an index on the time, a scan
+    /// that stops at `limit` costs less than a sort of every expired message.
     func expiredMessages(organizationId: EntityID, before cutoff: Date, limit: Int) async throws -> [MessageRef]
     /// Up to `limit` messages not deleted that hold the user's words: those they sent (system
     /// messages aside) and forwards of those.

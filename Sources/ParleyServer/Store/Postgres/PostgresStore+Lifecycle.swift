@@ -5,6 +5,7 @@ import PostgresNIO
 
 /// Retention, export and erasure (v1.4; see SQLiteStore+Lifecycle, the same queries).
 extension PostgresStore {
+    /// Sets or clears the retention in one statement.
     public func setMessageRetention(days: Int?, organizationId: EntityID) async throws -> Organization? {
         let logger = self.logger
         return try await single { c in
@@ -17,6 +18,7 @@ extension PostgresStore {
         }
     }
 
+    /// The organizations with a retention.
     public func retentionPolicies() async throws -> [(organizationId: EntityID, days: Int)] {
         let logger = self.logger
         return try await single { c in
@@ -28,6 +30,7 @@ extension PostgresStore {
         }
     }
 
+    /// Messages past a retention, unordered (see the protocol requirement).
     public func expiredMessages(organizationId: EntityID, before cutoff: Date, limit: Int) async throws -> [MessageRef] {
         let logger = self.logger
         return try await single { c in
@@ -37,11 +40,12 @@ extension PostgresStore {
                     SELECT m.id, m.conversation_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
                     WHERE c.organization_id = \(organizationId.uuid) AND m.created_at < \(cutoff.millisecondsSince1970)
                     AND m.deleted_at IS NULL AND m.type <> 'system'
-                    ORDER BY m.created_at LIMIT \(limit)
+                    LIMIT \(limit)
                     """, logger))
         }
     }
 
+    /// The messages holding a user's words: theirs and forwards of theirs.
     public func undeletedMessages(of userId: EntityID, limit: Int) async throws -> [MessageRef] {
         let logger = self.logger
         return try await single { c in
@@ -56,6 +60,7 @@ extension PostgresStore {
         }
     }
 
+    /// A page of a user's own messages by id.
     public func messagesSent(by userId: EntityID, after: EntityID?, limit: Int) async throws -> [Message] {
         let logger = self.logger
         return try await single { c in
@@ -69,6 +74,7 @@ extension PostgresStore {
         }
     }
 
+    /// A user's uploads, oldest first.
     public func attachments(uploadedBy userId: EntityID) async throws -> [StoredAttachment] {
         let logger = self.logger
         return try await single { c in
@@ -80,6 +86,7 @@ extension PostgresStore {
         }
     }
 
+    /// Attachments left by deleted messages that nothing refers to.
     public func orphanedAttachments(limit: Int) async throws -> [StoredAttachment] {
         let logger = self.logger
         return try await single { c in
@@ -94,6 +101,7 @@ extension PostgresStore {
         }
     }
 
+    /// Deletes an attachment's record when unused; whether its bytes are shared.
     public func deleteAttachmentIfUnused(_ id: EntityID) async throws -> (deleted: Bool, bytesShared: Bool) {
         let logger = self.logger
         return try await write { c in
@@ -107,6 +115,7 @@ extension PostgresStore {
         }
     }
 
+    /// Empties and closes a user's account in one transaction.
     public func eraseProfile(userId: EntityID, organizationId: EntityID, now: Date, check: @Sendable (Int) throws -> Void) async throws -> Bool {
         let logger = self.logger
         return try await write { c in

@@ -5,6 +5,7 @@ import PostgresNIO
 
 /// Blocks, reports and the audit log (v1.4).
 extension PostgresStore {
+    /// The users a blocker blocks, by name.
     public func blockedUsers(by blocker: EntityID) async throws -> [User] {
         let logger = self.logger
         return try await single { c in
@@ -18,6 +19,7 @@ extension PostgresStore {
         }
     }
 
+    /// A user's blocks, both ways, in one read.
     public func blockRelations(of userId: EntityID) async throws -> BlockRelations {
         let logger = self.logger
         return try await single { c in
@@ -32,6 +34,7 @@ extension PostgresStore {
         }
     }
 
+    /// Stores a report.
     public func createReport(_ report: Report, organizationId: EntityID) async throws {
         let logger = self.logger
         try await single { c in
@@ -45,6 +48,7 @@ extension PostgresStore {
         }
     }
 
+    /// A page of an organization's reports, newest first.
     public func reports(organizationId: EntityID, status: ReportStatus?, before: EntityID?, limit: Int) async throws -> (reports: [Report], hasMore: Bool) {
         let logger = self.logger
         return try await single { c in
@@ -59,6 +63,7 @@ extension PostgresStore {
         }
     }
 
+    /// Moves a report of the organization to a status.
     public func setReportStatus(
         _ status: ReportStatus, reportId: EntityID, organizationId: EntityID, by handler: EntityID, at date: Date
     ) async throws -> Report? {
@@ -74,6 +79,7 @@ extension PostgresStore {
         }
     }
 
+    /// Appends an audit entry.
     public func recordAudit(_ entry: AuditEntry, organizationId: EntityID) async throws {
         let logger = self.logger
         try await single { c in
@@ -86,6 +92,7 @@ extension PostgresStore {
         }
     }
 
+    /// A page of an organization's audit log, newest first.
     public func auditEntries(organizationId: EntityID, before: EntityID?, limit: Int) async throws -> (entries: [AuditEntry], hasMore: Bool) {
         let logger = self.logger
         return try await single { c in

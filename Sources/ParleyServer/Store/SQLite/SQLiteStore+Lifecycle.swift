@@ -5,6 +5,7 @@ import ParleyProtocol
 /// Retention, export and erasure (v1.4): what the sweeps and the export read, and the profile
 /// erasure. Message deletions themselves go through the rules (``MessageRules``).
 extension SQLiteStore {
+    /// Sets or clears the retention in one statement.
     public func setMessageRetention(days: Int?, organizationId: EntityID) async throws -> Organization? {
         try await writer.write { db in
             try db.execute(
@@ -14,6 +15,7 @@ extension SQLiteStore {
         }
     }
 
+    /// The organizations with a retention.
     public func retentionPolicies() async throws -> [(organizationId: EntityID, days: Int)] {
         try await writer.read { db in
             try Row.fetchAll(db, sql: "SELECT id, message_retention_days FROM organizations WHERE message_retention_days IS NOT NULL")
@@ -21,6 +23,7 @@ extension SQLiteStore {
         }
     }
 
+    /// Messages past a retention, unordered (see the protocol requirement).
     public func expiredMessages(organizationId: EntityID, before cutoff: Date, limit: Int) async throws -> [MessageRef] {
         try await writer.read { db in
             try Self.refs(
@@ -28,12 +31,13 @@ extension SQLiteStore {
                 sql: """
                     SELECT m.id, m.conversation_id FROM messages m JOIN conversations c ON c.id = m.conversation_id
                     WHERE c.organization_id = ? AND m.created_at < ? AND m.deleted_at IS NULL AND m.type != 'system'
-                    ORDER BY m.created_at LIMIT ?
+                    LIMIT ?
                     """,
                 arguments: [organizationId.description, cutoff.millisecondsSince1970, limit])
         }
     }
 
+    /// The messages holding a user's words: theirs and forwards of theirs.
     public func undeletedMessages(of userId: EntityID, limit: Int) async throws -> [MessageRef] {
         try await writer.read { db in
             try Self.refs(
@@ -48,6 +52,7 @@ extension SQLiteStore {
         }
     }
 
+    /// A page of a user's own messages by id.
     public func messagesSent(by userId: EntityID, after: EntityID?, limit: Int) async throws -> [Message] {
         try await writer.read { db in
             try SQLiteRows.messages(
@@ -56,6 +61,7 @@ extension SQLiteStore {
         }
     }
 
+    /// A user's uploads, oldest first.
     public func attachments(uploadedBy userId: EntityID) async throws -> [StoredAttachment] {
         try await writer.read { db in
             let ids = try String.fetchAll(
@@ -65,6 +71,7 @@ extension SQLiteStore {
         }
     }
 
+    /// Attachments left by deleted messages that nothing refers to.
     public func orphanedAttachments(limit: Int) async throws -> [StoredAttachment] {
         try await writer.read { db in
             let ids = try String.fetchAll(
@@ -79,6 +86,7 @@ extension SQLiteStore {
         }
     }
 
+    /// Deletes an attachment's record when unused; whether its bytes are shared.
     public func deleteAttachmentIfUnused(_ id: EntityID) async throws -> (deleted: Bool, bytesShared: Bool) {
         try await writer.write { db in
             let key = id.description
@@ -91,6 +99,7 @@ extension SQLiteStore {
         }
     }
 
+    /// Empties and closes a user's account in one transaction.
     public func eraseProfile(userId: EntityID, organizationId: EntityID, now: Date, check: @Sendable (Int) throws -> Void) async throws -> Bool {
         try await writer.write { db in
             let id = userId.description
@@ -111,6 +120,7 @@ extension SQLiteStore {
         }
     }
 
+    /// Merges the search index and truncates the log after deletions.
     public func purgeDeletedText() async throws {
         try await writer.write { db in
             // Merges the index's segments into one, dropping the entries of deleted text.

@@ -4,6 +4,7 @@ import ParleyProtocol
 
 /// Blocks, reports and the audit log (v1.4).
 extension SQLiteStore {
+    /// The users a blocker blocks, by name.
     public func blockedUsers(by blocker: EntityID) async throws -> [User] {
         try await writer.read { db in
             try Row.fetchAll(
@@ -17,6 +18,7 @@ extension SQLiteStore {
         }
     }
 
+    /// A user's blocks, both ways, in one read.
     public func blockRelations(of userId: EntityID) async throws -> BlockRelations {
         try await writer.read { db in
             let id = userId.description
@@ -31,6 +33,7 @@ extension SQLiteStore {
         }
     }
 
+    /// Stores a report.
     public func createReport(_ report: Report, organizationId: EntityID) async throws {
         try await writer.write { db in
             try db.execute(
@@ -46,6 +49,7 @@ extension SQLiteStore {
         }
     }
 
+    /// A page of an organization's reports, newest first.
     public func reports(organizationId: EntityID, status: ReportStatus?, before: EntityID?, limit: Int) async throws -> (reports: [Report], hasMore: Bool) {
         try await writer.read { db in
             let rows = try Row.fetchAll(
@@ -60,6 +64,7 @@ extension SQLiteStore {
         }
     }
 
+    /// Moves a report of the organization to a status.
     public func setReportStatus(
         _ status: ReportStatus, reportId: EntityID, organizationId: EntityID, by handler: EntityID, at date: Date
     ) async throws -> Report? {
@@ -74,6 +79,7 @@ extension SQLiteStore {
         }
     }
 
+    /// Appends an audit entry.
     public func recordAudit(_ entry: AuditEntry, organizationId: EntityID) async throws {
         try await writer.write { db in
             try db.execute(
@@ -85,6 +91,7 @@ extension SQLiteStore {
         }
     }
 
+    /// A page of an organization's audit log, newest first.
     public func auditEntries(organizationId: EntityID, before: EntityID?, limit: Int) async throws -> (entries: [AuditEntry], hasMore: Bool) {
         try await writer.read { db in
             let rows = try Row.fetchAll(
