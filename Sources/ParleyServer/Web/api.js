@@ -201,3 +201,17 @@ export function attachmentBlobUrl(url) {
   }
   return blobCache.get(url);
 }
+
+// A file the server makes for the signed-in user (the data export): fetched with the token,
+// as a Blob, for the page to save through an object URL.
+export async function fetchBlob(path) {
+  const token = await validToken();
+  let res;
+  try {
+    res = await fetch(BASE + path, { headers: { Authorization: `Bearer ${token}` } });
+  } catch {
+    throw new ApiError('network', 'Cannot reach the server', 0);
+  }
+  if (!res.ok) throw await errorFrom(res);
+  return res.blob();
+}

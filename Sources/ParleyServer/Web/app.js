@@ -8,6 +8,8 @@ import { initList, renderList } from '/web/views-list.js';
 import { initChat, renderChat, renderTyping, resetComposer, showOpenedChat } from '/web/views-chat.js';
 import { initInvites, closeInvites, readJoinLink } from '/web/views-invites.js';
 import { initGroup, renderGroupPanel, closeGroupPanel } from '/web/views-group.js';
+import { initSafety, closeSafetyPanels, openAccount, renderPerson } from '/web/views-safety.js';
+import { initAdmin, openAdmin, closeAdmin } from '/web/views-admin.js';
 import { updateTitle, askForNotificationsOnce, notifyIncoming, rememberOpen, linkedConversation } from '/web/attention.js';
 
 const BANNER = { online: 'Connected', offline: 'Offline: messages will be sent when the connection returns', connecting: 'Connecting…', syncing: 'Syncing…' };
@@ -144,6 +146,9 @@ async function signOut(callServer) {
   resetComposer();
   closeInvites();
   closeGroupPanel();
+  closeSafetyPanels();
+  closeAdmin();
+  closeMenu();
   for (const id of ['#new-chat-panel', '#forward-panel']) $(id).hidden = true;
   renderList(); renderChat();
   updateTitle();
@@ -168,12 +173,47 @@ async function enterMain(user) {
         if (n.what === 'typing' && n.conversationId === store.openId) typing = true;
       }
       if (list) { renderList(); updateTitle(); }
-      if (chat) { renderChat(); renderGroupPanel(); } else if (typing) renderTyping();
+      if (chat) { renderChat(); renderGroupPanel(); renderPerson(); } else if (typing) renderTyping();
     });
   }
   await client.startSession(user);
   renderList(); renderChat();
   openLinkedConversation();
+  openAdminLink();
+}
+
+// `#admin`: the admin console (the menu shows it to admins only; anyone else who opens the
+// link reads the server's refusal in the console). Taken out of the address bar at once.
+function openAdminLink() {
+  if (location.hash !== '#admin' || document.body.dataset.screen !== 'main') return;
+  history.replaceState(history.state, '', location.pathname + location.search);
+  openAdmin($('#menu-open'));
+}
+
+// ---- the menu: Account and privacy; Admin console (admins) ----
+function closeMenu() {
+  $('#app-menu').hidden = true;
+  $('#menu-open').setAttribute('aria-expanded', 'false');
+}
+function initMenu() {
+  const button = $('#menu-open');
+  const menu = $('#app-menu');
+  button.addEventListener('click', () => {
+    const open = menu.hidden;
+    menu.hidden = !open;
+    button.setAttribute('aria-expanded', String(open));
+    if (open) menu.querySelector('button:not([hidden])')?.focus();
+  });
+  menu.addEventListener('keydown', (e) => { if (e.key === 'Escape') { closeMenu(); button.focus(); } });
+  document.addEventListener('click', (e) => { if (!menu.hidden && !e.target.closest('.menu-wrap')) closeMenu(); });
+  $('#account-open').addEventListener('click', () => { closeMenu(); openAccount(button); });
+}
+
+async function accountErased() {
+  const me = store.me;
+  await signOut(false);
+  if (me) await outbox.clearUser(me.id).catch(() => {});
+  $('#auth-error').textContent = 'Your account has been deleted.';
 }
 
 // A link to a conversation (`#c=ID`, kept in the address bar while it is open): opened at
@@ -210,6 +250,9 @@ function boot() {
   initChat({ showError });
   initInvites();
   initGroup({ showError });
+  initSafety({ showError, onErased: accountErased });
+  initAdmin();
+  initMenu();
   client.init({
     onAuthFailed: () => { signOut(false); $('#auth-error').textContent = 'Your session has ended. Please sign in again.'; },
     onError: showError,
@@ -224,6 +267,7 @@ function boot() {
     if (e.key === 'Escape') {
       for (const id of ['#new-chat-panel', '#forward-panel']) $(id).hidden = true;
       closeInvites();
+      closeMenu();
       for (const p of document.querySelectorAll('.react-picker:not([hidden])')) p.hidden = true;
     }
   });
@@ -240,7 +284,7 @@ function boot() {
   if (token && user) enterMain(user).catch(showError);
   else setScreen('auth');
   takeJoinLink();
-  window.addEventListener('hashchange', () => { takeJoinLink(); openLinkedConversation(); });
+  window.addEventListener('hashchange', () => { takeJoinLink(); openLinkedConversation(); openAdminLink(); });
 }
 
 boot();

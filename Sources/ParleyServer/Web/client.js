@@ -5,7 +5,7 @@ import { Socket } from '/web/socket.js';
 import * as outbox from '/web/outbox.js';
 import {
   store, emit, applyConversation, applyMessageToList, getCache, upsertMessage, setTyping,
-  setTypingSummary, forgetServerCopy,
+  setTypingSummary, forgetServerCopy, fromBlocked, forgetBlockMarks,
 } from '/web/store.js';
 
 let hooks = { onAuthFailed() {}, onError() {}, onIncoming() {}, onOpened() {}, onSending() {} };
@@ -60,7 +60,7 @@ async function onHello(data) {
   maybeRefreshToken();
   setConnection('syncing');
   try {
-    await Promise.all([syncList(), loadUsers()]);
+    await Promise.all([syncList(), loadUsers(), loadBlocked()]);
     if (restored && store.openId) await loadHistory(store.openId);
     await Promise.all([...store.caches.keys()].map((id) => catchUp(id)));
     for (const conv of store.conversations.values()) {
@@ -247,7 +247,7 @@ function handleMessage(m, created, fromReply = false) {
   if (created && !own) {
     setTyping(m.conversationId, m.senderId, false);
     scheduleDelivered(m.conversationId, m.seq);
-    if (!fromReply && m.type !== 'system') hooks.onIncoming(m);
+    if (!fromReply && m.type !== 'system' && !fromBlocked(m)) hooks.onIncoming(m);
   }
   ensureUsers([m.senderId]);
   emit('list'); emit('chat', m.conversationId);
@@ -539,5 +539,21 @@ export async function leaveGroup(id) {
 }
 
 export const search = (q) => api('GET', `/search${qs({ q, limit: 30 })}`);
+
+// ---- trust and safety (v1.4): blocks are the user's own; reports go to the admins ----
+export async function loadBlocked() {
+  const res = await api('GET', '/users/blocked');
+  store.blocked = new Set((res.users || []).map((u) => u.id));
+  for (const u of res.users || []) if (!store.users.has(u.id)) store.users.set(u.id, u);
+  emit('users');
+}
+export async function setBlocked(userId, blocked) {
+  await api(blocked ? 'POST' : 'DELETE', `/users/${userId}/block`);
+  if (blocked) store.blocked.add(userId);
+  else { store.blocked.delete(userId); forgetBlockMarks(userId); }
+  emit('users'); emit('list'); emit('chat');
+}
+// {messageId?, userId?, reason} → {id, status}
+export const report = (body) => api('POST', '/reports', body);
 
 export { ApiError };

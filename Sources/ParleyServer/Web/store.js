@@ -15,6 +15,7 @@ export const store = {
   openId: null,
   connection: 'connecting',
   storeId: null,               // which copy of the server's data this tab holds (hello.storeId)
+  blocked: new Set(),          // ids of the people I block (v1.4; GET /users/blocked)
 };
 
 const listeners = new Set();
@@ -50,7 +51,7 @@ export function resetStore() {
   store.me = null;
   store.storeId = null;
   store.users.clear(); store.conversations.clear(); store.caches.clear(); store.pending.clear();
-  store.typing.clear(); store.typingSummary.clear(); store.summaries.clear();
+  store.typing.clear(); store.typingSummary.clear(); store.summaries.clear(); store.blocked.clear();
   store.listNextBefore = null; store.listHasMore = false; store.syncToken = null; store.openId = null;
 }
 
@@ -166,13 +167,27 @@ export function applyMessageToList(m, created) {
   return uncounted;
 }
 
-// The contract's unread rule: another sender's message above my read watermark, not a system one.
 function mentionsMe(m) {
   return !!store.me && Array.isArray(m.mentions) && m.mentions.includes(store.me.id);
 }
 
+// The contract's unread rule: another sender's message above my read watermark, not a system
+// one, and not from someone I block (v1.4: the server leaves those out of unreadCount too).
 function countsAsUnread(conv, m) {
-  return m.senderId !== store.me?.id && m.type !== 'system' && m.seq > (conv.readSeq || 0);
+  return m.senderId !== store.me?.id && m.type !== 'system' && m.seq > (conv.readSeq || 0) && !fromBlocked(m);
+}
+
+// A message from someone I block (v1.4): marked `senderBlocked` by the server in my views and
+// events, or sent by someone I have blocked since it was loaded. Shown collapsed.
+export function fromBlocked(m) {
+  if (!m || !m.senderId || m.senderId === store.me?.id || m.type === 'system') return false;
+  return !!m.senderBlocked || store.blocked.has(m.senderId);
+}
+
+// After an unblock, the copies this tab holds stop saying so (the server's next views agree).
+export function forgetBlockMarks(userId) {
+  for (const c of store.caches.values()) for (const m of c.messages.values()) if (m.senderId === userId) m.senderBlocked = false;
+  for (const conv of store.conversations.values()) if (conv.lastMessage?.senderId === userId) conv.lastMessage.senderBlocked = false;
 }
 
 // Status of one's own message from the other members' watermarks.

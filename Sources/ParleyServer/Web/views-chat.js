@@ -2,9 +2,10 @@
 // paging back, read tracking, typing line and the composer.
 import { h, $, formatTime, formatDay, dayKey } from '/web/dom.js';
 import {
-  store, orderedMessages, messageStatus, conversationName, peerId, userName, findMessage, msgKey, typingText, getCache,
+  store, orderedMessages, messageStatus, conversationName, peerId, userName, findMessage, msgKey, typingText, getCache, emit, fromBlocked,
 } from '/web/store.js';
-import { messageElement, messageSignature } from '/web/views-message.js';
+import { messageElement, messageSignature, toggleRevealed } from '/web/views-message.js';
+import { openReport, openPerson } from '/web/views-safety.js';
 import { openThread, initThread, renderThread } from '/web/views-thread.js';
 import { attachMentionCompletion, mentionsIn } from '/web/mentions.js';
 import * as client from '/web/client.js';
@@ -34,6 +35,11 @@ export function initChat(opts) {
     if (conv) client.setMuted(conv.id, !conv.muted).catch(showError);
   });
   $('#pinned-bar').addEventListener('click', showNewestPin);
+  $('#person-open').addEventListener('click', (e) => {
+    const conv = store.conversations.get(store.openId);
+    const peer = conv && peerId(conv);
+    if (peer) openPerson(peer, e.currentTarget);
+  });
   initThread({ showError, onMessageClick });
   initComposer();
 }
@@ -113,6 +119,7 @@ export function renderChat() {
   if (!id) {
     delete chat.dataset.conversationId;
     $('#group-open').hidden = true;
+    $('#person-open').hidden = true;
     $('#mute-toggle').hidden = true;
     $('#pinned-bar').hidden = true;
     renderThread();
@@ -126,6 +133,13 @@ export function renderChat() {
   $('#chat-title').textContent = conversationName(conv);
   $('#chat-subtitle').textContent = subtitle(conv);
   $('#group-open').hidden = conv?.type !== 'group';
+  const peer = conv?.type === 'direct' ? peerId(conv) : null;
+  const person = $('#person-open');
+  person.hidden = !peer;
+  if (peer) {
+    person.textContent = store.blocked.has(peer) ? 'Blocked' : 'Block or report';
+    person.setAttribute('aria-label', `${store.blocked.has(peer) ? 'Blocked: unblock' : 'Block or report'} ${userName(peer)}`);
+  }
   const mute = $('#mute-toggle');
   mute.hidden = !conv;
   mute.textContent = conv?.muted ? '🔕' : '🔔';
@@ -173,7 +187,7 @@ function renderMessages(id, conv) {
   for (const m of list) {
     const day = dayKey(m.createdAt);
     if (!prev || dayKey(prev.createdAt) !== day) nodes.push(h('div', { class: 'day-separator', role: 'separator' }, h('span', null, formatDay(m.createdAt))));
-    if (unreadAfter !== null && !dividerPlaced && m.seq > unreadAfter && m.senderId !== store.me?.id && m.type !== 'system') {
+    if (unreadAfter !== null && !dividerPlaced && m.seq > unreadAfter && m.senderId !== store.me?.id && m.type !== 'system' && !fromBlocked(m)) {
       dividerPlaced = true;
       nodes.push(h('div', { class: 'unread-divider', id: 'unread-divider', role: 'separator' }, h('span', null, 'New messages')));
     }
@@ -214,6 +228,7 @@ async function onMessageClick(e, convId) {
     return;
   }
   const cls = btn.classList;
+  if (cls.contains('blocked-toggle')) { if (el.dataset.messageId) toggleRevealed(el.dataset.messageId); emit('chat', convId); return; }
   if (cls.contains('action-resend')) return client.resend(el.dataset.clientMessageId);
   if (cls.contains('action-discard')) return client.discard(el.dataset.clientMessageId);
   if (!m) return;
@@ -223,6 +238,7 @@ async function onMessageClick(e, convId) {
   else if (cls.contains('action-edit')) setContext({ kind: 'edit', message: m });
   else if (cls.contains('action-delete')) { el.classList.remove('show-actions'); await client.deleteMessage(convId, m.id); }
   else if (cls.contains('action-forward')) openForward(m.id);
+  else if (cls.contains('action-report')) { el.classList.remove('show-actions'); openReport({ message: m }, btn); }
   else if (cls.contains('action-react')) { const p = el.querySelector('.react-picker'); p.hidden = !p.hidden; if (!p.hidden) p.querySelector('button').focus(); }
   else if (cls.contains('react-choice') || cls.contains('reaction')) {
     const emoji = btn.dataset.emoji;

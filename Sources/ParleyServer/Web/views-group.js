@@ -3,6 +3,7 @@
 import { $, h, setChildren, debounce } from '/web/dom.js';
 import { store, userName } from '/web/store.js';
 import * as client from '/web/client.js';
+import { openPerson } from '/web/views-safety.js';
 
 let opts = { showError() {} };
 
@@ -41,6 +42,11 @@ function render() {
   $('#group-count').textContent = `(${ids.length})`;
   setChildren($('#group-members'), ids.map((id) => h('li', { class: 'member-row', dataset: { userId: id } },
     h('span', { class: 'user-name' }, id === store.me.id ? `${userName(id)} (you)` : userName(id)),
+    id !== store.me.id && store.blocked.has(id) ? h('span', { class: 'blocked-badge' }, 'blocked') : null,
+    id === store.me.id ? null : h('button', {
+      type: 'button', class: 'text-btn member-profile', dataset: { profileUserId: id }, 'aria-label': `Block or report ${userName(id)}`,
+      onclick: (e) => { close(); openPerson(id, $('#group-open')); },
+    }, 'Block / report'),
     id === store.me.id ? null : h('button', {
       type: 'button', class: 'text-btn', dataset: { removeUserId: id }, 'aria-label': `Remove ${userName(id)}`,
       onclick: () => act(() => client.removeFromGroup(conv.id, id)),

@@ -1,8 +1,9 @@
 // The sidebar: conversation list, message search, the new-chat and forward panels.
 import { h, $, setChildren, clear, formatListTime, debounce } from '/web/dom.js';
-import { store, sortedConversations, conversationName, peerId, typingText, userName, lastPending } from '/web/store.js';
+import { store, sortedConversations, conversationName, peerId, typingText, userName, lastPending, fromBlocked } from '/web/store.js';
 import * as client from '/web/client.js';
 import { isAdmin, openInvites, renderInviteAccess } from '/web/views-invites.js';
+import { renderAdminAccess } from '/web/views-admin.js';
 
 let openChat = () => {};
 let showError = () => {};
@@ -25,7 +26,8 @@ function previewText(conv) {
   const m = conv.lastMessage;
   if (p && (!m || p.createdAt >= m.createdAt)) return { text: `Sending: ${p.text || (p.attachment ? p.attachment.name : 'forwarded message')}`, cls: 'pending' };
   if (!m) return { text: 'No messages yet', cls: 'muted' };
-  if (m.deletedAt) return { text: 'Message deleted', cls: 'muted' };
+  if (m.deletedAt) return { text: m.deletedBy && m.deletedBy !== m.senderId ? 'Removed by an admin' : 'Message deleted', cls: 'muted' };
+  if (fromBlocked(m)) return { text: 'Message from a blocked user', cls: 'muted' };
   let text = m.text;
   if (m.type === 'system') text = systemText(m);
   else if (!text && m.attachment) text = m.type === 'image' ? 'Photo' : `File: ${m.attachment.name}`;
@@ -82,6 +84,7 @@ export function renderList() {
   setChildren(list, rows);
   $('#me-name').textContent = store.me?.displayName || '';
   renderInviteAccess();
+  renderAdminAccess();
 }
 
 // ---- search ----

@@ -2,7 +2,7 @@
 // preview, time and ticks, reactions, the thread line and the actions. Every text a person
 // typed (and every preview text) is a text node: h() never parses HTML.
 import { h, formatTime, formatSize, formatListTime } from '/web/dom.js';
-import { store, userName } from '/web/store.js';
+import { store, userName, fromBlocked } from '/web/store.js';
 import { attachmentBlobUrl } from '/web/api.js';
 import { systemText } from '/web/views-list.js';
 
@@ -29,10 +29,20 @@ function previewCard(preview) {
     preview.description ? h('div', { class: 'preview-description' }, preview.description) : null);
 }
 
+// Messages from a blocked person the user chose to see (by id, for the page's life).
+const revealed = new Set();
+export function toggleRevealed(id) { if (revealed.has(id)) revealed.delete(id); else revealed.add(id); }
+
+// The tombstone's words: a delete by someone else than the sender is a moderator's (v1.4).
+export function deletedText(m) {
+  return m.deletedBy && m.deletedBy !== m.senderId ? 'Removed by an admin' : 'This message was deleted';
+}
+
 // What a message's element shows: it is rebuilt only when this changes.
 export function messageSignature(m, conv, status, grouped, reply) {
-  return JSON.stringify([m.id, m.updatedSeq, m.text, m.editedAt, m.deletedAt, m.reactions, status, grouped,
-    conv?.type, reply && [reply.text, reply.deletedAt], m.attachment?.id, userName(m.senderId), m.thread, m.pinnedAt, m.preview]);
+  return JSON.stringify([m.id, m.updatedSeq, m.text, m.editedAt, m.deletedAt, m.deletedBy, m.reactions, status, grouped,
+    conv?.type, reply && [reply.text, reply.deletedAt], m.attachment?.id, userName(m.senderId), m.thread, m.pinnedAt, m.preview,
+    fromBlocked(m), revealed.has(m.id)]);
 }
 
 // One message. opts: {inThread} (a reply shown in the thread panel: no thread or quote
@@ -45,7 +55,20 @@ export function messageElement(m, conv, status, grouped, reply, opts = {}) {
     return h('div', { class: 'msg system', dataset: data }, h('span', { class: 'text' }, systemText(m)));
   }
   const deleted = !!m.deletedAt;
+  const blocked = fromBlocked(m);
+  if (blocked && !revealed.has(m.id)) {
+    // Collapsed: nothing of it shows until asked (and then only as text, like any message).
+    return h('div', { class: `msg blocked-msg${grouped ? ' grouped' : ''}`, dataset: { ...data, blocked: 'true' } },
+      h('div', { class: 'msg-row' },
+        h('div', { class: 'bubble blocked-bubble' },
+          h('span', { class: 'blocked-note' }, 'Message from a blocked user'),
+          h('button', { type: 'button', class: 'link blocked-toggle', 'aria-label': 'Show the message from a blocked user' }, 'Show'))));
+  }
   const body = [];
+  if (blocked) {
+    body.push(h('div', { class: 'blocked-head' }, h('span', { class: 'blocked-note' }, 'From a blocked user'),
+      h('button', { type: 'button', class: 'link blocked-toggle', 'aria-label': 'Hide the message from a blocked user' }, 'Hide')));
+  }
   if (!grouped && !own && conv?.type === 'group') body.push(h('div', { class: 'sender' }, userName(m.senderId)));
   if (m.forwardedFromId || m.forwardOf) body.push(h('div', { class: 'forwarded' }, '↪ Forwarded'));
   if (m.replyToId && !deleted) {
@@ -54,7 +77,7 @@ export function messageElement(m, conv, status, grouped, reply, opts = {}) {
       h('div', { class: 'reply-text' }, reply ? (reply.deletedAt ? 'Message deleted' : reply.text || (reply.attachment ? reply.attachment.name : '')) : 'Original message')));
   }
   if (m.attachment && !deleted) body.push(attachmentElement(m.attachment, m.file, opts));
-  if (deleted) body.push(h('div', { class: 'text deleted' }, 'This message was deleted'));
+  if (deleted) body.push(h('div', { class: `text deleted${m.deletedBy && m.deletedBy !== m.senderId ? ' by-admin' : ''}` }, deletedText(m)));
   else if (m.text || !m.attachment) body.push(h('div', { class: 'text', dir: 'auto' }, m.pending && m.forwardOf ? 'Forwarding…' : m.text));
   if (m.preview && !deleted) { const card = previewCard(m.preview); if (card) body.push(card); }
   body.push(h('div', { class: 'meta' },
@@ -83,6 +106,9 @@ export function messageElement(m, conv, status, grouped, reply, opts = {}) {
     actions.push(h('button', { type: 'button', class: 'action-pin', 'aria-label': m.pinnedAt ? 'Unpin' : 'Pin', title: m.pinnedAt ? 'Unpin' : 'Pin' }, m.pinnedAt ? '⊘' : '📌'));
     actions.push(h('button', { type: 'button', class: 'action-react', 'aria-label': 'React', title: 'React' }, h('span', { class: 'icon i-smile' })));
     actions.push(h('button', { type: 'button', class: 'action-forward', 'aria-label': 'Forward', title: 'Forward' }, '↪'));
+    if (!own && m.id && m.type !== 'system') {
+      actions.push(h('button', { type: 'button', class: 'action-report', 'aria-label': 'Report this message', title: 'Report' }, '⚑'));
+    }
     if (own && m.type !== 'system') {
       if (!opts.inThread) actions.push(h('button', { type: 'button', class: 'action-edit', 'aria-label': 'Edit', title: 'Edit' }, '✎'));
       actions.push(h('button', { type: 'button', class: 'action-delete', 'aria-label': 'Delete', title: 'Delete' }, h('span', { class: 'icon i-trash' })));
@@ -94,7 +120,7 @@ export function messageElement(m, conv, status, grouped, reply, opts = {}) {
   const thread = m.thread && !opts.inThread
     ? h('button', { type: 'button', class: 'thread-link', 'aria-label': `Open thread, ${threadLine(m.thread)}` }, `💬 ${threadLine(m.thread)}`)
     : null;
-  return h('div', { class: `msg${own ? ' own' : ''}${grouped ? ' grouped' : ''}${deleted ? ' is-deleted' : ''}${mentionsMe ? ' mentions-me' : ''}`, dataset: data },
+  return h('div', { class: `msg${own ? ' own' : ''}${grouped ? ' grouped' : ''}${deleted ? ' is-deleted' : ''}${mentionsMe ? ' mentions-me' : ''}${blocked ? ' blocked-shown' : ''}`, dataset: blocked ? { ...data, blocked: 'true' } : data },
     h('div', { class: 'msg-row' },
       h('div', { class: 'bubble', tabindex: '0' }, body),
       actions.length ? h('div', { class: 'actions', role: 'toolbar', 'aria-label': 'Message actions' }, actions) : null),
