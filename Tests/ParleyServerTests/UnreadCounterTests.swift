@@ -12,7 +12,9 @@ import Testing
     private static let t0 = Date(timeIntervalSince1970: 1_760_000_000)
 
     /// The contract's definition, counted the slow way from the whole history.
-    static func expectedUnread(_ store: any ParleyStore, _ conversationId: EntityID, for member: EntityID) async throws -> Int {
+    static func expectedUnread(
+        _ store: any ParleyStore, _ conversationId: EntityID, for member: EntityID, blocking: Set<EntityID> = []
+    ) async throws -> Int {
         var all: [Message] = []
         var after: Int64 = 0
         while true {
@@ -22,10 +24,16 @@ import Testing
             after = last
         }
         let readSeq = try await store.conversation(id: conversationId, viewer: member)?.readSeq ?? 0
-        return all.filter { $0.seq > readSeq && $0.senderId != member && $0.deletedAt == nil && $0.type != .system }.count
+        // v1.4: a sender the member blocks counts for nothing.
+        return all.filter {
+            $0.seq > readSeq && $0.senderId != member && $0.deletedAt == nil && $0.type != .system && !blocking.contains($0.senderId)
+        }.count
     }
 
-    static func check(_ store: any ParleyStore, _ conversationId: EntityID, _ members: [EntityID], step: String) async throws {
+    static func check(
+        _ store: any ParleyStore, _ conversationId: EntityID, _ members: [EntityID], step: String,
+        blocks: [EntityID: Set<EntityID>] = [:]
+    ) async throws {
         let views = try await store.conversationViews(id: conversationId, viewers: members, listingMembersUpTo: .max)
         // The same as a large group's views (no member lists; read another way on SQLite).
         let large = try await store.conversationViews(id: conversationId, viewers: members, listingMembersUpTo: 1)
@@ -36,7 +44,7 @@ import Testing
             #expect(large[member]?.lastMessage == views[member]?.lastMessage && large[member]?.lastSeq == views[member]?.lastSeq)
         }
         for member in members {
-            let expected = try await expectedUnread(store, conversationId, for: member)
+            let expected = try await expectedUnread(store, conversationId, for: member, blocking: blocks[member] ?? [])
             let single = try await store.conversation(id: conversationId, viewer: member)?.unreadCount
             let all = try await store.conversations(viewer: member)
             let listed = all.first { $0.id == conversationId }?.unreadCount
@@ -107,6 +115,52 @@ import Testing
                 try await group.waitForAll()
             }
             try await Self.check(store, id, members, step: "after concurrent sends and reads")
+        }
+    }
+
+    /// The same with blocks (v1.4): members block and unblock each other at random between
+    /// sends, reads and deletes; a blocked sender's messages never count for the blocker, what
+    /// they sent before the block stops counting at once and counts again after it.
+    @Test(arguments: StoreKind.available)
+    func countsStayExactThroughBlocksAndUnblocks(_ kind: StoreKind) async throws {
+        try await withStore(kind) { store, _ in
+            var users: [User] = []
+            for index in 0..<4 {
+                users.append(try await store.register(
+                    organization: "acme", email: "b\(index)@x.io", displayName: "B\(index)", passwordHash: "h", now: Self.t0))
+            }
+            let members = users.map(\.id)
+            let id = try await store.createConversation(NewConversation(
+                organizationId: users[0].organizationId, creatorId: members[0], type: .group, name: "g",
+                participantIds: Array(members.dropFirst()), now: Self.t0)).conversation.id
+            var blocks: [EntityID: Set<EntityID>] = [:]
+            var sent: [Message] = []
+            var generator = SeededGenerator(seed: kind == .sqlite ? 21 : 22)
+            for step in 0..<150 {
+                let actor = members[Int.random(in: 0..<members.count, using: &generator)]
+                let other = members.filter { $0 != actor }[Int.random(in: 0..<(members.count - 1), using: &generator)]
+                switch Int.random(in: 0..<12, using: &generator) {
+                case 0..<5:
+                    let mentions = Bool.random(using: &generator) ? [other] : []
+                    sent.append(try await store.send(MessageDraft(
+                        conversationId: id, senderId: actor, clientMessageId: "s\(step)", type: .text, text: "m\(step)",
+                        mentions: mentions, now: Self.t0)).message)
+                case 5..<7:
+                    let last = try await store.conversation(id: id, viewer: actor)?.lastSeq ?? 0
+                    _ = try await store.markRead(conversationId: id, userId: actor, upToSeq: Int64.random(in: 0...last, using: &generator), messageIds: nil)
+                case 7:
+                    if let victim = sent.filter({ $0.senderId == actor && $0.deletedAt == nil }).randomElement(using: &generator) {
+                        let changed = try await store.change(.delete, messageId: victim.id, in: id, by: actor, now: Self.t0)
+                        sent[sent.firstIndex { $0.id == victim.id }!] = changed.message
+                    }
+                default:
+                    let identity = Identity(userId: actor, organizationId: users[0].organizationId)
+                    let block = !(blocks[actor]?.contains(other) ?? false)
+                    _ = try await store.writing { tx in try await BlockRules.setBlocked(block, user: other, by: identity, now: Self.t0, in: tx) }
+                    if block { blocks[actor, default: []].insert(other) } else { blocks[actor]?.remove(other) }
+                }
+                try await Self.check(store, id, members, step: "step \(step)", blocks: blocks)
+            }
         }
     }
 }

@@ -31,10 +31,13 @@ extension PostgresRows {
                 SELECT i.*,
                     EXISTS (SELECT 1 FROM participants p WHERE p.conversation_id = i.conversation_id AND p.user_id = i.sender_id) AS member,
                     (SELECT m.id FROM messages m WHERE m.sender_id = i.sender_id AND m.client_message_id = i.client_message_id) AS existing_id,
+                    -- From the sender's blockers (usually none: one index probe).
                     EXISTS (
-                        SELECT 1 FROM conversations cv JOIN blocks b ON b.blocked_id = i.sender_id
-                        JOIN participants p ON p.conversation_id = cv.id AND p.user_id = b.blocker_id
-                        WHERE cv.id = i.conversation_id AND cv.type = 'direct') AS blocked
+                        SELECT 1 FROM blocks b
+                        JOIN participants p ON p.user_id = b.blocker_id AND p.conversation_id = i.conversation_id
+                        WHERE b.blocked_id = i.sender_id
+                        AND EXISTS (SELECT 1 FROM conversations cv WHERE cv.id = i.conversation_id AND cv.type = 'direct')
+                    ) AS blocked
                 FROM input i
             ),
             accepted AS (
@@ -61,15 +64,19 @@ extension PostgresRows {
             ),
             own AS (
                 UPDATE participants p SET own_countable = p.own_countable + o.n
+                FROM (SELECT conversation_id, sender_id, count(*) AS n FROM accepted GROUP BY conversation_id, sender_id) o
+                WHERE p.conversation_id = o.conversation_id AND p.user_id = o.sender_id
+            ),
+            blockers_own AS (
+                -- Those who block a sender count the message as their own (v1.4). Apart from
+                -- the sender's update (other rows): one union of both made PostgreSQL hash-join
+                -- a scan of every participant.
+                UPDATE participants p SET own_countable = p.own_countable + o.n
                 FROM (
-                    -- The sender's own, and those who block the sender count it as theirs (v1.4).
-                    SELECT conversation_id, user_id, count(*) AS n FROM (
-                        SELECT a.conversation_id, a.sender_id AS user_id FROM accepted a
-                        UNION ALL
-                        SELECT a.conversation_id, b.blocker_id FROM accepted a JOIN blocks b ON b.blocked_id = a.sender_id
-                    ) x GROUP BY conversation_id, user_id
+                    SELECT a.conversation_id, b.blocker_id, count(*) AS n FROM accepted a JOIN blocks b ON b.blocked_id = a.sender_id
+                    GROUP BY a.conversation_id, b.blocker_id
                 ) o
-                WHERE p.conversation_id = o.conversation_id AND p.user_id = o.user_id
+                WHERE p.conversation_id = o.conversation_id AND p.user_id = o.blocker_id
             ),
             members AS (
                 SELECT conversation_id, array_agg(user_id ORDER BY joined_at, user_id) AS ids FROM participants

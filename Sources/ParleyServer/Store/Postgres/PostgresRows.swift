@@ -293,9 +293,9 @@ enum PostgresRows {
             ),
             blocked AS (
                 SELECT EXISTS (
-                    SELECT 1 FROM conversations c JOIN blocks b ON b.blocked_id = $2
-                    JOIN participants p ON p.conversation_id = c.id AND p.user_id = b.blocker_id
-                    WHERE c.id = $1 AND c.type = 'direct') AS yes
+                    SELECT 1 FROM blocks b JOIN participants p ON p.user_id = b.blocker_id AND p.conversation_id = $1
+                    WHERE b.blocked_id = $2 AND EXISTS (SELECT 1 FROM conversations c WHERE c.id = $1 AND c.type = 'direct')
+                ) AS yes
             ),
             next AS (
                 UPDATE conversations SET last_seq = last_seq + 1,
@@ -319,7 +319,7 @@ enum PostgresRows {
             own AS (
                 UPDATE participants SET own_countable = own_countable + 1
                 WHERE conversation_id = $1 AND $5 = 1
-                AND (user_id = $2 OR user_id IN (SELECT blocker_id FROM blocks WHERE blocked_id = $2))
+                AND user_id = ANY(ARRAY[$2::uuid] || ARRAY(SELECT blocker_id FROM blocks WHERE blocked_id = $2))
                 AND EXISTS (SELECT 1 FROM inserted)
                 RETURNING 1
             )

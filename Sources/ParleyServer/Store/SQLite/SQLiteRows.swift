@@ -193,10 +193,15 @@ enum SQLiteRows {
         if countable == 1 {
             // The sender's own messages are never unread to them, and a blocked sender's are
             // never unread to those who block them (v1.4): both count it as their own.
+            // Two statements, each one index lookup: an OR of the two made SQLite read every
+            // member's row of the conversation on every send.
+            try db.cachedStatement(
+                sql: "UPDATE participants SET own_countable = own_countable + 1 WHERE conversation_id = ? AND user_id = ?"
+            ).execute(arguments: [draft.conversationId.description, draft.senderId.description])
             try db.cachedStatement(
                 sql: """
                     UPDATE participants SET own_countable = own_countable + 1 WHERE conversation_id = ?1
-                    AND (user_id = ?2 OR user_id IN (SELECT blocker_id FROM blocks WHERE blocked_id = ?2))
+                    AND user_id IN (SELECT blocker_id FROM blocks WHERE blocked_id = ?2)
                     """
             ).execute(arguments: [draft.conversationId.description, draft.senderId.description])
         }
