@@ -62,7 +62,7 @@ public enum ChatCommand: Sendable, Equatable {
         "/thread [N]                   open message N's thread (Esc or /close leaves it)",
         "/pin [N]  /unpin [N]  /pins   pin message N for everyone, unpin it, list pins",
         "/mute  /unmute                no notifications here except mentions (or again)",
-        "/block EMAIL  /unblock EMAIL  no direct messages, typing or alerts from someone",
+        "/block EMAIL /unblock EMAIL   no direct messages, typing or alerts from someone",
         "/report [N] REASON            report message N to the admins",
         "/report @EMAIL REASON         report a person to the admins",
         "@NAME then Tab                complete a name: the person is mentioned",

@@ -424,8 +424,13 @@ extension ChatScreen {
                 pieces = TerminalText.wrap(String(line[..<gap.lowerBound]), to: width - 2)
                     + TerminalText.wrap(rest, to: width - 4).map { "  " + $0 }
             } else {
-                pieces = TerminalText.wrap(line, to: width - 2)
-                pieces = pieces.prefix(1) + pieces.dropFirst().map { "  " + $0 }
+                // The first line as wide as the pane; the rest wrapped again two columns
+                // narrower, so the indent does not push their ends past the edge.
+                let first = TerminalText.wrap(line, to: width - 2)
+                pieces = Array(first.prefix(1))
+                if first.count > 1 {
+                    pieces += TerminalText.wrap(first.dropFirst().joined(separator: " "), to: width - 4).map { "  " + $0 }
+                }
             }
             wrapped += pieces.isEmpty ? [""] : pieces.map { " " + $0 }
         }

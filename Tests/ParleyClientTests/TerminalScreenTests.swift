@@ -243,7 +243,8 @@ import Testing
         screen.overlayTitle = "Commands (Esc closes)"
         screen.overlay = ChatCommand.helpLines
         var seen = ""
-        for _ in 0..<20 {
+        // Enough pages for the whole help at 40 columns (each PgDn here moves three lines).
+        for _ in 0..<40 {
             let lines = screen.render(width: width, height: height).map(ChatScreen.stripStyles)
             #expect(lines.count == height)
             #expect(lines.allSatisfy { TerminalText.width($0) == width }, "every line fits exactly")
@@ -258,5 +259,21 @@ import Testing
         // A new overlay starts at its top.
         screen.overlay = ["one"]
         #expect(screen.overlayScroll == 0)
+    }
+
+    /// An overlay line without two columns (a pinned message's text, a long help line) goes on
+    /// indented below itself: every continuation fits the pane with its indent, and no word is
+    /// lost at the right edge.
+    @Test func aLongSingleColumnOverlayLineWrapsInsideThePane() {
+        // Pairs of words that fill a wrapped line exactly (18 + 1 + 19 = 38 columns inside a
+        // 40-column pane): with its indent such a continuation was 41 wide, its last character cut.
+        let words = (1...8).map { "w\($0)" + String(repeating: "x", count: $0.isMultiple(of: 2) ? 17 : 16) }
+        var screen = Self.screen()
+        screen.focus = .input
+        screen.overlay = ["📌 Ada: " + words.joined(separator: " ")]
+        let lines = screen.render(width: 40, height: 30).map(ChatScreen.stripStyles)
+        #expect(lines.allSatisfy { TerminalText.width($0) == 40 })
+        let shown = Set(lines.joined(separator: " ").split(separator: " ").map(String.init))
+        #expect(words.allSatisfy(shown.contains), "\(lines)")
     }
 }

@@ -87,7 +87,7 @@ extension OpenAPIDocument {
         "/api/v1/users/blocked": ["get": op("safety", "The users the caller blocks, by name", ["200": answer("Users", "UsersResponse")])],
         "/api/v1/users/{id}/block": path("id").merging([
             "post": op("safety", "Block a user of the organization (the blocked user is not told)", ["204": noContent], errors: [400, 404]),
-            "delete": op("safety", "End a block (also when there was none)", ["204": noContent], errors: [400]),
+            "delete": op("safety", "End a block (also when there was none)", ["204": noContent], errors: [400, 404]),
         ]) { first, _ in first },
         "/api/v1/reports": ["post": op("safety", "Report a message the caller can read, a user, or both", body: jsonBody("CreateReportRequest"),
                                        ["201": answer("The report", "ReportCreatedResponse")], errors: [404])],
