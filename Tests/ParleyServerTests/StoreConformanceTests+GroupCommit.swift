@@ -268,7 +268,8 @@ extension StoreConformanceTests {
                 organizationId: alice.organizationId, creatorId: alice.id, type: .group, name: "g",
                 participantIds: [bob.id, carol.id], now: now)).conversation
             let bobIdentity = Identity(userId: bob.id, organizationId: bob.organizationId)
-            #expect(try await store.writing { tx in try await BlockRules.setBlocked(true, user: alice.id, by: bobIdentity, now: now, in: tx) })
+            let shared = try await store.writing { tx in try await BlockRules.setBlocked(true, user: alice.id, by: bobIdentity, now: now, in: tx) }
+            #expect(Set(shared ?? []) == [direct.id, group.id])
             var pending: [(direct: Bool, send: PendingSend)] = []
             for n in 0..<40 {
                 let inDirect = n.isMultiple(of: 2)

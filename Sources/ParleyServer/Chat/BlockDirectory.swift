@@ -78,9 +78,15 @@ public final class BlockDirectory: Sendable {
 
     /// A conversation view as `viewer` sees it: its last message marked if its sender is blocked.
     public func marked(_ conversation: Conversation, for viewer: EntityID) async -> Conversation {
-        guard let last = conversation.lastMessage else { return conversation }
+        guard conversation.lastMessage != nil else { return conversation }
+        return Self.marked(conversation, blocked: await blocked(by: viewer))
+    }
+
+    /// A conversation view with its last message marked if `blocked` has its sender.
+    static func marked(_ conversation: Conversation, blocked: Set<EntityID>) -> Conversation {
+        guard let last = conversation.lastMessage, !blocked.isEmpty else { return conversation }
         var view = conversation
-        view.lastMessage = await marked(last, for: viewer)
+        view.lastMessage = marked([last], blocked: blocked)[0]
         return view
     }
 }

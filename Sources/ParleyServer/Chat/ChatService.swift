@@ -167,31 +167,25 @@ public struct ChatService: Sendable {
 
     /// Blocks (`blocked` true) or unblocks a user for the caller (v1.4); tells every node.
     public func setBlocked(_ blocked: Bool, user: EntityID, by identity: Identity) async throws {
-        let changed = try await store.writing { [now] tx in
+        let shared = try await store.writing { [now] tx in
             try await BlockRules.setBlocked(blocked, user: user, by: identity, now: now(), in: tx)
         }
-        guard changed else { return }
+        guard let shared else { return }
         blocks.changed(blocker: identity.userId, blocked: user)
         fanOut.relay?.blocksChanged(blocker: identity.userId, blocked: user)
         // The blocker's unread counts changed where the two meet: their devices get the rows.
-        for conversationId in (try? await store.reading({ tx in try await tx.sharedConversationIds(identity.userId, user) })) ?? [] {
-            await announceConversation(conversationId, to: [identity.userId])
-        }
+        for conversationId in shared { await announceConversation(conversationId, to: [identity.userId]) }
     }
 
     /// Conversations as `viewer` gets them: large groups without member lists, last messages
     /// of senders the viewer blocks marked (v1.4).
     public func wire(_ conversations: [Conversation], for viewer: EntityID) async -> [Conversation] {
         let blocked = await blocks.blocked(by: viewer)
-        return conversations.map { conversation in
-            var view = wire(conversation)
-            if let last = view.lastMessage { view.lastMessage = BlockDirectory.marked([last], blocked: blocked)[0] }
-            return view
-        }
+        return conversations.map { BlockDirectory.marked(wire($0), blocked: blocked) }
     }
 
     /// An admin deletes a message of their organization (v1.4 moderation), in a conversation
-    /// they need not be in; the tombstone says who. Recorded in the audit log when it changed something.
+    /// they need not be in; the tombstone says who. The caller records it in the audit log.
     public func moderatorDelete(_ messageId: EntityID, in conversationId: EntityID, by admin: Identity) async throws -> MessageChange {
         let result = try await store.writing { [now] tx in
             try await MessageRules.moderatorDelete(

@@ -155,9 +155,15 @@ public struct MembershipService: Sendable {
         guard try await store.deactivate(
             userId: userId, organizationId: admin.organizationId, now: now(), check: { try Membership.keepsAnAdmin(adminsAfter: $0) })
         else { throw APIError.notFound("User") }
-        accounts.deactivated(userId, organizationId: admin.organizationId)
-        fanOut.closeConnections(of: userId, code: Self.deactivatedCloseCode, reason: "account deactivated")
-        fanOut.relay?.userDeactivated(userId, organizationId: admin.organizationId)
+        closeEverywhere(userId, organizationId: admin.organizationId, reason: "account deactivated")
+    }
+
+    /// A closed account's tokens are refused here at once and on other nodes when the cluster
+    /// record arrives; its WebSockets close with 4001 on every node.
+    private func closeEverywhere(_ userId: EntityID, organizationId: EntityID, reason: String) {
+        accounts.deactivated(userId, organizationId: organizationId)
+        fanOut.closeConnections(of: userId, code: Self.deactivatedCloseCode, reason: reason)
+        fanOut.relay?.userDeactivated(userId, organizationId: organizationId)
     }
 
     /// Erases a user of the organization (v1.4): the profile first (their tokens are refused
@@ -166,9 +172,7 @@ public struct MembershipService: Sendable {
         guard try await store.eraseProfile(
             userId: userId, organizationId: organizationId, now: now(), check: { try Membership.keepsAnAdmin(adminsAfter: $0) })
         else { throw APIError.notFound("User") }
-        accounts.deactivated(userId, organizationId: organizationId)
-        fanOut.closeConnections(of: userId, code: Self.deactivatedCloseCode, reason: "account erased")
-        fanOut.relay?.userDeactivated(userId, organizationId: organizationId)
+        closeEverywhere(userId, organizationId: organizationId, reason: "account erased")
         try await lifecycle.eraseContent(of: userId, now: now())
     }
 

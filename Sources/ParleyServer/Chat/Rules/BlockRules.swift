@@ -11,20 +11,22 @@ import ParleyProtocol
 /// - What else a block does (refused direct sends, no typing, presence or push, `senderBlocked`
 ///   marks) is read from the blocks themselves; the blocked user is never told.
 public enum BlockRules {
-    /// Blocks (`blocked` true) or unblocks `user` for `blocker`; false when it was already so.
+    /// Blocks (`blocked` true) or unblocks `user` for `blocker`; the conversations the two
+    /// share, whose counts for the blocker were taken again, or nil when it was already so.
     public static func setBlocked(
         _ blocked: Bool, user: EntityID, by blocker: Identity, now: Date, in tx: any StoreTransaction
-    ) async throws -> Bool {
+    ) async throws -> [EntityID]? {
         guard user != blocker.userId else { throw APIError.invalid("You cannot block yourself") }
         if blocked {
             let organizations = try await tx.organizationsOfActiveUsers([user])
             guard organizations[user] == blocker.organizationId else { throw APIError.notFound("User") }
         }
-        guard try await tx.setBlock(blocker.userId, user, present: blocked, at: now) else { return false }
-        for conversationId in try await tx.sharedConversationIds(blocker.userId, user) {
+        guard try await tx.setBlock(blocker.userId, user, present: blocked, at: now) else { return nil }
+        let shared = try await tx.sharedConversationIds(blocker.userId, user)
+        for conversationId in shared {
             guard try await tx.lockConversation(conversationId) else { continue }
             try await tx.readMoved(for: blocker.userId, in: conversationId)
         }
-        return true
+        return shared
     }
 }

@@ -30,7 +30,7 @@ public enum MessageRules {
         case .delete:
             guard message.senderId == userId else { throw APIError(.forbidden, "Only the sender can delete a message") }
             guard message.deletedAt == nil else { return unchanged }
-            try await tx.tombstone(message, deletedAt: now, deletedBy: userId, updatedSeq: try await tx.takeNextSeq(in: conversationId))
+            return try await tombstone(message, by: userId, now: now, participants: participants, in: tx)
         case .reaction(let emoji, let add):
             guard message.deletedAt == nil else { throw APIError.invalid("A deleted message cannot be reacted to") }
             guard try await tx.setReaction(emoji, by: userId, on: messageId, present: add, at: now) else { return unchanged }
@@ -54,8 +54,16 @@ public enum MessageRules {
         let participants = try await tx.participantIds(of: conversationId)
         guard message.type != .system else { throw APIError.invalid("System messages cannot be changed") }
         guard message.deletedAt == nil else { return MessageChange(message: message, changed: false, participantIds: participants) }
-        try await tx.tombstone(message, deletedAt: now, deletedBy: admin, updatedSeq: try await tx.takeNextSeq(in: conversationId))
-        guard let updated = try await tx.message(messageId) else { throw APIError.notFound("Message") }
+        return try await tombstone(message, by: admin, now: now, participants: participants, in: tx)
+    }
+
+    /// Empties a message with the conversation's next seq and answers it as deleted: every
+    /// delete (the sender's, an admin's, retention's and erasure's) ends here.
+    private static func tombstone(
+        _ message: Message, by userId: EntityID?, now: Date, participants: [EntityID], in tx: any StoreTransaction
+    ) async throws -> MessageChange {
+        try await tx.tombstone(message, deletedAt: now, deletedBy: userId, updatedSeq: try await tx.takeNextSeq(in: message.conversationId))
+        guard let updated = try await tx.message(message.id) else { throw APIError.notFound("Message") }
         return MessageChange(message: updated, changed: true, participantIds: participants)
     }
 
@@ -81,9 +89,6 @@ extension MessageRules {
         guard try await tx.lockConversation(ref.conversationId), let message = try await tx.message(ref.id),
             message.conversationId == ref.conversationId, message.deletedAt == nil, message.type != .system
         else { return nil }
-        let participants = try await tx.participantIds(of: ref.conversationId)
-        try await tx.tombstone(message, deletedAt: now, deletedBy: nil, updatedSeq: try await tx.takeNextSeq(in: ref.conversationId))
-        guard let updated = try await tx.message(ref.id) else { return nil }
-        return MessageChange(message: updated, changed: true, participantIds: participants)
+        return try await tombstone(message, by: nil, now: now, participants: try await tx.participantIds(of: ref.conversationId), in: tx)
     }
 }
