@@ -80,17 +80,25 @@ struct SessionLoader: HTTPLoader {
     let session: URLSession
 
     func data(for request: URLRequest) async throws -> (Data, URLResponse) {
+        #if canImport(FoundationNetworking)
+        try await CancellableLoad.run { session.dataTask(with: request, completionHandler: $0) }
+        #else
         try await session.data(for: request)
+        #endif
     }
 
     func upload(for request: URLRequest, fromFile file: URL) async throws -> (Data, URLResponse) {
+        #if canImport(FoundationNetworking)
+        try await CancellableLoad.run { session.uploadTask(with: request, fromFile: file, completionHandler: $0) }
+        #else
         try await session.upload(for: request, fromFile: file)
+        #endif
     }
 
     func download(for request: URLRequest, to file: URL, progress: @Sendable (Int64) -> Void) async throws -> (Data?, URLResponse) {
         #if canImport(FoundationNetworking)
         // swift-corelibs-foundation has no byte stream: the answer comes whole, then is written.
-        let (data, response) = try await session.data(for: request)
+        let (data, response) = try await data(for: request)
         guard ((response as? HTTPURLResponse)?.statusCode ?? 0) < 300 else { return (data, response) }
         var output = try DownloadFile(file)
         try output.write(data)
@@ -121,6 +129,72 @@ struct SessionLoader: HTTPLoader {
         #endif
     }
 }
+
+#if canImport(FoundationNetworking)
+/// A URLSession task awaited so that cancelling the awaiting Swift task can neither deadlock
+/// nor crash the process.
+///
+/// swift-corelibs-foundation's own `data(for:)` and `upload(for:fromFile:)` deadlock when the
+/// Swift task is cancelled just as the answer arrives (swift-corelibs-foundation#5412): the
+/// cancellation handler calls `URLSessionTask.cancel()`, which waits for the session's queue
+/// while holding the Swift task's status lock, and that queue, delivering the answer, waits for
+/// the same lock to resume the task. With two cores both threads of the concurrency pool ended up
+/// waiting and every task of the process stopped. Calling `cancel()` from elsewhere is no cure:
+/// a cancel racing the task's own end traps in the session's task registry. So on Linux a
+/// cancelled request is let go rather than cancelled: the caller gets `URLError(.cancelled)` at
+/// once, from another queue, and the exchange finishes unheard (REST answers are small).
+enum CancellableLoad {
+    /// The task `start` makes from the completion handler, resumed and awaited.
+    static func run(
+        _ start: (@escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void) -> URLSessionTask
+    ) async throws -> (Data, URLResponse) {
+        let waiter = Waiter()
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<(Data, URLResponse), any Error>) in
+                guard waiter.wait(continuation) else { return }
+                let task = start { data, response, error in
+                    if let error {
+                        waiter.finish(.failure(error))
+                    } else if let response {
+                        waiter.finish(.success((data ?? Data(), response)))
+                    } else {
+                        waiter.finish(.failure(URLError(.badServerResponse)))
+                    }
+                }
+                task.resume()
+            }
+        } onCancel: {
+            // Never resumed here: the handler runs under the task's status lock, which resuming
+            // the same task takes again.
+            DispatchQueue.global().async { waiter.finish(.failure(URLError(.cancelled))) }
+        }
+    }
+
+    /// The one continuation, resumed by whichever comes first: the answer or the cancellation.
+    private final class Waiter: Sendable {
+        private let state = Mutex<(continuation: CheckedContinuation<(Data, URLResponse), any Error>?, ended: Bool)>((nil, false))
+
+        /// Keeps `continuation`; false (and it is resumed) when the cancellation came first.
+        func wait(_ continuation: CheckedContinuation<(Data, URLResponse), any Error>) -> Bool {
+            let ended = state.withLock { state in
+                if !state.ended { state.continuation = continuation }
+                return state.ended
+            }
+            if ended { continuation.resume(throwing: URLError(.cancelled)) }
+            return !ended
+        }
+
+        /// Resumes the waiting caller with `result`, once; later calls do nothing.
+        func finish(_ result: Result<(Data, URLResponse), any Error>) {
+            let continuation = state.withLock { state in
+                defer { state = (nil, true) }
+                return state.ended ? nil : state.continuation
+            }
+            continuation?.resume(with: result)
+        }
+    }
+}
+#endif
 
 extension ServerTrust {
     /// The loader REST calls go through for this trust.
