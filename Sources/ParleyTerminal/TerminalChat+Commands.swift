@@ -246,8 +246,7 @@ extension TerminalChat {
             let results = await chat.search(query)
             screen.overlayTitle = "\(results.count) found for \"\(query)\" (Esc closes)"
             screen.overlay = results.map { result in
-                let who = names.lookup(result.message.senderId) ?? "Someone"
-                return "#\(result.seq) \(ChatPresentation.time(result.message.createdAt)) \(who): \(result.snippet)"
+                ChatPresentation.searchLine(result, sender: names.lookup(result.message.senderId) ?? "Someone")
             }
         case .attach(let path, let caption):
             let expanded = (path as NSString).expandingTildeInPath

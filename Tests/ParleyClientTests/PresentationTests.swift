@@ -34,6 +34,14 @@ import Testing
         #expect(ChatPresentation.body(of: removed) == "Removed by an admin")
         #expect(ChatPresentation.body(of: ownDelete) == "This message was deleted")
         #expect(ChatPresentation.body(of: ada) == ada.text)
+        // Search results too: the blocked sender's snippet is not shown.
+        var hit = Message(id: EntityID(), conversationId: ada.conversationId, seq: 12, updatedSeq: 12, senderId: ada.senderId,
+                          clientMessageId: "c12", type: .text, text: "cheap watches", createdAt: Self.now)
+        let found = SearchResult(conversationId: ada.conversationId, seq: 12, message: hit, snippet: "cheap [watches]")
+        #expect(ChatPresentation.searchLine(found, sender: "Ada", calendar: Self.utc) == "#12 15:30 Ada: cheap [watches]")
+        hit.senderBlocked = true
+        let folded = SearchResult(conversationId: ada.conversationId, seq: 12, message: hit, snippet: "cheap [watches]")
+        #expect(ChatPresentation.searchLine(folded, sender: "Ada", calendar: Self.utc) == "#12 15:30 Message from a blocked user")
         let items = ChatPresentation.timeline(
             [blocked], me: PresentationSamples.me.id, names: { _ in "Ada" }, now: Self.now, calendar: Self.utc)
         let bubble = try #require(items.compactMap { if case .message(let item) = $0 { item } else { nil } }.first)

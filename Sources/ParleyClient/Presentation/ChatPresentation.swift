@@ -187,6 +187,13 @@ public enum ChatPresentation {
         return message.senderBlocked ? "Message from a blocked user" : message.text
     }
 
+    /// A search hit as one line: "#12 14:05 Ada: the [snippet]", or "#12 14:05 Message from a
+    /// blocked user" for a sender the viewer blocks, whose words stay folded in results too.
+    public static func searchLine(_ result: SearchResult, sender: String, calendar: Calendar = .current) -> String {
+        let head = "#\(result.seq) \(time(result.message.createdAt, calendar: calendar))"
+        return result.message.senderBlocked == true ? "\(head) Message from a blocked user" : "\(head) \(sender): \(result.snippet)"
+    }
+
     /// "Today", "Yesterday", a weekday within the week, else "23 Nov 2026".
     public static func dayTitle(_ date: Date, now: Date, calendar: Calendar = .current) -> String {
         let day = calendar.startOfDay(for: date)
