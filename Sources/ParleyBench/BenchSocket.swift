@@ -22,7 +22,7 @@ final class BenchSocket: ChannelInboundHandler, RemovableChannelHandler {
     private var lastSeq: UInt64?
     private var number = 0
     private var pendingFlush = false
-    private var fragments: ByteBuffer?
+    private var fragments = FragmentedMessage()
     private var closing = false
     // Verification.
     var counts: [UInt64: Int] = [:]
@@ -119,18 +119,7 @@ final class BenchSocket: ChannelInboundHandler, RemovableChannelHandler {
         let frame = unwrapInboundIn(data)
         switch frame.opcode {
         case .text, .binary, .continuation:
-            var payload = frame.unmaskedData
-            if !frame.fin {
-                if fragments == nil { fragments = payload } else { fragments!.writeBuffer(&payload) }
-                return
-            }
-            if var pending = fragments {
-                fragments = nil
-                pending.writeBuffer(&payload)
-                receive(pending)
-            } else {
-                receive(payload)
-            }
+            if let whole = fragments.whole(frame) { receive(whole) }
         case .ping:
             let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
             context.write(wrapOutboundOut(pong), promise: nil)
@@ -232,4 +221,23 @@ final class BenchSocket: ChannelInboundHandler, RemovableChannelHandler {
 
 extension BenchSocket {
     var stateIsActive: Bool { context?.channel.isActive ?? false }
+}
+
+/// A WebSocket message read frame by frame: the frames of a fragmented message are kept until
+/// its last one.
+struct FragmentedMessage {
+    private var pending: ByteBuffer?
+
+    /// The whole message once `frame` completes it (at once for an unfragmented one), else nil.
+    mutating func whole(_ frame: WebSocketFrame) -> ByteBuffer? {
+        var payload = frame.unmaskedData
+        guard frame.fin else {
+            if pending == nil { pending = payload } else { pending!.writeBuffer(&payload) }
+            return nil
+        }
+        guard var earlier = pending else { return payload }
+        pending = nil
+        earlier.writeBuffer(&payload)
+        return earlier
+    }
 }

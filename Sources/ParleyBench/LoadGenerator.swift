@@ -60,48 +60,15 @@ public final class LoadGenerator: Sendable {
 
     /// Opens one socket; nil when it is ready, else why not.
     private static func open(_ spec: SocketSpec, state bound: NIOLoopBound<LoopState>) async -> String? {
-        let loop = bound.eventLoop
-        let ready = loop.makePromise(of: Void.self)
+        let ready = bound.eventLoop.makePromise(of: Void.self)
         do {
-            var bootstrap = ClientBootstrap(group: loop)
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                .connectTimeout(.seconds(30))
-            if let local = spec.localAddress {
-                bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: local, port: 0))
+            let didUpgrade = try await dialWebSocket(spec, on: bound.eventLoop) { channel in
+                let state = bound.value
+                let socket = BenchSocket(spec: spec, state: state, ready: ready)
+                try channel.pipeline.syncOperations.addHandler(socket)
+                state.sockets.append(socket)
+                if spec.isSender { state.senders.append(socket) }
             }
-            let upgraded = try await bootstrap.connect(host: spec.host, port: spec.port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let upgrader = NIOTypedWebSocketClientUpgrader<Bool>(
-                        maxFrameSize: 1 << 20,
-                        upgradePipelineHandler: { channel, _ in
-                            channel.eventLoop.makeCompletedFuture {
-                                let state = bound.value
-                                let socket = BenchSocket(spec: spec, state: state, ready: ready)
-                                try channel.pipeline.syncOperations.addHandler(socket)
-                                state.sockets.append(socket)
-                                if spec.isSender { state.senders.append(socket) }
-                                return true
-                            }
-                        })
-                    var headers = HTTPHeaders()
-                    headers.add(name: "Host", value: "\(spec.host):\(spec.port)")
-                    headers.add(name: "Content-Length", value: "0")
-                    if let token = spec.token { headers.add(name: "Authorization", value: "Bearer \(token)") }
-                    let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: spec.path, headers: headers)
-                    let configuration = NIOTypedHTTPClientUpgradeConfiguration<Bool>(
-                        upgradeRequestHead: head, upgraders: [upgrader],
-                        notUpgradingCompletionHandler: { channel in
-                            channel.close(promise: nil)
-                            return channel.eventLoop.makeSucceededFuture(false)
-                        })
-                    // The server's first frame (hello) can arrive in the same read as the 101:
-                    // keep those bytes for the WebSocket decoder.
-                    var pipeline = NIOUpgradableHTTPClientPipelineConfiguration(upgradeConfiguration: configuration)
-                    pipeline.leftOverBytesStrategy = .forwardBytes
-                    return try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(configuration: pipeline)
-                }
-            }
-            let didUpgrade = try await upgraded.get()
             guard didUpgrade else {
                 ready.fail(ChannelError.inappropriateOperationForState)
                 return "the server refused the WebSocket upgrade for \(spec.path)"
@@ -112,6 +79,49 @@ public final class LoadGenerator: Sendable {
             ready.fail(error)
             return "\(error)"
         }
+    }
+
+    /// Connects to `spec`'s server on `loop` and upgrades to a WebSocket; `install` adds the
+    /// frame handler, on the loop, once upgraded. False when the server answered without
+    /// upgrading.
+    static func dialWebSocket(
+        _ spec: SocketSpec, on loop: any EventLoop, install: @escaping @Sendable (any Channel) throws -> Void
+    ) async throws -> Bool {
+        var bootstrap = ClientBootstrap(group: loop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(.seconds(30))
+        if let local = spec.localAddress {
+            bootstrap = bootstrap.bind(to: try SocketAddress(ipAddress: local, port: 0))
+        }
+        let upgraded = try await bootstrap.connect(host: spec.host, port: spec.port) { channel in
+            channel.eventLoop.makeCompletedFuture {
+                let upgrader = NIOTypedWebSocketClientUpgrader<Bool>(
+                    maxFrameSize: 1 << 20,
+                    upgradePipelineHandler: { channel, _ in
+                        channel.eventLoop.makeCompletedFuture {
+                            try install(channel)
+                            return true
+                        }
+                    })
+                var headers = HTTPHeaders()
+                headers.add(name: "Host", value: "\(spec.host):\(spec.port)")
+                headers.add(name: "Content-Length", value: "0")
+                if let token = spec.token { headers.add(name: "Authorization", value: "Bearer \(token)") }
+                let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: spec.path, headers: headers)
+                let configuration = NIOTypedHTTPClientUpgradeConfiguration<Bool>(
+                    upgradeRequestHead: head, upgraders: [upgrader],
+                    notUpgradingCompletionHandler: { channel in
+                        channel.close(promise: nil)
+                        return channel.eventLoop.makeSucceededFuture(false)
+                    })
+                // The server's first frame (hello) can arrive in the same read as the 101:
+                // keep those bytes for the WebSocket decoder.
+                var pipeline = NIOUpgradableHTTPClientPipelineConfiguration(upgradeConfiguration: configuration)
+                pipeline.leftOverBytesStrategy = .forwardBytes
+                return try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(configuration: pipeline)
+            }
+        }
+        return try await upgraded.get()
     }
 
     private func onEveryLoop<T: Sendable>(_ body: @escaping @Sendable (LoopState) -> T) async -> [T] {

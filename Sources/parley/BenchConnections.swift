@@ -61,7 +61,7 @@ struct Connections: AsyncParsableCommand {
         server.executableURL = selfExecutable()
         server.arguments = bare
             ? ["bench", "bare-server", "--port", "\(port)"]
-            : ["serve", "--port", "\(port)", "--data-dir", dataDirectory, "--log-level", "error"]
+            : ["serve", "--port", "\(port)", "--data-dir", dataDirectory, "--log-level", "error", "--open-organizations"]
         var environment = ProcessInfo.processInfo.environment
         environment["PARLEY_BCRYPT_COST"] = "4"
         server.environment = environment
@@ -85,7 +85,7 @@ struct Connections: AsyncParsableCommand {
 
         try await Task.sleep(for: .seconds(1))
         let baseline = try rssKB(server.processIdentifier)
-        var workers: [Worker] = []
+        var workers: [WorkerProcess] = []
         defer { for worker in workers { worker.stop() } }
         var failed = 0
         var opened = 0
@@ -93,10 +93,10 @@ struct Connections: AsyncParsableCommand {
         var half = baseline
         for (phase, share) in [count / 2, count - count / 2].enumerated() {
             var remaining = share
-            var started: [Worker] = []
+            var started: [WorkerProcess] = []
             while remaining > 0 {
                 let n = min(remaining, perWorker)
-                let worker = try Worker.spawn(
+                let worker = try WorkerProcess.connections(
                     port: port, path: bare ? "/ws" : "/api/v1/ws", count: n, firstIndex: opened,
                     source: "127.0.0.\(2 + sourceIndex)", tokensFile: bare ? nil : tokensFile)
                 sourceIndex += 1
@@ -118,18 +118,19 @@ struct Connections: AsyncParsableCommand {
         }
         fatalError("unreachable")
     }
+}
 
-    func waitUntilListening(port: Int, process: Process) async throws {
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(60)
-        let url = URL(string: "http://127.0.0.1:\(port)/api/v1/health")!
-        while clock.now < deadline {
-            guard process.isRunning else { throw fail("the server process exited") }
-            if let (_, response) = try? await URLSession.shared.data(from: url), response is HTTPURLResponse { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        throw fail("the server did not listen on \(port)")
+/// Waits until a spawned server answers `/api/v1/health` on `port` (60 s at most).
+func waitUntilListening(port: Int, process: Process) async throws {
+    let clock = ContinuousClock()
+    let deadline = clock.now + .seconds(60)
+    let url = URL(string: "http://127.0.0.1:\(port)/api/v1/health")!
+    while clock.now < deadline {
+        guard process.isRunning else { throw fail("the server process exited") }
+        if let (_, response) = try? await URLSession.shared.data(from: url), response is HTTPURLResponse { return }
+        try await Task.sleep(for: .milliseconds(100))
     }
+    throw fail("the server did not listen on \(port)")
 }
 
 /// This executable (for spawning servers and workers).
@@ -146,41 +147,43 @@ func rssKB(_ pid: Int32) throws -> Double {
     return kb
 }
 
-/// A `bench connections-worker` process: opens its share, says READY, holds them until its
-/// stdin closes.
+/// A worker process of a benchmark (`bench connections-worker`, `bench storm-worker`), spoken
+/// to by lines: it writes a line when it is ready or done, reads its orders on stdin, and ends
+/// when stdin closes.
 ///
 /// `@unchecked Sendable` because Foundation's `Process` and `Pipe` are not marked Sendable on
 /// Linux. It is safe as used: every stored property is a `let` set before the worker is shared,
-/// and after that only its file descriptor number is read (`ready()`), and its stdin closed
-/// and the process awaited (`stop()`), once, by the benchmark that owns it.
-// SAFETY: every stored property is a `let` set before sharing; only `stop()` touches the process, once.
-final class Worker: @unchecked Sendable {
+/// and after that only the benchmark that owns it reads its output, writes its input and
+/// closes it (`stop()`), one call at a time.
+// SAFETY: every stored property is a `let` set before sharing; one owner uses it, sequentially.
+final class WorkerProcess: @unchecked Sendable {
     let process: Process
     let input: Pipe
     let output: Pipe
 
-    private init(process: Process, input: Pipe, output: Pipe) {
-        self.process = process
-        self.input = input
-        self.output = output
-    }
-
-    static func spawn(port: Int, path: String, count: Int, firstIndex: Int, source: String, tokensFile: String?) throws -> Worker {
-        let process = Process()
+    /// Starts this executable with `arguments`.
+    init(arguments: [String]) throws {
+        process = Process()
         process.executableURL = selfExecutable()
-        process.arguments = [
-            "bench", "connections-worker", "--port", "\(port)", "--path", path, "--count", "\(count)", "--first-index", "\(firstIndex)",
-            "--source", source,
-        ] + (tokensFile.map { ["--tokens-file", $0] } ?? [])
-        let input = Pipe(), output = Pipe()
+        process.arguments = arguments
+        input = Pipe()
+        output = Pipe()
         process.standardInput = input
         process.standardOutput = output
         try process.run()
-        return Worker(process: process, input: input, output: output)
     }
 
-    /// Waits for `READY <opened> <failed> [error]`.
-    func ready() async throws -> (opened: Int, failed: Int, error: String?) {
+    /// A `bench connections-worker`: opens its share of idle WebSockets, says READY, holds
+    /// them until its stdin closes.
+    static func connections(port: Int, path: String, count: Int, firstIndex: Int, source: String, tokensFile: String?) throws -> WorkerProcess {
+        try WorkerProcess(arguments: [
+            "bench", "connections-worker", "--port", "\(port)", "--path", path, "--count", "\(count)", "--first-index", "\(firstIndex)",
+            "--source", source,
+        ] + (tokensFile.map { ["--tokens-file", $0] } ?? []))
+    }
+
+    /// The next line of output, which must start with `word` and a space.
+    func line(expecting word: String) async throws -> String {
         let fd = output.fileHandleForReading.fileDescriptor
         let line: String? = await Task.detached {
             var bytes: [UInt8] = []
@@ -191,11 +194,22 @@ final class Worker: @unchecked Sendable {
             }
             return nil
         }.value
-        guard let line, line.hasPrefix("READY ") else { throw fail("a connections worker stopped: \(line ?? "no output")") }
-        let parts = line.split(separator: " ", maxSplits: 3)
+        guard let line, line.hasPrefix(word + " ") else { throw fail("a worker process stopped: \(line ?? "no output")") }
+        return line
+    }
+
+    /// A connections worker's `READY <opened> <failed> [error]`.
+    func ready() async throws -> (opened: Int, failed: Int, error: String?) {
+        let parts = try await line(expecting: "READY").split(separator: " ", maxSplits: 3)
         return (Int(parts[1]) ?? 0, Int(parts[2]) ?? 0, parts.count > 3 ? String(parts[3]) : nil)
     }
 
+    /// Writes one line to the worker's stdin.
+    func send(_ line: String) {
+        input.fileHandleForWriting.write(Data((line + "\n").utf8))
+    }
+
+    /// Closes its stdin and waits for it to end.
     func stop() {
         try? input.fileHandleForWriting.close()
         process.waitUntilExit()
