@@ -61,7 +61,7 @@ struct Connections: AsyncParsableCommand {
         server.executableURL = selfExecutable()
         server.arguments = bare
             ? ["bench", "bare-server", "--port", "\(port)"]
-            : ["serve", "--port", "\(port)", "--data-dir", dataDirectory, "--log-level", "error", "--open-organizations"]
+            : ["serve", "--port", "\(port)", "--data-dir", dataDirectory, "--log-level", "error", "--open-organizations", "--max-connections", "\(count + 500)"]
         var environment = ProcessInfo.processInfo.environment
         environment["PARLEY_BCRYPT_COST"] = "4"
         server.environment = environment

@@ -31,7 +31,8 @@ struct Storm: AsyncParsableCommand {
         let port = try freeLoopbackPort()
         let dataDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("parley-storm-\(UUID())").path
         defer { try? FileManager.default.removeItem(atPath: dataDirectory) }
-        var server = try Self.spawnServer(port: port, dataDirectory: dataDirectory)
+        let cap = clients + 500  // every client's socket, and room for the catch-ups' REST connections
+        var server = try Self.spawnServer(port: port, dataDirectory: dataDirectory, maxConnections: cap)
         defer { if server.isRunning { server.terminate(); server.waitUntilExit() } }
         try await waitUntilListening(port: port, process: server)
         let url = URL(string: "http://127.0.0.1:\(port)")!
@@ -70,7 +71,7 @@ struct Storm: AsyncParsableCommand {
         if stop == "kill" { kill(server.processIdentifier, SIGKILL) } else { server.terminate() }
         server.waitUntilExit()
         let origin = monotonicNanos()
-        server = try Self.spawnServer(port: port, dataDirectory: dataDirectory)
+        server = try Self.spawnServer(port: port, dataDirectory: dataDirectory, maxConnections: cap)
         let sampler = ProcessSampler(pid: server.processIdentifier)
         let sampling = Task { await sampler.run() }
         try await waitUntilListening(port: port, process: server)
@@ -153,12 +154,12 @@ struct Storm: AsyncParsableCommand {
         }
     }
 
-    static func spawnServer(port: Int, dataDirectory: String) throws -> Process {
+    static func spawnServer(port: Int, dataDirectory: String, maxConnections: Int) throws -> Process {
         let server = Process()
         server.executableURL = selfExecutable()
         server.arguments = [
             "serve", "--port", "\(port)", "--data-dir", dataDirectory, "--log-level", "error", "--rate-limits", "off", "--open-organizations",
-            "--drain-seconds", "0",
+            "--drain-seconds", "0", "--max-connections", "\(maxConnections)",
         ]
         var environment = ProcessInfo.processInfo.environment
         environment["PARLEY_BCRYPT_COST"] = "4"
