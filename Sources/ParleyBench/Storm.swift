@@ -96,6 +96,7 @@ public final class StormFleet: Sendable {
         for state in await onEachLoop({ $0.snapshot() }) {
             report.clients += 1
             if let at = state.backAt { report.back += 1; report.backMillis.append(at) }
+            if let at = state.helloAt { report.helloMillis.append(at) }
             report.dials += state.dials
             report.refusedDials += state.refusedDials
             report.catchUps += state.catchUps
@@ -145,6 +146,8 @@ public struct StormReport: Sendable {
     public var back = 0
     /// Milliseconds from the origin to each client's being back.
     public var backMillis: [Double] = []
+    /// Milliseconds from the origin to each client's first `hello` after the restart.
+    public var helloMillis: [Double] = []
     /// WebSocket dials, and those that failed (refused, reset, upgrade refused).
     public var dials = 0, refusedDials = 0
     /// Catch-ups run, and those that failed (to be retried on the next hello).
@@ -175,6 +178,9 @@ final class StormClient: Sendable {
 
     struct Snapshot: Sendable {
         var backAt: Double?
+        /// When the first `hello` after the reset came, in ms from the origin (once it is known).
+        var helloAt: Double?
+        var helloNanos: UInt64?
         var dials = 0, refusedDials = 0, catchUps = 0, failedCatchUps = 0, redelivered = 0, gaps = 0
         var gaveUp = false
     }
@@ -236,7 +242,13 @@ final class StormClient: Sendable {
     }
 
     /// On the loop: the counts.
-    func snapshot() -> Snapshot { state.value.stats }
+    func snapshot() -> Snapshot {
+        var stats = state.value.stats
+        if let nanos = stats.helloNanos, state.value.target != nil {
+            stats.helloAt = Double(Int64(bitPattern: nanos &- state.value.origin)) / 1e6
+        }
+        return stats
+    }
 
     // MARK: on the loop
 
@@ -286,6 +298,7 @@ final class StormClient: Sendable {
         guard generation == state.generation else { return }
         state.connected = true
         state.attempt = 0
+        if state.stats.helloNanos == nil { state.stats.helloNanos = monotonicNanos() }
         catchUp()
     }
 

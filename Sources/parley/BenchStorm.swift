@@ -137,9 +137,14 @@ struct Storm: AsyncParsableCommand {
         let expected = owners.count * messages
         func sum(_ key: String) -> Int { reports.reduce(0) { $0 + (($1[key] as? Int) ?? 0) } }
         let back = sum("back"), times = reports.flatMap { ($0["back_ms"] as? [Double]) ?? [] }.sorted()
-        func rank(_ q: Double) -> Double { times.isEmpty ? .nan : times[min(times.count - 1, max(0, Int((q * Double(times.count)).rounded(.up)) - 1))] }
+        let hellos = reports.flatMap { ($0["hello_ms"] as? [Double]) ?? [] }.sorted()
+        func rank(_ q: Double, _ sorted: [Double]) -> Double {
+            sorted.isEmpty ? .nan : sorted[min(sorted.count - 1, max(0, Int((q * Double(sorted.count)).rounded(.up)) - 1))]
+        }
+        func rank(_ q: Double) -> Double { rank(q, times) }
         print(String(format: "server stopped (%@) and started: listening after %.0f ms; %d messages sent into %d groups by %.0f ms", stop, listening, expected, owners.count, sentAt))
         print(String(format: "back and current: %d of %d clients; p50 %.0f ms, p99 %.0f ms, last %.0f ms after the restart", back, clients, rank(0.5), rank(0.99), times.last ?? .nan))
+        print(String(format: "hello received (connected again): p10 %.0f ms, p50 %.0f ms, p99 %.0f ms", rank(0.1, hellos), rank(0.5, hellos), rank(0.99, hellos)))
         print("dials \(sum("dials")) (refused \(sum("refused_dials"))), catch-ups \(sum("catch_ups")) (failed \(sum("failed_catch_ups"))), gaps \(sum("gaps")), redelivered frames ignored \(sum("redelivered")), gave up \(sum("gave_up"))")
         print(String(format: "server during the storm: peak RSS %.1f MB (%.1f MB before), CPU %.2f s in %.1f s (%.2f cores)", usage.peakRSS / 1024, steadyRSS / 1024, usage.cpuSeconds, usage.wallSeconds, usage.cpuSeconds / max(usage.wallSeconds, 0.001)))
         print("messages: \(stored) of \(expected) stored, \(expected - stored) lost, \(duplicated) duplicated")
@@ -253,7 +258,7 @@ struct StormWorker: AsyncParsableCommand {
             await fleet.expect(targets, origin: origin)
             let report = await fleet.waitUntilBack(timeout: .milliseconds(Int(timeout * 1000)))
             let json: [String: Any] = [
-                "clients": report.clients, "back": report.back, "back_ms": report.backMillis, "dials": report.dials,
+                "clients": report.clients, "back": report.back, "back_ms": report.backMillis, "hello_ms": report.helloMillis, "dials": report.dials,
                 "refused_dials": report.refusedDials, "catch_ups": report.catchUps, "failed_catch_ups": report.failedCatchUps,
                 "gaps": report.gaps, "redelivered": report.redelivered, "gave_up": report.gaveUp,
             ]
