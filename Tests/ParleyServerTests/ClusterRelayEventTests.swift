@@ -374,9 +374,15 @@ import FoundationNetworking
         try await aliceEvents.wait(timeout: .seconds(30), "Bob online through the restarted B") { Self.presence($0, of: bob.id).filter(\.isOnline).count == 2 }
         try await waitFor("A to know Bob is on B again") { a.app.fanOut.isOnline(bob.id) }
         _ = try await aliceSocket.sendMessage(.init(conversationId: direct.id, clientMessageId: "a2", text: "to B again"))
+        // Bob answers once A's message is with him. Sent at once, his reply (B's own commit,
+        // handed on without waiting) can overtake A's on the fresh B2, which then drops A's as
+        // older and leaves it to the client's catch-up: the trade ConversationOrder documents.
+        try await bobAgainEvents.wait(timeout: .seconds(30), "A's message on the restarted B") { _ in
+            bobAgainEvents.createdMessages.map(\.text) == ["to B again"]
+        }
         let reply = try await bobAgain.sendMessage(.init(conversationId: direct.id, clientMessageId: "b1", text: "from B again"))
         try await bobAgainEvents.wait(timeout: .seconds(30), "both messages on the restarted B") { _ in
-            Set(bobAgainEvents.createdMessages.map(\.text)) == ["to B again", "from B again"]
+            bobAgainEvents.createdMessages.map(\.text) == ["to B again", "from B again"]
         }
         try await aliceEvents.wait(timeout: .seconds(30), "Bob's reply on A") { _ in aliceEvents.createdMessages.contains { $0.id == reply.id } }
         #expect(aliceEvents.createdMessages.map(\.text) == ["to B", "to B again", "from B again"])
