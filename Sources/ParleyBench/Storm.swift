@@ -158,14 +158,6 @@ public struct StormReport: Sendable {
     public var gaps = 0
     /// Clients that ran out of attempts.
     public var gaveUp = 0
-
-    /// The `p`-th percentile (0...1) of the back times, in ms.
-    public func percentile(_ p: Double) -> Double {
-        let sorted = backMillis.sorted()
-        guard !sorted.isEmpty else { return .nan }
-        let rank = Int((Double(sorted.count) * p).rounded(.up)) - 1
-        return sorted[min(max(rank, 0), sorted.count - 1)]
-    }
 }
 
 /// One client; its state lives on its event loop.

@@ -116,6 +116,7 @@ import Testing
             try await bob.waitFor("\(hit) !== null", "the search hit")
             #expect(try await bob.eval("\(hit).querySelector('.snippet').textContent") as? String == "Message from a blocked user")
             #expect(try await bob.eval("document.querySelector('#search-results').textContent.includes('watches')") as? Bool == false)
+            try await bob.screenshot(Web.screens + "/web-safety-search.png")
             try await bob.press("Escape")
             try await bob.waitFor("document.querySelector('#search-results').hidden", "the search cleared")
 
