@@ -24,7 +24,8 @@ struct BackupCommand: AsyncParsableCommand {
     var destination: String
 
     func run() async throws {
-        let configuration = backupConfiguration(dataDirectory: dataDirectory, attachmentsDirectory: attachmentsDirectory)
+        let configuration = try storageConfiguration(
+            dataDirectory: dataDirectory, attachmentsDirectory: attachmentsDirectory, databaseURL: "")
         do {
             let started = ContinuousClock.now
             let manifest = try SQLiteBackup.backup(configuration, to: destination)
@@ -62,9 +63,7 @@ struct RestoreCommand: AsyncParsableCommand {
     func run() async throws {
         if let databaseURL {
             guard backup == nil else { throw fail("give --from (SQLite) or --database (PostgreSQL), not both") }
-            var configuration = ServerConfiguration()
-            configuration.databaseURL = databaseURL
-            guard configuration.usesPostgres else { throw fail("--database must be a postgres:// or postgresql:// URL") }
+            let configuration = try storageConfiguration(dataDirectory: dataDirectory, databaseURL: databaseURL)
             let store: any ParleyStore
             do {
                 store = try await configuration.makeStore(logger: .init(label: "parley.restore"))
@@ -77,7 +76,8 @@ struct RestoreCommand: AsyncParsableCommand {
             return
         }
         guard let backup else { throw fail("give --from BACKUP (or --database URL for PostgreSQL)") }
-        let configuration = backupConfiguration(dataDirectory: dataDirectory, attachmentsDirectory: attachmentsDirectory)
+        let configuration = try storageConfiguration(
+            dataDirectory: dataDirectory, attachmentsDirectory: attachmentsDirectory, databaseURL: "")
         do {
             let manifest = try SQLiteBackup.manifest(of: backup)
             let id = try SQLiteBackup.restore(from: backup, into: configuration)
@@ -89,11 +89,14 @@ struct RestoreCommand: AsyncParsableCommand {
     }
 }
 
-/// The data directory and attachments folder as `parley serve` would take them.
-func backupConfiguration(dataDirectory: String?, attachmentsDirectory: String?) -> ServerConfiguration {
-    var configuration = ServerConfiguration()
-    configuration.dataDirectory = setting(dataDirectory, env: "PARLEY_DATA_DIR", default: configuration.dataDirectory)
-    let attachments = setting(attachmentsDirectory, env: "PARLEY_ATTACHMENTS_DIR", default: "")
-    configuration.attachmentsPath = attachments.isEmpty ? nil : attachments
-    return configuration
+/// The data's place as `parley serve` would take it from these options and the environment.
+func storageConfiguration(dataDirectory: String?, attachmentsDirectory: String? = nil, databaseURL: String? = nil) throws -> ServerConfiguration {
+    let options = [
+        "PARLEY_DATA_DIR": dataDirectory, "PARLEY_ATTACHMENTS_DIR": attachmentsDirectory, "PARLEY_DATABASE_URL": databaseURL,
+    ].compactMapValues { $0 }
+    do {
+        return try ServerConfiguration(storageSettings: ServerSettings(options: options))
+    } catch {
+        throw fail(error.description)
+    }
 }

@@ -24,13 +24,7 @@ struct Keys: AsyncParsableCommand {
         var databaseURL: String?
 
         func open() async throws -> any ParleyStore {
-            var configuration = ServerConfiguration()
-            configuration.dataDirectory = setting(dataDirectory, env: "PARLEY_DATA_DIR", default: configuration.dataDirectory)
-            let database = setting(databaseURL, env: "PARLEY_DATABASE_URL", default: "")
-            configuration.databaseURL = database.isEmpty ? nil : database
-            if configuration.databaseURL != nil, !configuration.usesPostgres {
-                throw fail("--database must be a postgres:// or postgresql:// URL")
-            }
+            let configuration = try storageConfiguration(dataDirectory: dataDirectory, databaseURL: databaseURL)
             if configuration.databaseURL == nil, !FileManager.default.fileExists(atPath: configuration.databasePath) {
                 throw fail("no database at \(configuration.databasePath); give --data-dir or --database")
             }
