@@ -166,7 +166,7 @@ import Testing
         let client = Self.client(alice, clock: clock)
         _ = try await client.openConversation(direct.id)
         await client.start()
-        try await ChatClientTests.eventually("connected") { await client.connectionState == .connected }
+        try await waitFor("connected") { await client.connectionState == .connected }
 
         // A message waiting out a backoff a minute long.
         let request = SendMessageRequest(clientMessageId: "queued-1", text: "sent on the way out")
@@ -174,13 +174,13 @@ import Testing
         try await client.database.outboxAttemptFailed(clientMessageId: "queued-1", retryAt: clock.now().addingTimeInterval(60))
 
         await client.appEnteredBackground()
-        try await ChatClientTests.eventually("the queued message at the server, the clock standing still") {
+        try await waitFor("the queued message at the server, the clock standing still") {
             try await bob.api.messages(direct.id).messages.map(\.text) == ["sent on the way out"]
         }
         #expect(await client.connectionState == .connected, "the grace period keeps the socket")
 
         clock.advance(by: 25)
-        try await ChatClientTests.eventually("closed after the grace period") { await client.connectionState == .disconnected }
+        try await waitFor("closed after the grace period") { await client.connectionState == .disconnected }
         _ = try await bob.api.send(.init(clientMessageId: "b-away", text: "while you were away"), to: direct.id)
         clock.advance(by: 600)
         try await Task.sleep(for: .milliseconds(200))
@@ -189,7 +189,7 @@ import Testing
 
         let states = await States.following(client)
         await client.appEnteredForeground()
-        try await ChatClientTests.eventually("caught up after coming back") {
+        try await waitFor("caught up after coming back") {
             try await client.database.messages(in: direct.id, viewer: alice.id).map(\.text) == ["sent on the way out", "while you were away"]
         }
         #expect(await client.connectionState == .connected)
@@ -207,9 +207,9 @@ import Testing
         let clock = ManualClock()
         let client = Self.client(alice, clock: clock)
         await client.start()
-        try await ChatClientTests.eventually("connected") { await client.connectionState == .connected }
+        try await waitFor("connected") { await client.connectionState == .connected }
         await outage.server.stop()
-        try await ChatClientTests.eventually("lost") {
+        try await waitFor("lost") {
             if case .reconnecting = await client.connectionState { true } else { false }
         }
 
@@ -242,7 +242,7 @@ import Testing
         let again = try await outage.restart()
         defer { Task { await again.stop() } }
         await client.networkChanged(available: true)
-        try await ChatClientTests.eventually("connected as soon as the network returned") { await client.connectionState == .connected }
+        try await waitFor("connected as soon as the network returned") { await client.connectionState == .connected }
         await client.stop()
     }
 
@@ -255,7 +255,7 @@ import Testing
         let clock = ManualClock()
         let client = Self.client(alice, clock: clock)
         await client.start()
-        try await ChatClientTests.eventually("connected") { await client.connectionState == .connected }
+        try await waitFor("connected") { await client.connectionState == .connected }
 
         let states = await States.following(client)
         await client.appEnteredBackground()
@@ -265,7 +265,7 @@ import Testing
         #expect(!states.all.contains(.connecting), "a glance at another app keeps the socket: \(states.all)")
 
         await client.networkChanged(available: true, interfaceChanged: true)
-        try await ChatClientTests.eventually("reconnected") {
+        try await waitFor("reconnected") {
             let seen = states.all
             guard let dropped = seen.firstIndex(of: .connecting) else { return false }
             return seen[dropped...].contains(.connected)

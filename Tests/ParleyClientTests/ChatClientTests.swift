@@ -21,18 +21,6 @@ import Testing
             pollInterval: .seconds(5))
     }
 
-    static func eventually(
-        _ what: String, timeout: Duration = .seconds(30), _ condition: @Sendable () async throws -> Bool
-    ) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        Issue.record("timed out waiting for \(what)")
-        throw ClientError(kind: .timeout, message: what)
-    }
-
     /// Removed from a group (or leaving it from another device): the one `conversation.updated`
     /// without the user takes the row and its messages away at once, and the events that
     /// follow (the system message) do not bring it back. It stayed until the next full sync.
@@ -45,10 +33,10 @@ import Testing
         let client = try Self.client(alice)
         await client.start()
         _ = try await client.openConversation(group.id)
-        try await Self.eventually("the group in Alice's list") { try await client.database.conversations().contains { $0.id == group.id } }
-        try await Self.eventually("connected") { await client.connectionState == .connected }
+        try await waitFor("the group in Alice's list") { try await client.database.conversations().contains { $0.id == group.id } }
+        try await waitFor("connected") { await client.connectionState == .connected }
         _ = try await bob.api.removeParticipant(group.id, userId: alice.id)
-        try await Self.eventually("the group gone from Alice's list") {
+        try await waitFor("the group gone from Alice's list") {
             try await !client.database.conversations().contains { $0.id == group.id }
         }
         #expect(try await client.database.messages(in: group.id, viewer: alice.id).isEmpty, "its messages too")
@@ -71,10 +59,10 @@ import Testing
 
         let pending = try await aliceClient.send(text: "hello", in: direct.id)
         #expect(pending.delivery == .sending)
-        try await Self.eventually("bob receives") {
+        try await waitFor("bob receives") {
             try await bobClient.database.messages(in: direct.id, viewer: bob.id).map(\.text) == ["hello"]
         }
-        try await Self.eventually("alice's copy confirmed") {
+        try await waitFor("alice's copy confirmed") {
             try await aliceClient.database.messages(in: direct.id, viewer: alice.id).first?.isConfirmed == true
         }
         let mine = try await aliceClient.database.messages(in: direct.id, viewer: alice.id)
@@ -108,7 +96,7 @@ import Testing
         }
         #expect(syncing == [true, false], "one start and one end for two overlapping syncs: \(syncing)")
         #expect(await client.isSyncing == false)
-        try await Self.eventually("the model to see the end") { await model.isSyncing == false }
+        try await waitFor("the model to see the end") { await model.isSyncing == false }
         await model.stop()
     }
 
@@ -135,7 +123,7 @@ import Testing
         let restarted = try await TestServer.start(dataDirectory: directory, port: port)
         defer { Task { await restarted.stop() } }
         await reopened.start()
-        try await Self.eventually("outbox drained") { try await reopened.database.outboxCount() == 0 }
+        try await waitFor("outbox drained") { try await reopened.database.outboxCount() == 0 }
         let history = try await bob.api.messages(direct.id).messages
         #expect(history.map(\.text) == (1...5).map { "offline \($0)" }, "in order, each once")
         #expect(history.map(\.seq) == [1, 2, 3, 4, 5])
@@ -153,15 +141,15 @@ import Testing
         _ = try await client.database.enqueue(
             .init(clientMessageId: "doomed", text: "x", replyToId: EntityID()), in: direct.id, senderId: alice.id, now: Date())
         try await client.send(text: "fine", in: direct.id)
-        try await Self.eventually("the refusal is recorded") {
+        try await waitFor("the refusal is recorded") {
             try await client.database.message(senderId: alice.id, clientMessageId: "doomed", viewer: alice.id)?.delivery
                 == .failed(reason: "replyToId is not a message of this conversation")
         }
-        try await Self.eventually("the next message is not blocked") {
+        try await waitFor("the next message is not blocked") {
             try await bob.api.messages(direct.id).messages.map(\.text) == ["fine"]
         }
         try await client.discard(clientMessageId: "doomed", in: direct.id)
-        try await Self.eventually("the outbox empty (\"fine\" confirmed, \"doomed\" discarded)") {
+        try await waitFor("the outbox empty (\"fine\" confirmed, \"doomed\" discarded)") {
             try await client.database.outboxCount() == 0
         }
         #expect(try await client.database.messages(in: direct.id, viewer: alice.id).map(\.text) == ["fine"])
@@ -202,10 +190,10 @@ import Testing
         #expect(await empty.canLoadOlder == false, "an empty chat has nothing older")
         await empty.stop()
         for index in 1...60 { _ = try await bob.api.send(.init(clientMessageId: "p\(index)", text: "\(index)"), to: direct.id) }
-        try await Self.eventually("the messages") { try await client.database.messages(in: direct.id, viewer: alice.id).count >= 50 }
+        try await waitFor("the messages") { try await client.database.messages(in: direct.id, viewer: alice.id).count >= 50 }
         let chat = await ChatModel(client: client, conversationId: direct.id)
         await chat.start()
-        try await Self.eventually("the newest 50") { await chat.messages.last?.seq == 60 }
+        try await waitFor("the newest 50") { await chat.messages.last?.seq == 60 }
         // The window is the newest page, unless the cache already held all 60 when it opened
         // (a loaded machine): either way, older ones are offered exactly when seq 1 is not shown.
         let firstShown = await chat.messages.first?.seq ?? -1
@@ -224,14 +212,14 @@ import Testing
         let bobClient = try Self.client(bob)
         await bobClient.start()
         _ = try await bobClient.openConversation(direct.id)
-        try await Self.eventually("connected") { await bobClient.connectionState == .connected }
+        try await waitFor("connected") { await bobClient.connectionState == .connected }
         let one = try await alice.api.send(.init(clientMessageId: "1", text: "typo"), to: direct.id)
         let two = try await alice.api.send(.init(clientMessageId: "2", text: "regret"), to: direct.id)
         let path = "conversations/\(direct.id)/messages"
         _ = try await server.raw("PATCH", "\(path)/\(one.id)", token: alice.token, json: #"{"text":"fixed"}"#)
         _ = try await server.raw("DELETE", "\(path)/\(two.id)", token: alice.token)
         _ = try await server.raw("POST", "\(path)/\(one.id)/reactions", token: alice.token, json: #"{"emoji":"👍"}"#)
-        try await Self.eventually("bob's cache follows") {
+        try await waitFor("bob's cache follows") {
             let shown = try await bobClient.database.messages(in: direct.id, viewer: bob.id)
             return shown.map(\.text) == ["fixed", ""] && shown[0].editedAt != nil && shown[1].deletedAt != nil
                 && shown[0].reactions == ["👍": [alice.id]]
@@ -252,16 +240,16 @@ import Testing
         await list.start()
         let chat = await ChatModel(client: client, conversationId: direct.id)
         await chat.start()
-        try await Self.eventually("the list shows the conversation") {
+        try await waitFor("the list shows the conversation") {
             await list.rows.map(\.title) == ["Bob"]
         }
         await chat.send("hi Bob")
         #expect(await chat.messages.map(\.text) == ["hi Bob"])
         // Bob answers once Alice's message is stored (else his could take the first seq).
-        try await Self.eventually("alice's message stored") { try await client.database.outboxCount() == 0 }
+        try await waitFor("alice's message stored") { try await client.database.outboxCount() == 0 }
         _ = try await bob.api.send(.init(clientMessageId: "r", text: "hi Alice"), to: direct.id)
-        try await Self.eventually("the reply shows") { await chat.messages.map(\.text) == ["hi Bob", "hi Alice"] }
-        try await Self.eventually("the badge counts it") { await list.totalUnread == 1 }
+        try await waitFor("the reply shows") { await chat.messages.map(\.text) == ["hi Bob", "hi Alice"] }
+        try await waitFor("the badge counts it") { await list.totalUnread == 1 }
         #expect(await chat.connection == .connected)
         await chat.stop()
         await list.stop()

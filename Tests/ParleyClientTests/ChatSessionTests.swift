@@ -25,7 +25,7 @@ import Testing
         let file = URL(fileURLWithPath: folder + "/notes.txt")
         try Data("meeting at noon".utf8).write(to: file)
         await chat.send(file: file, contentType: "text/plain", type: .file, caption: "the notes")
-        try await ChatClientTests.eventually("the file at Bob's") {
+        try await waitFor("the file at Bob's") {
             try await bob.api.messages(direct.id).messages.first?.attachment?.name == "notes.txt"
         }
         let received = try #require(try await bob.api.messages(direct.id).messages.first)
@@ -56,7 +56,7 @@ import Testing
         let list = try #require(session.list)
         // The first sync normally has the list before sign-in returns; under the whole suite's
         // load on two cores its connection can time out first, and a later sync brings it.
-        try await ChatClientTests.eventually("the list") { await MainActor.run { list.rows.count == 1 } }
+        try await waitFor("the list") { await MainActor.run { list.rows.count == 1 } }
         #expect(list.rows.map(\.title) == ["Bob"], "the direct chat is named after Bob")
         #expect(session.users[carol.id]?.displayName == "Carol")
         let attributes = try FileManager.default.attributesOfItem(atPath: folder + "/session.json")
@@ -70,7 +70,7 @@ import Testing
 
         // A new direct chat appears in the list.
         let started = try #require(await session.directConversation(with: carol.id))
-        try await ChatClientTests.eventually("the new chat in the list") { await MainActor.run { list.rows.contains { $0.id == started } } }
+        try await waitFor("the new chat in the list") { await MainActor.run { list.rows.contains { $0.id == started } } }
 
         // The next launch resumes without a password.
         let relaunch = ChatSession(server: server.baseURL, store: store, databaseDirectory: folder + "/db")

@@ -150,7 +150,7 @@ import Testing
         await model.reload()
         #expect(model.messages.map(\.delivery) == [.sending])
         clock.advance(by: 0.2)
-        try await ChatClientTests.eventually("shown as not sent") { await MainActor.run { model.messages.map(\.delivery) == [.notSent] } }
+        try await waitFor("shown as not sent") { await MainActor.run { model.messages.map(\.delivery) == [.notSent] } }
         #expect(try await aliceClient.database.outboxCount() == 1, "still queued: it will be retried")
 
         let again = try await outage.restart()
@@ -230,7 +230,7 @@ import Testing
                 .sendMessage(.init(conversationId: direct.id, clientMessageId: "late", text: secret)), timeout: .nanoseconds(1))
         }
         // The reply comes after its command gave up; wait until it has been logged.
-        try await ChatClientTests.eventually("the late reply") { lines.all.contains { $0.contains("Reply without") } }
+        try await waitFor("the late reply") { lines.all.contains { $0.contains("Reply without") } }
         await connection.close()
         let logged = lines.all
         #expect(!logged.contains { $0.contains(secret) }, "\(logged)")

@@ -18,17 +18,17 @@ import Testing
         _ = try await bobClient.openConversation(direct.id)
         for index in 1...3 { try await aliceClient.send(text: "m\(index)", in: direct.id) }
         // Bob's client stores them and says so: delivered.
-        try await ChatClientTests.eventually("delivered ticks") {
+        try await waitFor("delivered ticks") {
             try await aliceClient.database.messages(in: direct.id, viewer: alice.id).map(\.delivery) == [.delivered, .delivered, .delivered]
         }
-        try await ChatClientTests.eventually("bob's badge") { try await bobClient.database.conversation(direct.id)?.unreadCount == 3 }
+        try await waitFor("bob's badge") { try await bobClient.database.conversation(direct.id)?.unreadCount == 3 }
         // Bob sees the first two, in several marks: one read goes out.
         await bobClient.markRead(direct.id, upTo: 1)
         await bobClient.markRead(direct.id, upTo: 2)
-        try await ChatClientTests.eventually("read ticks") {
+        try await waitFor("read ticks") {
             try await aliceClient.database.messages(in: direct.id, viewer: alice.id).map(\.delivery) == [.read, .read, .delivered]
         }
-        try await ChatClientTests.eventually("bob's badge after the read") {
+        try await waitFor("bob's badge after the read") {
             try await bobClient.database.conversation(direct.id)?.unreadCount == 1
         }
         let member = try await alice.api.conversation(direct.id).members.first { $0.userId == bob.id }
@@ -52,7 +52,7 @@ import Testing
         await bobClient.flushReceipts()
         let restarted = try await TestServer.start(dataDirectory: directory, port: port)
         defer { Task { await restarted.stop() } }
-        try await ChatClientTests.eventually("the queued read arrives", timeout: .seconds(30)) {
+        try await waitFor("the queued read arrives", timeout: .seconds(30)) {
             await bobClient.networkBecameAvailable()
             let me = try await restarted.api(token: bob.token).conversation(direct.id)
             return me.readSeq == 4 && me.unreadCount == 0
@@ -74,18 +74,18 @@ import Testing
         await chat.start()
         // Typing is live only: Alice must be connected to hear it (on a busy machine she may
         // connect after Bob).
-        try await ChatClientTests.eventually("both connected") {
+        try await waitFor("both connected") {
             let bobState = await bobClient.connectionState
             let aliceState = await aliceClient.connectionState
             return bobState == .connected && aliceState == .connected
         }
         // Bob keeps typing, as a keyboard would report (the SDK debounces what it sends).
-        try await ChatClientTests.eventually("the typing line") {
+        try await waitFor("the typing line") {
             await bobClient.userIsTyping(in: direct.id)
             return await chat.typingLine == "Bob is typing…"
         }
         await bobClient.userSent(in: direct.id)
-        try await ChatClientTests.eventually("the line clears") { await chat.typingLine == nil }
+        try await waitFor("the line clears") { await chat.typingLine == nil }
         await chat.stop()
         await aliceClient.stop()
         await bobClient.stop()
@@ -100,13 +100,13 @@ import Testing
         await aliceClient.start()
         let directory = await DirectoryModel(client: aliceClient)
         await directory.start()
-        try await ChatClientTests.eventually("alice connected") { await aliceClient.connectionState == .connected }
+        try await waitFor("alice connected") { await aliceClient.connectionState == .connected }
         let bobSocket = try await bob.connect()
-        try await ChatClientTests.eventually("bob online") {
+        try await waitFor("bob online") {
             await directory.users.first { $0.id == bob.id }?.isOnline == true
         }
         await bobSocket.close()
-        try await ChatClientTests.eventually("bob offline with last seen") {
+        try await waitFor("bob offline with last seen") {
             let entry = await directory.users.first { $0.id == bob.id }
             return entry?.isOnline == false && entry?.lastSeenAt != nil
         }

@@ -87,7 +87,7 @@ import Testing
         let stored = truth.values.flatMap { $0 }
         let context = "seed \(seed) (PARLEY_FAULT_SEED_BASE=\(seed) PARLEY_FAULT_SEEDS=1), faults \(plans.map(\.injected))"
         // The server may still be receiving retries; wait until the outboxes are empty first.
-        try await ChatClientTests.eventually("outboxes empty, \(context)", timeout: .seconds(60)) {
+        try await waitFor("outboxes empty, \(context)", timeout: .seconds(60)) {
             for client in settled where try await client.database.outboxCount() > 0 {
                 await client.flushOutbox()
                 return false
@@ -106,7 +106,7 @@ import Testing
 
         for (index, client) in settled.enumerated() {
             let kept = index == 2 ? [group.id] : conversations
-            try await ChatClientTests.eventually("client \(index) converges, \(context)", timeout: .seconds(60)) {
+            try await waitFor("client \(index) converges, \(context)", timeout: .seconds(60)) {
                 await client.synchronize()
                 for id in kept {
                     let local = try await client.database.messages(in: id, viewer: users[index].id, limit: 500)

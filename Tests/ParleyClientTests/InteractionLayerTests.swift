@@ -45,7 +45,7 @@ import Testing
         #expect(try await client.database.outboxCount() == 0)
         #expect(try await client.database.messages(in: direct.id, viewer: alice.id).isEmpty)
         try await client.send(text: "hello", in: direct.id)
-        try await ChatClientTests.eventually("sent") { try await client.database.outboxCount() == 0 }
+        try await waitFor("sent") { try await client.database.outboxCount() == 0 }
         #expect(try await bob.api.messages(direct.id).messages.first?.metadata == ["token": "t-1"])
     }
 
@@ -57,7 +57,7 @@ import Testing
         stamp.failing.withLock { $0 = true }
         let client = try Self.client(alice, hooks: MessageHooks(preparations: [stamp]))
         let pending = try await client.send(text: "needs a token", in: direct.id)
-        try await ChatClientTests.eventually("failed") {
+        try await waitFor("failed") {
             try await client.database.message(senderId: alice.id, clientMessageId: pending.clientMessageId, viewer: alice.id)?.delivery
                 == .failed(reason: "token service said no")
         }
@@ -65,7 +65,7 @@ import Testing
         stamp.failing.withLock { $0 = false }
         let message = try #require(try await client.database.message(senderId: alice.id, clientMessageId: pending.clientMessageId, viewer: alice.id))
         try await MessageService(client: client).resend(message)
-        try await ChatClientTests.eventually("sent after resend") { try await bob.api.messages(direct.id).messages.count == 1 }
+        try await waitFor("sent after resend") { try await bob.api.messages(direct.id).messages.count == 1 }
     }
 
     @Test func aRestartBetweenPreparationAndSendDoesNotPrepareAgain() async throws {
@@ -85,7 +85,7 @@ import Testing
         defer { Task { await restarted.stop() } }
         let second = try Self.client(alice, path: path, hooks: MessageHooks(preparations: [stamp]))
         await second.flushOutbox()
-        try await ChatClientTests.eventually("sent") { try await second.database.outboxCount() == 0 }
+        try await waitFor("sent") { try await second.database.outboxCount() == 0 }
         #expect(stamp.runs.withLock { $0 } == 1, "the preparation's result was kept across the restart")
         let stored = try await restarted.api(token: bob.token).messages(direct.id).messages
         #expect(stored.map(\.text) == ["prepared once"] && stored[0].metadata == ["token": "t-1"])
@@ -111,7 +111,7 @@ import Testing
             .init(clientMessageId: "", text: "a picture", type: .image), in: withBob.id,
             context: ["file": file.path, "contentType": "image/png", "name": "cat.png"])
         _ = try await service.send(.init(clientMessageId: "", text: "hello bob"), in: withBob.id, context: [:])
-        try await ChatClientTests.eventually("both sent") {
+        try await waitFor("both sent") {
             let local = try await client.database.messages(in: withBob.id, viewer: alice.id)
             let remote = try await bob.api.messages(withBob.id).messages
             return local.count == 2 && local.allSatisfy(\.isConfirmed) && remote.count == 2
@@ -126,7 +126,7 @@ import Testing
 
         let forwarded = try await service.forward(picture, to: withCarol.id)
         #expect(forwarded.delivery == .sending)
-        try await ChatClientTests.eventually("carol gets the forward") {
+        try await waitFor("carol gets the forward") {
             try await carol.api.messages(withCarol.id).messages.first?.forwardedFromId == picture.serverId
         }
         #expect(try await carol.api.messages(withCarol.id).messages.first?.attachment?.id == picture.attachment?.id)
@@ -169,7 +169,7 @@ import Testing
         let fractions = await seen.value
         #expect(fractions.count >= 4 && fractions.last == 1, "\(fractions)")
         #expect(fractions == fractions.sorted())
-        try await ChatClientTests.eventually("delivered with its attachment") {
+        try await waitFor("delivered with its attachment") {
             try await bob.api.messages(direct.id).messages.first?.attachment?.size == expectedSize
         }
     }
@@ -187,7 +187,7 @@ import Testing
         _ = try await provider.messages(in: direct.id, before: nil, limit: 20)
         _ = try await service.send(.init(clientMessageId: "", text: "the quarterly numbers"), in: direct.id, context: [:])
         let fromBob = try await bob.api.send(.init(clientMessageId: "b1", text: "lunch at noon?"), to: direct.id)
-        try await ChatClientTests.eventually("both stored locally") {
+        try await waitFor("both stored locally") {
             _ = await client.synchronize()
             let local = try await client.database.messages(in: direct.id, viewer: alice.id)
             return local.count == 2 && local.allSatisfy(\.isConfirmed)
@@ -270,7 +270,7 @@ import Testing
         let chat = await ChatModel(client: client, conversationId: direct.id, service: service)
         await chat.start()
         await chat.send("to be revoked")
-        try await ChatClientTests.eventually("stored") { await chat.messages.first?.isConfirmed == true }
+        try await waitFor("stored") { await chat.messages.first?.isConfirmed == true }
         let message = try #require(await chat.messages.first)
         await chat.revoke(message)
         await chat.deleteForMe(message)

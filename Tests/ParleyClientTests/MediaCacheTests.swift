@@ -145,7 +145,7 @@ import Testing
         await client.start()
         let model = await ChatModel(client: client, conversationId: direct.id)
         await model.start()
-        try await ChatClientTests.eventually("the file message") { await model.messages.contains { $0.attachment != nil } }
+        try await waitFor("the file message") { await model.messages.contains { $0.attachment != nil } }
         let message = try #require(await model.messages.first { $0.attachment != nil })
         // What a progress bar bound to the model sees while the bytes come.
         let done = Mutex(false)

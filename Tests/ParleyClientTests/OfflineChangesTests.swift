@@ -61,7 +61,7 @@ import Testing
         #expect(try await shown(online).first { $0.serverId == mine.id }?.text != nil)
         await online.start()
         _ = await online.synchronize()
-        try await ChatClientTests.eventually("the changes reach the server") {
+        try await waitFor("the changes reach the server") {
             try await online.database.pendingChanges().isEmpty
         }
         let stored = try await bob.api.messages(direct.id).messages

@@ -142,10 +142,10 @@ import Testing
             serverURL: server.baseURL, token: alice.token, plan: FaultPlan(seed: 1, odds: .none), beforeSend: { _ in await gate.pass() })
         let client = try RevokeUnsentTests.client(alice, transport: transport)
         let pending = try await client.send(text: "never mind", in: direct.id)
-        try await ChatClientTests.eventually("the send in flight") { await gate.reached == 1 }
+        try await waitFor("the send in flight") { await gate.reached == 1 }
         try await client.discard(clientMessageId: pending.clientMessageId, in: direct.id)
         await gate.release()
-        try await ChatClientTests.eventually("deleted on the server") {
+        try await waitFor("deleted on the server") {
             try await RevokeUnsentTests.serverCopies(bob, direct.id, pending.clientMessageId).first?.deletedAt != nil
         }
         let shown = try await RevokeUnsentTests.shown(client, direct.id, alice, pending.clientMessageId)
@@ -164,12 +164,12 @@ import Testing
             serverURL: server.baseURL, token: alice.token, plan: FaultPlan(seed: 1, odds: .none), beforeSend: { _ in await gate.pass() })
         let client = try RevokeUnsentTests.client(alice, transport: transport)
         _ = try await client.send(text: "first", in: direct.id)
-        try await ChatClientTests.eventually("the first in flight") { await gate.reached == 1 }
+        try await waitFor("the first in flight") { await gate.reached == 1 }
         let second = try await client.send(text: "second thoughts", in: direct.id)
         try await MessageService(client: client).deleteForMe(second)
         #expect(try await RevokeUnsentTests.shown(client, direct.id, alice, second.clientMessageId) == nil, "hidden at once")
         await gate.release()
-        try await ChatClientTests.eventually("the first at Bob's") { try await !bob.api.messages(direct.id).messages.isEmpty }
+        try await waitFor("the first at Bob's") { try await !bob.api.messages(direct.id).messages.isEmpty }
         await client.flushOutbox()
         #expect(try await bob.api.messages(direct.id).messages.map(\.text) == ["first"], "the deleted one never went")
         #expect(try await client.database.outboxCount() == 0)

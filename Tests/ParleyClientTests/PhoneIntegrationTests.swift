@@ -48,14 +48,14 @@ import Testing
         try FileManager.default.removeItem(at: direct2.deletingLastPathComponent())
         #expect(chat.lastError == nil, "\(chat.lastError ?? "")")
 
-        try await ChatClientTests.eventually("all three at Bob's") { try await bob.api.messages(direct.id).messages.count == 3 }
+        try await waitFor("all three at Bob's") { try await bob.api.messages(direct.id).messages.count == 3 }
         let received = try await bob.api.messages(direct.id).messages
         #expect(received.map(\.text) == ["a text first", "", "look"])
         #expect(received.map { $0.attachment?.name } == [nil, "report.pdf", "photo.png"])
         #expect(try await bob.api.download(try #require(received[1].attachment).url) == Data(repeating: 0x25, count: 700_000))
         #expect(try await bob.api.download(try #require(received[2].attachment).url) == Self.onePixelPNG)
         let outbox = try #require(session.databasePath(for: session.user?.id)) + "-outbox"
-        try await ChatClientTests.eventually("the SDK's copies removed") { await MainActor.run { Self.folderContents(outbox).isEmpty } }
+        try await waitFor("the SDK's copies removed") { await MainActor.run { Self.folderContents(outbox).isEmpty } }
         chat.stop()
         await session.signOut()
         #expect(!FileManager.default.fileExists(atPath: outbox), "signing out removes the folder")
@@ -101,10 +101,10 @@ import Testing
         let second = try client()
         await second.start()
         await second.flushOutbox()
-        try await ChatClientTests.eventually("the file at Bob's") { try await bob.api.messages(direct.id).messages.count == 1 }
+        try await waitFor("the file at Bob's") { try await bob.api.messages(direct.id).messages.count == 1 }
         let received = try #require(try await bob.api.messages(direct.id).messages.first)
         #expect(try await bob.api.download(try #require(received.attachment).url) == Data("minutes of the meeting".utf8))
-        try await ChatClientTests.eventually("only the fresh pick left") {
+        try await waitFor("only the fresh pick left") {
             Self.folderContents(path + "-outbox") == [fresh.deletingLastPathComponent().lastPathComponent]
         }
         await second.stop()
@@ -196,7 +196,7 @@ import Testing
         #expect(chat.messages.map(\.text) == ["are you there?", "ping"])
         #expect(await launched.presentation(ofNotification: userInfo) == .none, "its chat is on screen")
         chat.stop()
-        try await ChatClientTests.eventually("a banner once the chat is closed") {
+        try await waitFor("a banner once the chat is closed") {
             await launched.presentation(ofNotification: userInfo) == .banner
         }
         #expect(await launched.presentation(ofNotification: ["aps": ["alert": "hi"]]) == .notParley)

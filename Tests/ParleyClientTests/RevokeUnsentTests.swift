@@ -67,7 +67,7 @@ import Testing
             beforeSend: { _ in await gate.pass() })
         let client = try Self.client(alice, transport: transport)
         let pending = try await client.send(text: "oops", in: direct.id)
-        try await ChatClientTests.eventually("the send in flight") { await gate.reached == 1 }
+        try await waitFor("the send in flight") { await gate.reached == 1 }
 
         try await MessageService(client: client).revoke(pending)
         let now = try #require(try await Self.shown(client, direct.id, alice, pending.clientMessageId))
@@ -75,10 +75,10 @@ import Testing
 
         // The send was on its way: it is stored, then deleted, and stays deleted here.
         await gate.release()
-        try await ChatClientTests.eventually("the server's copy deleted") {
+        try await waitFor("the server's copy deleted") {
             try await Self.serverCopies(alice, direct.id, pending.clientMessageId).first?.deletedAt != nil
         }
-        try await ChatClientTests.eventually("the revoke done") { try await client.database.pendingRevokes(senderId: alice.id).isEmpty }
+        try await waitFor("the revoke done") { try await client.database.pendingRevokes(senderId: alice.id).isEmpty }
         #expect(try await Self.serverCopies(alice, direct.id, pending.clientMessageId).count == 1)
         let after = try #require(try await Self.shown(client, direct.id, alice, pending.clientMessageId))
         #expect(after.deletedAt != nil && after.serverId != nil, "the server's tombstone, not a local overlay")
@@ -98,7 +98,7 @@ import Testing
         let lossy = try Self.client(
             alice, transport: FaultyTransport(serverURL: server.baseURL, token: alice.token, plan: FaultPlan(seed: 2, odds: odds)), path: path)
         let pending = try await lossy.send(text: "sent, answer lost", in: direct.id)
-        try await ChatClientTests.eventually("one attempt whose answer was lost") {
+        try await waitFor("one attempt whose answer was lost") {
             (try await lossy.database.outboxState(clientMessageId: pending.clientMessageId)?.attempts ?? 0) >= 1
         }
         #expect(try await Self.serverCopies(alice, direct.id, pending.clientMessageId).first?.deletedAt == nil, "stored, not deleted")
@@ -110,16 +110,16 @@ import Testing
 
         let restarted = try ChatClientTests.client(alice, path: path)
         await restarted.start()
-        try await ChatClientTests.eventually("still shown deleted after the restart") {
+        try await waitFor("still shown deleted after the restart") {
             try await Self.shown(restarted, direct.id, alice, pending.clientMessageId)?.deletedAt != nil
         }
         await restarted.synchronize()
-        try await ChatClientTests.eventually("the server's copy deleted") {
+        try await waitFor("the server's copy deleted") {
             try await Self.serverCopies(alice, direct.id, pending.clientMessageId).first?.deletedAt != nil
         }
         #expect(try await Self.serverCopies(alice, direct.id, pending.clientMessageId).count == 1, "the retry stored nothing twice")
         #expect(try await bob.api.messages(direct.id).messages.allSatisfy { $0.deletedAt != nil || $0.text != "sent, answer lost" })
-        try await ChatClientTests.eventually("the revoke done") { try await restarted.database.pendingRevokes(senderId: alice.id).isEmpty }
+        try await waitFor("the revoke done") { try await restarted.database.pendingRevokes(senderId: alice.id).isEmpty }
         await restarted.stop()
     }
 
@@ -137,7 +137,7 @@ import Testing
         await sends.release()
         let client = try Self.client(alice, transport: transport, hooks: MessageHooks(preparations: [HeldPreparation(gate: gate)]))
         let pending = try await client.send(text: "never mind", in: direct.id)
-        try await ChatClientTests.eventually("the preparation under way") { await gate.reached == 1 }
+        try await waitFor("the preparation under way") { await gate.reached == 1 }
 
         try await MessageService(client: client).revoke(pending)
         #expect(try await Self.shown(client, direct.id, alice, pending.clientMessageId) == nil, "gone from the screen")
@@ -147,7 +147,7 @@ import Testing
         await gate.release()
         // A later message goes as usual: the held flush has finished by the time it is stored.
         let next = try await client.send(text: "this one", in: direct.id)
-        try await ChatClientTests.eventually("the next message stored") { !(try await Self.serverCopies(alice, direct.id, next.clientMessageId).isEmpty) }
+        try await waitFor("the next message stored") { !(try await Self.serverCopies(alice, direct.id, next.clientMessageId).isEmpty) }
         #expect(try await Self.serverCopies(alice, direct.id, pending.clientMessageId).isEmpty, "the deleted one never went")
         #expect(await sends.reached == 1)
         await client.stop()

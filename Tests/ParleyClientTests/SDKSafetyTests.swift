@@ -20,7 +20,7 @@ import Testing
         let client = try ChatClientTests.client(bob)
         await client.start()
         _ = try await client.openConversation(group.id)
-        try await ChatClientTests.eventually("connected and cached") {
+        try await waitFor("connected and cached") {
             try await client.database.messages(in: group.id, viewer: bob.id).contains { $0.serverId == early.id }
         }
         try await client.block(carol.id)
@@ -28,17 +28,17 @@ import Testing
         let cached = try await client.database.messages(in: group.id, viewer: bob.id).first { $0.serverId == early.id }
         let marked = try #require(cached)
         #expect(marked.senderBlocked && ChatPresentation.body(of: marked) == "Message from a blocked user")
-        try await ChatClientTests.eventually("the row without carol's message") {
+        try await waitFor("the row without carol's message") {
             try await client.database.conversation(group.id)?.unreadCount == 0
         }
         // What comes after arrives marked and is never counted; alice's is.
         let later = try await carol.api.send(.init(clientMessageId: "c1", text: "after"), to: group.id)
         _ = try await alice.api.send(.init(clientMessageId: "a1", text: "hello"), to: group.id)
-        try await ChatClientTests.eventually("both messages cached") {
+        try await waitFor("both messages cached") {
             try await client.database.messages(in: group.id, viewer: bob.id).count == 3
         }
         #expect(try await client.database.messages(in: group.id, viewer: bob.id).first { $0.serverId == later.id }?.senderBlocked == true)
-        try await ChatClientTests.eventually("a badge of one") { try await client.database.conversation(group.id)?.unreadCount == 1 }
+        try await waitFor("a badge of one") { try await client.database.conversation(group.id)?.unreadCount == 1 }
         // Unblocked: the marks go.
         try await client.unblock(carol.id)
         #expect(try await client.database.messages(in: group.id, viewer: bob.id).allSatisfy { !$0.senderBlocked })

@@ -17,23 +17,23 @@ import Testing
         let client = try ChatClientTests.client(bob)
         await client.start()
         _ = try await client.openConversation(group.id)
-        try await ChatClientTests.eventually("connected") { await client.connectionState == .connected }
+        try await waitFor("connected") { await client.connectionState == .connected }
 
         // A reply is shown at once in its thread (never in the timeline) and goes through the outbox.
         let reply = try await client.send(text: "Yes, 12:30", in: group.id, threadRootId: root.id, mentions: [alice.id])
         #expect(reply.threadRootId == root.id && reply.mentions == [alice.id] && reply.delivery == .sending)
         #expect(try await client.threadMessages(root.id, in: group.id).map(\.clientMessageId) == [reply.clientMessageId])
         #expect(try await !client.database.messages(in: group.id, viewer: bob.id).contains { $0.id == reply.id }, "not in the timeline")
-        try await ChatClientTests.eventually("the reply stored") {
+        try await waitFor("the reply stored") {
             try await client.threadMessages(root.id, in: group.id).first?.isConfirmed == true
         }
         // The root's count arrives as its update; the timeline shows it with the thread line.
-        try await ChatClientTests.eventually("the root's thread count") {
+        try await waitFor("the root's thread count") {
             try await client.database.messages(in: group.id, viewer: bob.id).first { $0.serverId == root.id }?.thread?.replyCount == 1
         }
         // Alice's reply from elsewhere: in bob's cache through the thread page.
         _ = try await alice.api.send(.init(clientMessageId: "r2", text: "Great", threadRootId: root.id), to: group.id)
-        try await ChatClientTests.eventually("alice's reply in the thread") {
+        try await waitFor("alice's reply in the thread") {
             await client.refreshThread(root.id, in: group.id)
             return try await client.threadMessages(root.id, in: group.id).map(\.text) == ["Yes, 12:30", "Great"]
         }
@@ -76,18 +76,18 @@ import Testing
         for client in [bobClient, aliceClient] {
             await client.start()
             await client.waitForFirstSync()
-            try await ChatClientTests.eventually("connected") { await client.connectionState == .connected }
+            try await waitFor("connected") { await client.connectionState == .connected }
         }
         #expect(try await bobClient.database.conversation(group.id)?.unreadCount == 1)
 
         _ = try await carol.api.send(.init(clientMessageId: "r1", text: "Pizza", threadRootId: root.id), to: group.id)
         // The reply and the root's count are two seqs; both rows reach them.
         for client in [bobClient, aliceClient] {
-            try await ChatClientTests.eventually("the reply's seqs in the row") {
+            try await waitFor("the reply's seqs in the row") {
                 try await client.database.conversation(group.id)?.lastSeq == root.seq + 2
             }
         }
-        try await ChatClientTests.eventually("alice, in the thread, counts the reply") {
+        try await waitFor("alice, in the thread, counts the reply") {
             try await aliceClient.database.conversation(group.id)?.unreadCount == 1
         }
         let bobRow = try #require(try await bobClient.database.conversation(group.id))
@@ -97,7 +97,7 @@ import Testing
 
         // A mention reaches the list row live, in a large group too (no view is sent there).
         _ = try await alice.api.send(.init(clientMessageId: "m1", text: "@Bob and you?", mentions: [bob.id]), to: group.id)
-        try await ChatClientTests.eventually("the mention in bob's row") {
+        try await waitFor("the mention in bob's row") {
             let row = try await bobClient.database.conversation(group.id)
             return row?.mentionCount == 1 && row?.unreadCount == 2
         }
@@ -112,9 +112,9 @@ import Testing
         let client = try ChatClientTests.client(bob)
         await client.start()
         _ = try await client.openConversation(group.id)
-        try await ChatClientTests.eventually("connected") { await client.connectionState == .connected }
+        try await waitFor("connected") { await client.connectionState == .connected }
         let first = try await alice.api.send(.init(clientMessageId: "m1", text: "@Bob the rules", mentions: [bob.id]), to: group.id)
-        try await ChatClientTests.eventually("the mention in bob's list row") {
+        try await waitFor("the mention in bob's list row") {
             try await client.database.conversation(group.id)?.mentionCount == 1
         }
         try await client.setMuted(true, in: group.id)
@@ -151,17 +151,17 @@ import Testing
         }
         let chat = ChatModel(client: client, conversationId: group.id, names: names)
         await chat.start()
-        try await ChatClientTests.eventually("the root in the timeline, the reply not") {
+        try await waitFor("the root in the timeline, the reply not") {
             await MainActor.run { chat.messages.map(\.text) == ["Retro notes"] }
         }
         let thread = ThreadModel(client: client, conversationId: group.id, rootId: root.id)
         await thread.start()
-        try await ChatClientTests.eventually("the thread page") {
+        try await waitFor("the thread page") {
             await MainActor.run { thread.replies.map(\.text) == ["Went well"] && thread.root?.thread?.replyCount == 1 }
         }
         await thread.send("Agreed", mentions: [alice.id])
         #expect(thread.replies.map(\.text) == ["Went well", "Agreed"])
-        try await ChatClientTests.eventually("the reply confirmed and counted") {
+        try await waitFor("the reply confirmed and counted") {
             await MainActor.run { thread.replies.last?.isConfirmed == true && thread.root?.thread?.replyCount == 2 }
         }
         #expect(try await alice.api.conversation(group.id).mentionCount == 1)

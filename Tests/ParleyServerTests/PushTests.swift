@@ -355,13 +355,3 @@ func deviceToken(_ n: Int) -> String { String(format: "%064x", n) }
         #expect(push.apns.received.count > before)
     }
 }
-
-/// Polls a condition (for effects of background work) with a deadline.
-func waitFor(_ what: String, timeout: Duration = .seconds(30), _ condition: @Sendable () async throws -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if try await condition() { return }
-        try await Task.sleep(for: .milliseconds(5))
-    }
-    throw ClientError(kind: .timeout, message: "Timed out waiting for \(what)")
-}
