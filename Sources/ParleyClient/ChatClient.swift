@@ -54,9 +54,9 @@ public actor ChatClient {
     var machine: ConnectionStateMachine
     /// The app's phase and the network, as the app shell reports them.
     var lifecycle: AppLifecycleMachine
-    private var graceTask: Task<Void, Never>?
+    var graceTask: Task<Void, Never>?
     /// Between ``start()`` and ``stop()``: the lifecycle connects and disconnects only then.
-    private var started = false
+    var started = false
     /// Syncs running now (``isSyncing``).
     var syncsRunning = 0
     /// Counts presence events; `presenceApplied` says when each user's last one came, so a
@@ -64,7 +64,7 @@ public actor ChatClient {
     var presenceSerial = 0
     var presenceApplied: [EntityID: Int] = [:]
     var channel: (any RealtimeChannel)?
-    private var channelGeneration = 0
+    var channelGeneration = 0
     private var waitTask: Task<Void, Never>?
     private var heartbeatTask: Task<Void, Never>?
     private var pollTask: Task<Void, Never>?
@@ -235,58 +235,6 @@ public actor ChatClient {
         run(machine.handle(.networkAvailable))
     }
 
-    // MARK: App lifecycle
-
-    /// Where the app is, as last reported by ``appEnteredBackground()`` and
-    /// ``appEnteredForeground()``.
-    public var appPhase: AppLifecycleMachine.Phase { lifecycle.phase }
-
-    /// The app left the screen (`scenePhase` became `.background`): the outbox is sent at once,
-    /// and the socket is closed cleanly after the grace period (``AppLifecycleMachine``).
-    public func appEnteredBackground() { lifecycleEvent(.enteredBackground(at: environment.uptime())) }
-
-    /// The app is on screen again (`scenePhase` became `.active`): after more than a moment
-    /// away it reconnects at once and catches up, without waiting for a heartbeat or a backoff.
-    public func appEnteredForeground() { lifecycleEvent(.enteredForeground(at: environment.uptime())) }
-
-    /// The network path changed (a path monitor's update): a network that returns, or a new
-    /// interface, reconnects at once; while there is none, no attempt is spent.
-    public func networkChanged(available: Bool, interfaceChanged: Bool = false) {
-        lifecycleEvent(.networkChanged(available: available, interfaceChanged: interfaceChanged))
-    }
-
-    private func lifecycleEvent(_ event: AppLifecycleMachine.Event) {
-        for action in lifecycle.handle(event) {
-            switch action {
-            case .flushOutbox:
-                // Everything queued goes now, backoff or not: the app may be frozen any moment.
-                Task {
-                    await self.makeOutboxDue()
-                    await self.flushOutbox()
-                }
-            case .startGrace(let grace):
-                graceTask?.cancel()
-                graceTask = Task { [environment] in
-                    do { try await environment.sleep(grace) } catch { return }
-                    self.lifecycleEvent(.graceElapsed)
-                }
-            case .cancelGrace:
-                graceTask?.cancel()
-                graceTask = nil
-            case .suspend:
-                guard started else { continue }
-                // A clean close (the stop's `close` also ends the heartbeat).
-                run(machine.handle(.stop))
-            case .resume:
-                guard started else { continue }
-                run(machine.handle(.start))
-            case .reconnectNow:
-                guard started else { continue }
-                run(machine.handle(machine.state == .disconnected ? .start : .reconnectNow))
-            }
-        }
-    }
-
     /// The user tapped "retry" on a failed connection.
     public func retry() { run(machine.handle(.retry)) }
 
@@ -330,7 +278,7 @@ public actor ChatClient {
         resumeFirstSyncWaitersIfDone()
     }
 
-    private func feed(_ event: ConnectionStateMachine.Event) { run(machine.handle(event)) }
+    func feed(_ event: ConnectionStateMachine.Event) { run(machine.handle(event)) }
 
     private func open() {
         channelGeneration += 1
@@ -406,121 +354,5 @@ public actor ChatClient {
         machine.state != .connected && lifecycle.phase != .suspended && lifecycle.networkAvailable
     }
 
-    // MARK: Receiving
-
-    private func receive(_ event: ServerEvent, generation: Int) async {
-        guard generation == channelGeneration else { return }
-        feed(.frameReceived(at: environment.uptime()))
-        do {
-            switch event {
-            case .messageCreated(let payload):
-                try await applyLive(payload.message, changeSeq: payload.message.seq)
-                try await applyToListRow(payload.message, changeSeq: payload.message.seq)
-            case .messageUpdated(let payload):
-                try await applyLive(payload.message, changeSeq: payload.message.updatedSeq)
-                try await applyToListRow(payload.message, changeSeq: payload.message.updatedSeq)
-            case .conversationActivity(let activity):
-                try await apply(activity: activity)
-            case .conversationUpdated(let payload):
-                // Without this user among its participants: they left or were removed (the
-                // server sends this one event, then nothing more); the row and its messages go.
-                // (A large group's view may list no participants at all: that says nothing.)
-                let participants = payload.conversation.participantIds
-                if !participants.isEmpty, !participants.contains(userId) {
-                    try await database.forget(conversations: [payload.conversation.id])
-                    notify(.conversations)
-                    notify(.messages(payload.conversation.id))
-                    return
-                }
-                if try await database.store(conversation: payload.conversation) == .stale {
-                    await refreshListRow(payload.conversation.id)
-                }
-                notify(.conversations)
-                if let synced = try await database.syncedSeq(payload.conversation.id), payload.conversation.lastSeq > synced {
-                    await catchUp(payload.conversation.id)
-                }
-            case .receipt(let receipt):
-                try await database.apply(receipt: receipt)
-                notify(.messages(receipt.conversationId))
-                notify(.conversations)
-            case .typing(let typing):
-                receivedTyping(typing)
-            case .presence(let presence):
-                presenceSerial += 1
-                presenceApplied[presence.userId] = presenceSerial
-                try await database.apply(presence: presence)
-                notify(.directory)
-            case .receiptSummary(let summary):
-                if summary.seq >= receiptSummaries[summary.conversationId]?.seq ?? 0 {
-                    receiptSummaries[summary.conversationId] = summary
-                }
-                notify(.messages(summary.conversationId))
-            case .typingSummary(let summary):
-                typingCounts[summary.conversationId] = (summary.count, environment.uptime())
-                notify(.typing(summary.conversationId))
-            case .hello:
-                break
-            }
-        } catch {
-            logger.warning("Could not apply an event", metadata: ["type": "\(event.type)", "error": "\(error)"])
-        }
-    }
-
-    private func applyLive(_ message: Message, changeSeq: Int64) async throws {
-        switch try await database.applyLive(message, changeSeq: changeSeq) {
-        case .applied:
-            notify(.messages(message.conversationId))
-            if message.senderId != userId {
-                typingIn.clear(conversation: message.conversationId, user: message.senderId)
-                notify(.typing(message.conversationId))
-            }
-            await markDeliveredUpToSynced(message.conversationId)
-        case .gap:
-            readCounts.gapCatchUps += 1
-            await catchUp(message.conversationId)
-        case .untracked:
-            // Our own message from another device, or a conversation never opened here: its
-            // list row follows (applyToListRow); its messages load when it is opened.
-            if message.senderId == userId { try await database.apply([message]) }
-        }
-    }
 }
 
-// MARK: One run at a time
-
-/// The kinds of background work that run one at a time (``SingleFlight``).
-enum Flight: Hashable, Sendable {
-    /// Sending the outbox.
-    case outbox
-    /// Sending the pending edits and reactions.
-    case changes
-    /// Sending the deletes of messages that were on their way.
-    case revokes
-    /// A conversation's catch-up.
-    case catchUp(EntityID)
-    /// Reading a list row again.
-    case listRow(EntityID)
-}
-
-extension ChatClient {
-    /// Runs `round` as `flight` unless that is running already. A call during a run makes it
-    /// run one round more (and, with `waiting`, returns when the run is over); `round` returns
-    /// false to stop without that round. `then` runs at the end of the run, before waiters
-    /// resume. Returns whether this call ran it.
-    @discardableResult
-    func inSingleFlight(
-        _ flight: Flight, waiting: Bool, _ round: () async -> Bool, then: () async -> Void = {}
-    ) async -> Bool {
-        guard flights.start(flight) else {
-            if waiting { await withCheckedContinuation { flights.wait(flight, $0) } }
-            return false
-        }
-        // A call during `then` asks for a run too: it gets one.
-        repeat {
-            while await round(), flights.another(flight) {}
-            await then()
-        } while flights.another(flight)
-        for waiter in flights.finish(flight) { waiter.resume() }
-        return true
-    }
-}

@@ -1,15 +1,19 @@
 // The controller: loads and syncs state over REST, handles socket events, the outbox,
 // receipts, typing and every user action. Views call these functions; they never fetch.
-import { api, qs, uploadAttachment, ApiError, saveSession, renewalDue, renewSession, onTokenRenewed } from '/web/api.js';
+import { api, qs, ApiError, saveSession, renewalDue, renewSession, onTokenRenewed } from '/web/api.js';
 import { Socket } from '/web/socket.js';
 import * as outbox from '/web/outbox.js';
+import { flushOutbox } from '/web/sending.js';
+import { loadBlocked } from '/web/actions.js';
 import {
   store, emit, applyConversation, applyMessageToList, getCache, upsertMessage, setTyping,
-  setTypingSummary, forgetServerCopy, fromBlocked, forgetBlockMarks,
+  setTypingSummary, forgetServerCopy, fromBlocked,
 } from '/web/store.js';
 
 let hooks = { onAuthFailed() {}, onError() {}, onIncoming() {}, onOpened() {}, onSending() {} };
 export function init(h) { hooks = { ...hooks, ...h }; }
+// Tells the page something happened (the hooks it gave to init).
+export function hook(name, ...args) { hooks[name](...args); }
 
 export const socket = new Socket({
   onEvent: (type, data) => { try { handleEvent(type, data); } catch (e) { console.error(e); } },
@@ -119,7 +123,7 @@ export async function loadUsers() {
   emit('users');
 }
 let usersReload = null;
-function ensureUsers(ids) {
+export function ensureUsers(ids) {
   if (ids.every((id) => store.users.has(id) || id === store.me?.id) || usersReload) return;
   usersReload = setTimeout(() => { usersReload = null; loadUsers().catch(() => {}); }, 300);
 }
@@ -227,7 +231,7 @@ export function catchUp(id) {
   return c.catching;
 }
 
-function handleMessage(m, created, fromReply = false) {
+export function handleMessage(m, created, fromReply = false) {
   const own = m.senderId === store.me?.id;
   if (own && store.pending.has(m.clientMessageId)) {
     store.pending.delete(m.clientMessageId);
@@ -358,202 +362,7 @@ export function typingStop() {
   if (socket.isOpen) socket.request('typing', { conversationId: id, isTyping: false }).catch(() => {});
 }
 
-// ---- sending through the outbox ----
-export async function sendMessage(fields) {
-  hooks.onSending();
-  const item = {
-    clientMessageId: crypto.randomUUID(), userId: store.me.id, createdAt: new Date().toISOString(),
-    type: 'text', text: '', ...fields,
-  };
-  await outbox.putItem(item);
-  store.pending.set(item.clientMessageId, item);
-  emit('chat', item.conversationId); emit('list');
-  flushOutbox();
-  return item;
-}
-
-let flushing = false;
-let flushAgain = false;
-let retryTimer = null;
-let restFailures = 0;
-
-// Later, after a wait that doubles up to 30 s: the server asked for time, or it cannot be
-// reached over REST either (the socket's reconnect flushes too, at once).
-function retryLater(seconds) {
-  clearTimeout(retryTimer);
-  retryTimer = setTimeout(flushOutbox, seconds * 1000);
-}
-
-// Sends the outbox in order: over the socket when it is open, else over REST (a proxy that
-// drops WebSockets, a socket still reconnecting): the server answers the stored message either
-// way, and the clientMessageId makes a retry safe.
-export async function flushOutbox() {
-  if (flushing) { flushAgain = true; return; }
-  flushing = true;
-  try {
-    do {
-      flushAgain = false;
-      for (;;) {
-        const item = [...store.pending.values()].filter((i) => !i.failed).sort((a, b) => a.order - b.order)[0];
-        if (!item) break;
-        try {
-          await uploadQueued(item);
-        } catch (e) {
-          if (e.retryable) { if (!socket.isOpen) retryLater(Math.min(30, 2 ** restFailures++)); break; }
-          item.failed = true; item.error = e.message;
-          await outbox.putItem(item);
-          hooks.onError(e);
-          emit('chat', item.conversationId);
-          continue;
-        }
-        const data = { clientMessageId: item.clientMessageId };
-        if (item.forwardOf) data.forwardOf = item.forwardOf;
-        else { data.type = item.type; data.text = item.text; if (item.attachmentId) data.attachmentId = item.attachmentId; }
-        if (item.replyToId) data.replyToId = item.replyToId;
-        if (item.threadRootId) data.threadRootId = item.threadRootId;
-        if (item.mentions?.length) data.mentions = item.mentions;
-        try {
-          const m = socket.isOpen
-            ? await socket.request('message.send', { conversationId: item.conversationId, ...data })
-            : await api('POST', `/conversations/${item.conversationId}/messages`, data);
-          restFailures = 0;
-          handleMessage(m, true, true);
-        } catch (e) {
-          if (e.code === 'unavailable' || e.code === 'rate_limited') {
-            retryLater(e.retryAfter || 5);
-            break;
-          }
-          if (e.retryable) {
-            // No answer: it may or may not be stored; the same clientMessageId goes again.
-            if (!socket.isOpen) retryLater(Math.min(30, 2 ** restFailures++));
-            break;
-          }
-          item.failed = true; item.error = e.message;
-          await outbox.putItem(item);
-          hooks.onError(e);
-          emit('chat', item.conversationId);
-        }
-      }
-    } while (flushAgain);
-  } finally { flushing = false; }
-}
-
-export async function resend(clientMessageId) {
-  const item = store.pending.get(clientMessageId);
-  if (!item) return;
-  item.failed = false; delete item.error;
-  await outbox.putItem(item);
-  emit('chat', item.conversationId);
-  flushOutbox();
-}
-
-export async function discard(clientMessageId) {
-  const item = store.pending.get(clientMessageId);
-  store.pending.delete(clientMessageId);
-  await outbox.removeItem(clientMessageId);
-  if (item) emit('chat', item.conversationId);
-}
-
-// Upload progress callbacks by clientMessageId (functions do not go into IndexedDB).
-const uploadProgress = new Map();
-
-// A file goes into the outbox with the message (IndexedDB keeps Blobs): chosen offline, or cut
-// off half way, it is uploaded and sent when the connection returns, in order with the rest.
-// Resolves once it is sent, or once it waits for the connection.
-export async function uploadAndSend(conversationId, file, caption, onProgress) {
-  const family = (file.type || '').split('/')[0];
-  const type = ['image', 'video', 'audio'].includes(family) ? family : 'file';
-  const clientMessageId = crypto.randomUUID();
-  if (onProgress) uploadProgress.set(clientMessageId, onProgress);
-  const item = await sendMessage({
-    clientMessageId, conversationId, type, text: caption || '', file,
-    attachment: { name: file.name || 'file', contentType: file.type || 'application/octet-stream', size: file.size, local: true },
-  });
-  await flushOutbox();
-  return item;
-}
-
-// Uploads a queued message's file once; the item then names the stored attachment.
-async function uploadQueued(item) {
-  if (!item.file || item.attachmentId) return;
-  const att = await uploadAttachment(item.file, uploadProgress.get(item.clientMessageId) || (() => {}));
-  uploadProgress.delete(item.clientMessageId);
-  item.attachmentId = att.id;
-  item.attachment = att;
-  delete item.file;
-  await outbox.putItem(item);
-  emit('chat', item.conversationId);
-}
-
-// ---- edits, deletes, reactions (REST; the events bring them to other devices) ----
-async function mutate(method, path, body) {
-  try {
-    const m = await api(method, path, body);
-    if (m && m.id) { upsertMessage(m); applyMessageToList(m, false); emit('chat', m.conversationId); emit('list'); }
-    return m;
-  } catch (e) { hooks.onError(e); return null; }
-}
-const mpath = (c, id) => `/conversations/${c}/messages/${id}`;
-export const editMessage = (c, id, text) => mutate('PATCH', mpath(c, id), { text });
-export const deleteMessage = (c, id) => mutate('DELETE', mpath(c, id));
-export const addReaction = (c, id, emoji) => mutate('POST', `${mpath(c, id)}/reactions`, { emoji });
-export const removeReaction = (c, id, emoji) => mutate('DELETE', `${mpath(c, id)}/reactions/${encodeURIComponent(emoji)}`);
-export const forwardMessage = (toConversationId, messageId) => sendMessage({ conversationId: toConversationId, forwardOf: messageId, type: 'text' });
-
-// ---- threads, pins, mute (v1.3) ----
-// A thread's root and newest replies into the cache (live replies arrive as any message does).
-export async function loadThread(conversationId, rootId) {
-  const res = await api('GET', `/conversations/${conversationId}/threads/${rootId}${qs({ limit: 200 })}`);
-  upsertMessage(res.root);
-  for (const m of res.messages) upsertMessage(m);
-  ensureUsers(res.messages.map((m) => m.senderId));
-  emit('chat', conversationId);
-}
-export const setPinned = (c, id, pinned) => (pinned
-  ? mutate('POST', `/conversations/${c}/pins`, { messageId: id })
-  : mutate('DELETE', `/conversations/${c}/pins/${id}`));
-// Mute is the user's own, on every device: the server sends the others the new view.
-export async function setMuted(conversationId, muted) {
-  await api('PUT', `/conversations/${conversationId}/settings`, { muted });
-  const conv = store.conversations.get(conversationId);
-  if (conv) { conv.muted = muted; if (!muted) delete conv.mutedUntil; }
-  emit('list'); emit('chat', conversationId);
-}
-
-// ---- groups: rename, members, leave (any participant of a group; the server writes a system
-// message for each, and `conversation.updated` brings the change to every device) ----
-async function changeGroup(method, path, body) {
-  const conv = await api(method, path, body);
-  if (conv && conv.participantIds && conv.participantIds.includes(store.me.id)) applyConversation(conv);
-  emit('list'); emit('chat', conv?.id);
-  return conv;
-}
-export const renameGroup = (id, name) => changeGroup('PATCH', `/conversations/${id}`, { name });
-export const addToGroup = (id, userIds) => changeGroup('POST', `/conversations/${id}/participants`, { userIds });
-export const removeFromGroup = (id, userId) => changeGroup('DELETE', `/conversations/${id}/participants/${userId}`);
-export async function leaveGroup(id) {
-  await api('DELETE', `/conversations/${id}/participants/${store.me.id}`);
-  store.conversations.delete(id);
-  if (store.openId === id) closeConversation();
-  emit('list');
-}
-
-export const search = (q) => api('GET', `/search${qs({ q, limit: 30 })}`);
-
-// ---- trust and safety (v1.4): blocks are the user's own; reports go to the admins ----
-export async function loadBlocked() {
-  const res = await api('GET', '/users/blocked');
-  store.blocked = new Set((res.users || []).map((u) => u.id));
-  for (const u of res.users || []) if (!store.users.has(u.id)) store.users.set(u.id, u);
-  emit('users');
-}
-export async function setBlocked(userId, blocked) {
-  await api(blocked ? 'POST' : 'DELETE', `/users/${userId}/block`);
-  if (blocked) store.blocked.add(userId);
-  else { store.blocked.delete(userId); forgetBlockMarks(userId); }
-  emit('users'); emit('list'); emit('chat');
-}
-// {messageId?, userId?, reason} → {id, status}
-export const report = (body) => api('POST', '/reports', body);
-
 export { ApiError };
+
+export { sendMessage, flushOutbox, resend, discard, uploadAndSend } from '/web/sending.js';
+export * from '/web/actions.js';
