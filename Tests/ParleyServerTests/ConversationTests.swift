@@ -111,7 +111,8 @@ import Testing
     }
 
     @Test func listIsNewestActivityFirstWithLastMessageAndUnread() async throws {
-        let server = try await TestServer.start()
+        let clock = ManualClock()
+        let server = try await TestServer.start { $0.clock = clock.serverClock }
         defer { Task { await server.stop() } }
         let alice = try await server.register("alice@x.io")
         let bob = try await server.register("bob@x.io")
@@ -120,7 +121,7 @@ import Testing
         let withCarol = try await alice.api.createConversation(.init(type: .direct, participantIds: [carol.id]))
         _ = try await bob.api.send(.init(clientMessageId: "b1", text: "one"), to: withBob.id)
         _ = try await bob.api.send(.init(clientMessageId: "b2", text: "two"), to: withBob.id)
-        try await Task.sleep(for: .milliseconds(5))
+        clock.advance(by: 1)
         _ = try await carol.api.send(.init(clientMessageId: "c1", text: "hey"), to: withCarol.id)
         let list = try await alice.api.conversations()
         #expect(list.map(\.id) == [withCarol.id, withBob.id])
