@@ -1,5 +1,5 @@
 // The README's "The SDK in a few lines", as a program CI builds and runs against a live server
-// (Tests/ParleyServerTests/ReadmeSamplesTests.swift checks that the README shows exactly the
+// (Tests/ParleyServerTests/Docs/ReadmeSamplesTests.swift checks that the README shows exactly the
 // lines between the markers). `swift run SDKQuickStart` with `swift run parley serve` running
 // and the users below registered.
 // README:begin

@@ -23,8 +23,7 @@ import Testing
         var testDescription: String { "README.md:\(line) (\(marker))" }
     }
 
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let repository = Repository.root
 
     /// The README's ```sh blocks with the marker above each (empty when there is none).
     static func blocks() throws -> [Block] {

@@ -11,8 +11,7 @@ import Testing
 /// tests (the alerts fire on a failing node's series, not on a healthy one's), and the Grafana
 /// dashboard and the rules name only metrics Parley exports, with the labels it gives them.
 @Suite struct ObservabilityFilesTests {
-    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
+    static let repository = Repository.root
     static let rules = repository.appendingPathComponent("deploy/prometheus/parley-alerts.yml")
     static let ruleTests = repository.appendingPathComponent("deploy/prometheus/parley-alerts.test.yml")
     static let dashboard = repository.appendingPathComponent("deploy/grafana/parley-dashboard.json")

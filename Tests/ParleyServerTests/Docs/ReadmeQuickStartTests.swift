@@ -6,8 +6,7 @@ import Testing
 /// `swift run parley` swapped for the built binary, `/tmp/...` profiles for a temporary
 /// folder and port 8080 for a free one. When a documented command stops working, this fails.
 @Suite struct ReadmeQuickStartTests {
-    static let readme = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("README.md")
+    static let readme = Repository.url("README.md")
 
     /// The first ```sh block after the heading `title`.
     static func block(after title: String) throws -> [String] {

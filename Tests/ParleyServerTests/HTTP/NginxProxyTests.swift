@@ -20,7 +20,7 @@ import FoundationNetworking
     /// Starts nginx with the shipped file, its listen port and upstream pointed at the test ports.
     static func startNginx(upstreamPort: Int) throws -> (process: ChildProcess, url: URL, prefix: String) {
         let binary = try #require(nginx, "nginx is not installed (apt-get install nginx; .ci/run does)")
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let repository = Repository.root
         var site = try String(contentsOf: repository.appendingPathComponent("deploy/nginx/parley.conf"), encoding: .utf8)
         let port = try freeLoopbackPort()
         #expect(site.contains("listen 80;") && site.contains("server 127.0.0.1:8080;"))

@@ -47,8 +47,7 @@ import Testing
         }
 
         func save(_ name: String, as file: String) throws {
-            let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent(".build/test-screens")
+            let folder = URL(fileURLWithPath: Repository.screens)
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             try screen(name).write(to: folder.appendingPathComponent("terminal-\(file).txt"), atomically: true, encoding: .utf8)
             // With colours, for turning into a picture.

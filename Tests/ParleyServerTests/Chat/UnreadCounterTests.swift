@@ -9,7 +9,7 @@ import Testing
 /// equal the contract's definition exactly: other senders' messages above the member's
 /// `readSeq`, not deleted, not system.
 @Suite struct UnreadCounterTests {
-    private static let t0 = Date(timeIntervalSince1970: 1_760_000_000)
+    static let t0 = Date(timeIntervalSince1970: 1_760_000_000)
 
     /// The contract's definition, counted the slow way from the whole history.
     static func expectedUnread(

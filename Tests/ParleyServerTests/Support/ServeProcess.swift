@@ -62,8 +62,7 @@ final class ServeProcess: Sendable {
 
     /// The debug build's `parley` binary.
     static var binary: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/debug/parley")
+        Repository.url(".build/debug/parley")
     }
 }
 

@@ -12,8 +12,7 @@ import Testing
 /// person in `parley chat` in a terminal. Screenshots go to `.build/test-screens/`.
 @Suite(.serialized, .needs("chromium"), .needs("tmux")) struct WebClientEndToEndTests {
     static let screens: String = {
-        let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent(".build/test-screens").path
+        let folder = Repository.screens
         try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         return folder
     }()
