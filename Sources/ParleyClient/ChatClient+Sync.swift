@@ -15,44 +15,26 @@ extension ChatClient {
     /// unreachable. Returns whether the server was reached and what the outbox holds after.
     @discardableResult
     public func synchronize() async -> SyncReport {
-        syncsRunning += 1
-        if syncsRunning == 1 { notify(.syncing(true)) }
-        defer {
-            syncsRunning -= 1
-            if syncsRunning == 0 { notify(.syncing(false)) }
-        }
+        if sync.began() { notify(.syncing(true)) }
+        defer { if sync.ended() { notify(.syncing(false)) } }
         var reached = false
         do {
             // v1.2: only what changed since the last sync (a reconnect with nothing new moves
             // almost nothing), the whole list the first time.
             let token = try await database.setting(Self.listSyncTokenKey)
-            let sync = try await transport.conversationList(changedSince: token)
+            let answer = try await transport.conversationList(changedSince: token)
             reached = true
             signInRequired = false
             await renewTokenIfDue()
             // The server is back: what waited for it goes now, not when its backoff ends.
             await makeOutboxDue()
-            let list: [Conversation]
-            switch sync {
-            case .all(let all, let next):
-                list = all
-                try await database.store(conversations: all, replacingAll: true)
-                try await database.setSetting(Self.listSyncTokenKey, to: next)
-                try await database.setSetting(Self.listNextPageKey, to: nil)
-            case .firstPage(let page, let next, let older):
-                list = page
-                try await database.store(conversations: page, replacingAll: true)
-                try await database.setSetting(Self.listSyncTokenKey, to: next)
-                try await database.setSetting(Self.listNextPageKey, to: older)
-            case .changes(let changed, let removed, let next):
-                list = changed
-                try await database.store(conversations: changed, replacingAll: false)
-                try await database.forget(conversations: removed)
-                try await database.setSetting(Self.listSyncTokenKey, to: next)
-            }
+            let update = SyncSchedule.listUpdate(for: answer)
+            try await database.store(conversations: update.conversations, replacingAll: update.replacingAll)
+            if !update.removed.isEmpty { try await database.forget(conversations: update.removed) }
+            try await database.setSetting(Self.listSyncTokenKey, to: update.syncToken)
+            if let older = update.olderPage { try await database.setSetting(Self.listNextPageKey, to: older) }
             notify(.conversations)
-            let latest = Dictionary(list.map { ($0.id, $0.lastSeq) }, uniquingKeysWith: max)
-            for (id, synced) in try await database.syncedConversations() where (latest[id] ?? 0) > synced {
+            for id in SyncSchedule.behind(list: update.conversations, synced: try await database.syncedConversations()) {
                 await catchUp(id)
             }
         } catch let error as ClientError where error.code == .unauthorized {
@@ -71,7 +53,7 @@ extension ChatClient {
     }
 
     /// Whether a sync is running (catching up after a connect, or one the app asked for).
-    public var isSyncing: Bool { syncsRunning > 0 }
+    public var isSyncing: Bool { sync.running > 0 }
 
     /// Where the conversation list's sync token is kept.
     static let listSyncTokenKey = "conversations_sync_token"
@@ -166,16 +148,14 @@ extension ChatClient {
                     if !page.hasMore { break }
                 }
                 await markDeliveredUpToSynced(conversationId)
-                catchUpFailures[conversationId] = nil
+                sync.caughtUp(conversationId)
                 return true
             } catch {
-                // Nothing else may come to trigger it (the missed message was the last one), so
-                // try again with backoff while connected; a reconnect's sync covers the rest.
-                let failures = (catchUpFailures[conversationId] ?? 0) + 1
-                catchUpFailures[conversationId] = failures
-                logger.debug("Catch-up failed; will retry", metadata: ["error": "\(error)", "failures": "\(failures)"])
-                if failures <= 8, machine.state == .connected {
-                    let delay = Duration.milliseconds(250 << min(failures - 1, 7))
+                let retry = sync.catchUpFailed(conversationId, connected: machine.state == .connected)
+                logger.debug("Catch-up failed", metadata: [
+                    "error": "\(error)", "failures": "\(sync.failures(of: conversationId))", "retryIn": "\(retry.map { "\($0)" } ?? "next sync")",
+                ])
+                if let delay = retry {
                     Task { [environment] in
                         guard (try? await environment.sleep(delay)) != nil else { return }
                         await self.catchUp(conversationId)
@@ -194,8 +174,8 @@ extension ChatClient {
         if let synced = try await database.syncedSeq(id) {
             readCounts.cacheHits += 1
             // Connected and current: live events keep it so. Otherwise catch up behind the screen.
-            let known = try await database.conversation(id)?.lastSeq ?? .max
-            if machine.state != .connected || known > synced {
+            let known = try await database.conversation(id)?.lastSeq
+            if SyncSchedule.catchesUpOnOpen(synced: synced, listLastSeq: known, connected: machine.state == .connected) {
                 Task { await self.catchUp(id) }
             }
             return try await database.messages(in: id, viewer: userId, limit: limit)

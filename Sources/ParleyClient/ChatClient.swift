@@ -57,8 +57,8 @@ public actor ChatClient {
     var graceTask: Task<Void, Never>?
     /// Between ``start()`` and ``stop()``: the lifecycle connects and disconnects only then.
     var started = false
-    /// Syncs running now (``isSyncing``).
-    var syncsRunning = 0
+    /// What the sync decides: syncs running, catch-ups' retries (``SyncSchedule``).
+    var sync = SyncSchedule()
     /// Counts presence events; `presenceApplied` says when each user's last one came, so a
     /// directory snapshot requested earlier does not overwrite it.
     var presenceSerial = 0
@@ -69,8 +69,6 @@ public actor ChatClient {
     private var heartbeatTask: Task<Void, Never>?
     private var pollTask: Task<Void, Never>?
     var outboxTimer: Task<Void, Never>?
-    /// Failed catch-ups in a row, by conversation, for the retry's backoff.
-    var catchUpFailures: [EntityID: Int] = [:]
     /// Edits and reactions not yet confirmed (see ChatClient+Changes).
     var pendingChanges: [PendingChange] = []
     var pendingChangesLoaded = false
