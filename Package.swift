@@ -49,10 +49,27 @@ let package = Package(
             name: "ParleyProtocol",
             swiftSettings: strict
         ),
+        // The stores (SQLite, PostgreSQL) and the records they keep. A wall: it sees neither the
+        // chat rules nor HTTP, which live in ParleyServer above it.
+        .target(
+            name: "ParleyStorage",
+            dependencies: [
+                "ParleyProtocol",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
         .target(
             name: "ParleyServer",
             dependencies: [
                 "ParleyProtocol",
+                "ParleyStorage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -155,7 +172,7 @@ let package = Package(
         .target(
             name: "ParleyTestSupport",
             dependencies: [
-                "ParleyProtocol", "ParleyServer", "ParleyClient", "ParleyTestParallelism",
+                "ParleyProtocol", "ParleyStorage", "ParleyServer", "ParleyClient", "ParleyTestParallelism",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -179,7 +196,7 @@ let package = Package(
         .testTarget(
             name: "ParleyServerTests",
             dependencies: [
-                "ParleyProtocol", "ParleyServer", "ParleyClient", "ParleyTestSupport", "ParleyBench",
+                "ParleyProtocol", "ParleyStorage", "ParleyServer", "ParleyClient", "ParleyTestSupport", "ParleyBench",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"),

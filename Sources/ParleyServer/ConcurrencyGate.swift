@@ -1,3 +1,4 @@
+import ParleyStorage
 /// At most `limit` holders at once; others wait in order (push deliveries, a connection's
 /// pipelined sends, a node's presence writes).
 actor ConcurrencyGate {

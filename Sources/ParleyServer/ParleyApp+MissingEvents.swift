@@ -8,6 +8,7 @@ import ParleyProtocol
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
+import ParleyStorage
 
 extension ParleyApp {
     /// How a conversation's orderer fills a gap it waited for in vain: the changes after the

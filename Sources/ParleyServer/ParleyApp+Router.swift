@@ -8,6 +8,7 @@ import ParleyProtocol
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
+import ParleyStorage
 
 extension ParleyApp {
     /// The router with every route of the contract under `/api/v1`.

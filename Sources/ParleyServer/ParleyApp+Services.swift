@@ -8,6 +8,7 @@ import ParleyProtocol
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
+import ParleyStorage
 
 extension ParleyApp {
     /// Serves until a shutdown signal; `onRunning` gets the bound port (useful with port 0).

@@ -8,6 +8,7 @@ import ParleyProtocol
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
+@_exported import ParleyStorage
 
 /// A configured Parley server: the store, the HTTP routes, the WebSocket gateway.
 ///

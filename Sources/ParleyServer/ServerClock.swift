@@ -1,4 +1,5 @@
 import Foundation
+import ParleyStorage
 
 /// Where the server's timers take their time (push coalescing, activity folding): the wall
 /// clock in production, a manual clock in tests.

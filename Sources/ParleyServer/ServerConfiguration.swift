@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ParleyStorage
 
 /// Everything `parley serve` can be told, with the defaults a fresh machine runs on.
 public struct ServerConfiguration: Sendable {
@@ -116,6 +117,11 @@ public struct ServerConfiguration: Sendable {
     /// The path of the SQLite database file.
     public var databasePath: String { (dataDirectory as NSString).appendingPathComponent("parley.sqlite") }
 
+    /// The SQLite server's files, as a backup and a restore take them.
+    public var sqliteFiles: SQLiteFiles {
+        SQLiteFiles(dataDirectory: dataDirectory, databasePath: databasePath, attachmentsDirectory: attachmentsDirectory)
+    }
+
     /// The secret an older version generated into `<data-dir>/jwt-secret`, if there is one:
     /// imported as the first signing key, so the tokens it signed stay valid.
     func legacySecret() -> [UInt8]? {
@@ -138,12 +144,6 @@ public struct ServerConfiguration: Sendable {
     }
 }
 
-/// Why the server could not start, in words for the operator.
-public struct ServerStartError: Error, CustomStringConvertible {
-    /// The reason, as shown to the operator.
-    public var description: String
-    init(_ description: String) { self.description = description }
-}
 
 /// How a registration that joins by its email's domain is admitted.
 public enum DomainJoins: String, Sendable, Equatable {

@@ -28,7 +28,7 @@ struct BackupCommand: AsyncParsableCommand {
             dataDirectory: dataDirectory, attachmentsDirectory: attachmentsDirectory, databaseURL: "")
         do {
             let started = ContinuousClock.now
-            let manifest = try SQLiteBackup.backup(configuration, to: destination)
+            let manifest = try SQLiteBackup.backup(configuration.sqliteFiles, to: destination)
             let taken = ContinuousClock.now - started
             print("backup of \(configuration.databasePath) in \(destination): database \(manifest.databaseBytes) bytes, "
                 + "\(manifest.attachmentFiles) attachment files (\(manifest.attachmentBytes) bytes), took \(taken)")
@@ -80,7 +80,7 @@ struct RestoreCommand: AsyncParsableCommand {
             dataDirectory: dataDirectory, attachmentsDirectory: attachmentsDirectory, databaseURL: "")
         do {
             let manifest = try SQLiteBackup.manifest(of: backup)
-            let id = try SQLiteBackup.restore(from: backup, into: configuration)
+            let id = try SQLiteBackup.restore(from: backup, into: configuration.sqliteFiles)
             print("restored the backup taken \(ISO8601DateFormatter().string(from: manifest.takenAt)) into \(configuration.dataDirectory) "
                 + "(store identity \(id)); start it with: parley serve --data-dir \(configuration.dataDirectory)")
         } catch {

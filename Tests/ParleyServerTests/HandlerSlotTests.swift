@@ -1,4 +1,5 @@
 @testable import ParleyServer
+@testable import ParleyStorage
 import Testing
 
 /// Callbacks registered once and read on every batch (the group commit's observer), every

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import HummingbirdBcrypt
 import NIOPosix
+import ParleyStorage
 
 /// Hashes and checks passwords with bcrypt, off the event loops (bcrypt is slow on purpose).
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyStorage
 
 /// Secrets handed to people and clients (invite codes, mailed links, refresh tokens): 32 random
 /// bytes, base64url (43 characters), not to be guessed.

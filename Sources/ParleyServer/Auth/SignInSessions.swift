@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import ParleyProtocol
+import ParleyStorage
 
 /// Sign-ins and their rotating refresh tokens: the rules above the store.
 ///
@@ -52,24 +53,24 @@ public struct SignInSessions: Sendable {
     /// `unauthorized` when the token is unknown, expired or ended, the user is gone or
     /// deactivated, or it was replaced already (which ends the session).
     func renew(refreshToken: String) async throws -> AuthResponse {
-        guard let (id, secret) = Self.parse(refreshToken) else { throw APIError.unauthorized }
+        guard let (id, secret) = Self.parse(refreshToken) else { throw ChatError.unauthorized }
         let presented = Self.hash(secret)
         // A concurrent renewal may win the compare-and-set: read again and decide again.
         for _ in 0..<3 {
             let at = now()
-            guard let session = try await store.signInSession(id: id), session.isLive(at: at) else { throw APIError.unauthorized }
+            guard let session = try await store.signInSession(id: id), session.isLive(at: at) else { throw ChatError.unauthorized }
             guard let state = try await store.userState(id: session.userId), state.isActive,
                 state.organizationId == session.organizationId, let user = try await store.user(id: session.userId)
-            else { throw APIError.unauthorized }
+            else { throw ChatError.unauthorized }
             if presented != session.tokenHash {
-                guard presented == session.previousHash else { throw APIError.unauthorized }
+                guard presented == session.previousHash else { throw ChatError.unauthorized }
                 guard let rotatedAt = session.rotatedAt, at.timeIntervalSince(rotatedAt) <= Self.reuseGrace else {
                     // Replaced a while ago and presented again: someone else holds a copy.
                     _ = try await end(userId: session.userId, id: id)
                     logger.warning(
                         "A replaced refresh token was presented again: the sign-in session is ended",
                         metadata: ["userId": "\(session.userId)", "sessionId": "\(id)"])
-                    throw APIError(.unauthorized, "This sign-in was ended because its refresh token was used twice; sign in again")
+                    throw ChatError(.unauthorized, "This sign-in was ended because its refresh token was used twice; sign in again")
                 }
             }
             let (fresh, hash) = Self.newRefreshToken(sessionId: id)
@@ -78,7 +79,7 @@ public struct SignInSessions: Sendable {
                 return try await answer(user, sessionId: id, refreshToken: fresh, refreshExpiresAt: expiresAt, at: at)
             }
         }
-        throw APIError(.conflict, "The sign-in is being renewed by another request; try again")
+        throw ChatError(.conflict, "The sign-in is being renewed by another request; try again")
     }
 
     /// Renews by a valid access token (the contract before refresh tokens): a new access token
@@ -87,7 +88,7 @@ public struct SignInSessions: Sendable {
     func renew(bearer grant: TokenGrant, user: User) async throws -> AuthResponse {
         let at = now()
         if let id = grant.sessionId, let session = try await store.signInSession(id: id) {
-            guard session.isLive(at: at), session.userId == user.id else { throw APIError.unauthorized }
+            guard session.isLive(at: at), session.userId == user.id else { throw ChatError.unauthorized }
             try await store.touchSignInSession(id: id, at: at)
             let token = try await tokens.issue(for: user, now: at, sessionId: id, notAfter: session.expiresAt)
             return AuthResponse(

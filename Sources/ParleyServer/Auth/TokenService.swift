@@ -2,6 +2,7 @@ import Foundation
 import JWTKit
 import Synchronization
 import ParleyProtocol
+import ParleyStorage
 
 /// Who a request or connection acts as, read from a verified token.
 public struct Identity: Sendable, Equatable {
@@ -101,7 +102,7 @@ public final class TokenService: Sendable {
     /// A token service over one fixed secret of at least 32 bytes (`PARLEY_JWT_SECRET`, tests).
     public convenience init(secret: [UInt8], lifetime: Duration) async throws {
         guard secret.count >= 32 else {
-            throw APIError(.internal, "The JWT secret must be at least 32 bytes long")
+            throw ChatError(.internal, "The JWT secret must be at least 32 bytes long")
         }
         try await self.init(keys: [.derived(from: secret, now: Date(timeIntervalSince1970: 0))], lifetime: lifetime, reload: nil)
     }
@@ -146,14 +147,14 @@ public final class TokenService: Sendable {
     /// The identity a token stands for with the key that verified it and its expiry (for a
     /// WebSocket, which must end when the token would be refused); `unauthorized` as ``verify(_:)``.
     public func grant(for token: String) async throws -> TokenGrant {
-        guard token.utf8.count < 4096 else { throw APIError.unauthorized }
+        guard token.utf8.count < 4096 else { throw ChatError.unauthorized }
         refreshIfStale()
         // The ring holds live keys only: a token of a retired or unknown key fails here (its
         // kid finds no key, and the default key's signature does not match).
         if let grant = await grant(from: token) { return grant }
         // Perhaps signed with a key another node has just added: read the keys (at most once a
         // second), then try once more.
-        guard await reloadAfterMiss(), let grant = await grant(from: token) else { throw APIError.unauthorized }
+        guard await reloadAfterMiss(), let grant = await grant(from: token) else { throw ChatError.unauthorized }
         return grant
     }
 
@@ -191,12 +192,12 @@ public final class TokenService: Sendable {
     /// upgrade's check before the socket opens); `unauthorized` when it is forged, expired,
     /// already used here, or its key or session has ended.
     public func redeem(ticket: String, consuming: Bool = true, now: Date = Date()) async throws -> TokenGrant {
-        guard ticket.utf8.count < 4096 else { throw APIError.unauthorized }
+        guard ticket.utf8.count < 4096 else { throw ChatError.unauthorized }
         refreshIfStale()
         let (collection, defaultKid) = ring.withLock { ($0.collection, $0.defaultKid) }
         guard let claims = try? await collection.verify(ticket, as: TicketClaims.self),
             let userId = EntityID(claims.sub.value), let organizationId = EntityID(claims.org)
-        else { throw APIError.unauthorized }
+        else { throw ChatError.unauthorized }
         let fresh = usedTickets.withLock { used -> Bool in
             used = used.filter { $0.value > now }
             guard used[claims.jti.value] == nil else { return false }
@@ -204,7 +205,7 @@ public final class TokenService: Sendable {
             return true
         }
         let expiresAt = Date(timeIntervalSince1970: claims.sexp)
-        guard fresh, expiresAt > now else { throw APIError.unauthorized }
+        guard fresh, expiresAt > now else { throw ChatError.unauthorized }
         return TokenGrant(
             identity: Identity(userId: userId, organizationId: organizationId), keyId: Self.keyId(of: ticket) ?? defaultKid,
             expiresAt: expiresAt, sessionId: claims.sid)
@@ -261,12 +262,12 @@ public final class TokenService: Sendable {
     private static func makeRing(_ keys: [SigningKey]) async throws -> Ring {
         let live = keys.filter(\.isLive).sorted { ($0.createdAt, $0.kid) < ($1.createdAt, $1.kid) }
         guard let newest = live.last, let oldest = live.first else {
-            throw APIError(.internal, "No live signing key")
+            throw ChatError(.internal, "No live signing key")
         }
         let collection = JWTKeyCollection()
         // The oldest key first: it becomes the default, which checks tokens without a kid.
         for key in [oldest] + live.dropFirst() {
-            guard key.secret.count >= 32 else { throw APIError(.internal, "A signing key must be at least 32 bytes long") }
+            guard key.secret.count >= 32 else { throw ChatError(.internal, "A signing key must be at least 32 bytes long") }
             await collection.add(hmac: HMACKey(from: key.secret), digestAlgorithm: .sha256, kid: JWKIdentifier(string: key.kid))
         }
         return Ring(
@@ -298,12 +299,5 @@ public final class TokenService: Sendable {
             let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
         else { return nil }
         return object["kid"] as? String
-    }
-}
-
-extension Duration {
-    var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

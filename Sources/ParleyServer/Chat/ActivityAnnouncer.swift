@@ -1,6 +1,7 @@
 import Foundation
 import ParleyProtocol
 import Synchronization
+import ParleyStorage
 
 /// Announces activity in a conversation (`conversation.updated` views or a large group's
 /// `conversation.activity` after new messages; receipt and typing summaries) without one

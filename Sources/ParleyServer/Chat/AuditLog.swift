@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// The organization's record of admin actions (v1.4): roles, deactivation, erasure, invites,
 /// domains, retention, reports handled, messages deleted and participants removed by an admin.

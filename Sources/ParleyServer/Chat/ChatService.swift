@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// The rules of chat in one place, shared by the HTTP routes and the WebSocket gateway:
 /// validate, commit to the store, and only then fan out.
@@ -155,7 +156,7 @@ public struct ChatService: Sendable {
     public func delete(_ messageId: EntityID, in conversationId: EntityID, by identity: Identity) async throws -> Message {
         do {
             return try await change(.delete, messageId: messageId, in: conversationId, by: identity)
-        } catch let error as APIError where error.code == .forbidden || error.code == .notFound {
+        } catch let error as ChatError where error.code == .forbidden || error.code == .notFound {
             guard try await store.user(id: identity.userId)?.role == .admin else { throw error }
             let result = try await moderatorDelete(messageId, in: conversationId, by: identity)
             if result.changed {
@@ -242,7 +243,7 @@ public struct ChatService: Sendable {
         var name: String?
         switch request.type {
         case .direct:
-            guard request.name == nil else { throw APIError.invalid("A direct conversation has no name") }
+            guard request.name == nil else { throw ChatError.invalid("A direct conversation has no name") }
         case .group:
             name = try request.name.map(MessageValidation.conversationName)
         }
@@ -264,7 +265,7 @@ public struct ChatService: Sendable {
 
     /// Adds users of the caller's organization to a group.
     public func addParticipants(_ conversationId: EntityID, userIds: [EntityID], by identity: Identity) async throws -> ConversationChange {
-        guard !userIds.isEmpty else { throw APIError.invalid("userIds must not be empty") }
+        guard !userIds.isEmpty else { throw ChatError.invalid("userIds must not be empty") }
         let change = try await store.addParticipants(conversationId: conversationId, by: identity.userId, userIds: userIds, now: now())
         await announce(change)
         return change

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyProtocol
 import Synchronization
+import ParleyStorage
 
 /// Typing, presence and receipts: the signals around messages.
 ///
@@ -160,10 +161,10 @@ public final class LiveSignals: Sendable {
     public func markRead(_ request: ReadRequest, in conversationId: EntityID, by identity: Identity) async throws -> ReadResponse {
         try chat.limits?.enforce(.receipt, identity.userId.description)
         if let ids = request.messageIds, ids.count > Limits.maxReadBatch {
-            throw APIError.invalid("messageIds has more than \(Limits.maxReadBatch) ids")
+            throw ChatError.invalid("messageIds has more than \(Limits.maxReadBatch) ids")
         }
         if request.upToSeq != nil, request.messageIds != nil {
-            throw APIError.invalid("Give upToSeq or messageIds, not both")
+            throw ChatError.invalid("Give upToSeq or messageIds, not both")
         }
         let change = try await store.markRead(
             conversationId: conversationId, userId: identity.userId, upToSeq: request.upToSeq, messageIds: request.messageIds)
@@ -198,7 +199,7 @@ public final class LiveSignals: Sendable {
 
     private func requireParticipant(_ conversationId: EntityID, _ identity: Identity) async throws -> [EntityID] {
         let participants = try await store.participantIds(conversationId: conversationId)
-        guard participants.contains(identity.userId) else { throw APIError.notFound("Conversation") }
+        guard participants.contains(identity.userId) else { throw ChatError.notFound("Conversation") }
         return participants
     }
 }

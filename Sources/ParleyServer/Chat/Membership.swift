@@ -1,50 +1,12 @@
 import Foundation
 import ParleyProtocol
-
-/// A registration as the store takes it: validated, the password already hashed.
-public struct Registration: Sendable, Equatable {
-    /// The organization's name (matched case-insensitively): joined if it exists, else created.
-    public var organization: String
-    /// The email to sign in with, unique in the organization.
-    public var email: String
-    /// The name shown to other users.
-    public var displayName: String
-    /// The hashed password.
-    public var passwordHash: String
-    /// The invite code given with the registration, if any.
-    public var inviteCode: String?
-    /// When the registration happens: the creation time of the user and a new organization.
-    public var now: Date
-
-    /// A registration from its fields.
-    public init(organization: String, email: String, displayName: String, passwordHash: String, inviteCode: String? = nil, now: Date) {
-        self.organization = organization
-        self.email = email
-        self.displayName = displayName
-        self.passwordHash = passwordHash
-        self.inviteCode = inviteCode
-        self.now = now
-    }
-}
-
-/// What the rule decided for a registration.
-public struct Admission: Sendable, Equatable {
-    /// The role the new user gets.
-    public var role: UserRole
-    /// The invite admitted them: the store counts one use of it.
-    public var usesInvite: Bool
-    /// An admission with `role`; `usesInvite` when an invite admitted the user.
-    public init(role: UserRole, usesInvite: Bool = false) {
-        self.role = role
-        self.usesInvite = usesInvite
-    }
-}
+import ParleyStorage
 
 /// Who may join an organization, and what keeps one governable (contract v1.1). Every store
 /// calls these rules inside its own transactions, so they are written here once.
 public enum Membership {
     /// What a registration is told when it may not join.
-    static let notAdmitted = APIError(.forbidden, "This organization admits new members by invitation only")
+    static let notAdmitted = ChatError(.forbidden, "This organization admits new members by invitation only")
 
     /// The role a new user gets, or `forbidden`: the first user of a new organization is its
     /// admin; an existing organization admits with an open flag (demos and tests), a valid
@@ -87,7 +49,7 @@ public enum Membership {
     /// Allowed domains as given by an admin: trimmed, lowercased, without a leading `@`, each a
     /// plausible domain; at most 50.
     public static func allowedDomains(_ domains: [String]) throws -> [String] {
-        guard domains.count <= 50 else { throw APIError.invalid("At most 50 allowed domains") }
+        guard domains.count <= 50 else { throw ChatError.invalid("At most 50 allowed domains") }
         var result: [String] = []
         for raw in domains {
             var domain = Limits.trimmed(raw).lowercased()
@@ -95,7 +57,7 @@ public enum Membership {
             let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
             guard domain.count <= 253, labels.count >= 2,
                 labels.allSatisfy({ !$0.isEmpty && $0.count <= 63 && $0.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" } })
-            else { throw APIError.invalid("\"\(raw.prefix(64))\" is not a domain name") }
+            else { throw ChatError.invalid("\"\(raw.prefix(64))\" is not a domain name") }
             if !result.contains(domain) { result.append(domain) }
         }
         return result
@@ -104,12 +66,12 @@ public enum Membership {
     /// An organization keeps at least one admin: a role change or deactivation that would
     /// leave none is refused (409).
     public static func keepsAnAdmin(adminsAfter: Int) throws {
-        if adminsAfter < 1 { throw APIError(.conflict, "An organization keeps at least one admin") }
+        if adminsAfter < 1 { throw ChatError(.conflict, "An organization keeps at least one admin") }
     }
 
     /// Only admins manage the organization.
     public static func requireAdmin(_ user: User?) throws {
-        guard user?.role == .admin else { throw APIError(.forbidden, "Only an admin of this organization may do that") }
+        guard user?.role == .admin else { throw ChatError(.forbidden, "Only an admin of this organization may do that") }
     }
 
     /// A new invite code: 32 random bytes, base64url (43 characters), not to be guessed.
@@ -121,9 +83,9 @@ public enum Membership {
     /// An invite as an admin asks for it: 1–1000 uses (default 1), 1 hour to 90 days (default a week).
     public static func invite(_ request: CreateInviteRequest, organizationId: EntityID, by admin: EntityID, now: Date) throws -> Invite {
         let uses = request.maxUses ?? 1
-        guard (1...1000).contains(uses) else { throw APIError.invalid("maxUses must be 1–1000") }
+        guard (1...1000).contains(uses) else { throw ChatError.invalid("maxUses must be 1–1000") }
         let hours = request.expiresInHours ?? 168
-        guard (1...2160).contains(hours) else { throw APIError.invalid("expiresInHours must be 1–2160") }
+        guard (1...2160).contains(hours) else { throw ChatError.invalid("expiresInHours must be 1–2160") }
         let email = try request.email.map { try AuthController.email($0) }
         return Invite(
             code: newInviteCode(), organizationId: organizationId, email: email, maxUses: uses, uses: 0,

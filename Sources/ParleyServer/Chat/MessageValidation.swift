@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// The contract's rules for what a client may send, checked before anything is stored.
 enum MessageValidation {
@@ -11,14 +12,14 @@ enum MessageValidation {
         guard !clientMessageId.isEmpty, clientMessageId.count <= Limits.maxClientMessageIdLength,
             !clientMessageId.unicodeScalars.contains(where: { CharacterSet.controlCharacters.contains($0) })
         else {
-            throw APIError.invalid(
+            throw ChatError.invalid(
                 "clientMessageId must be 1–\(Limits.maxClientMessageIdLength) characters without control characters")
         }
         let mentions = try validMentions(request.mentions)
         if let source = request.forwardOf {
             // A forward copies its content from the source message; it may only add a reply.
             guard request.type == nil, Limits.trimmed(request.text).isEmpty, request.attachmentId == nil, request.metadata == nil else {
-                throw APIError.invalid("A forward carries no content of its own: give forwardOf and clientMessageId only")
+                throw ChatError.invalid("A forward carries no content of its own: give forwardOf and clientMessageId only")
             }
             return MessageDraft(
                 conversationId: conversationId, senderId: senderId, clientMessageId: clientMessageId, type: .text, text: "",
@@ -26,17 +27,17 @@ enum MessageValidation {
                 now: now)
         }
         let type = request.type ?? .text
-        guard type != .system else { throw APIError.invalid("system messages are written by the server only") }
+        guard type != .system else { throw ChatError.invalid("system messages are written by the server only") }
         let text = Limits.trimmed(request.text)
-        if type == .text, text.isEmpty { throw APIError.invalid("text must not be empty") }
-        guard !Limits.containsNul(text) else { throw APIError.invalid("text must not contain NUL characters") }
+        if type == .text, text.isEmpty { throw ChatError.invalid("text must not be empty") }
+        guard !Limits.containsNul(text) else { throw ChatError.invalid("text must not contain NUL characters") }
         guard text.count <= Limits.maxTextCharacters else {
-            throw APIError.invalid("text is longer than \(Limits.maxTextCharacters) characters")
+            throw ChatError.invalid("text is longer than \(Limits.maxTextCharacters) characters")
         }
         if type.carriesAttachment {
-            guard request.attachmentId != nil else { throw APIError.invalid("a \(type.rawValue) message needs an attachmentId") }
+            guard request.attachmentId != nil else { throw ChatError.invalid("a \(type.rawValue) message needs an attachmentId") }
         } else if request.attachmentId != nil {
-            throw APIError.invalid("a \(type.rawValue) message cannot carry an attachment")
+            throw ChatError.invalid("a \(type.rawValue) message cannot carry an attachment")
         }
         let metadata = try validMetadata(request.metadata)
         if type == .location { try requireCoordinates(metadata) }
@@ -51,18 +52,18 @@ enum MessageValidation {
         guard let mentions else { return [] }
         var seen = Set<EntityID>()
         let unique = mentions.filter { seen.insert($0).inserted }
-        guard unique.count <= Limits.maxMentions else { throw APIError.invalid("mentions name at most \(Limits.maxMentions) users") }
+        guard unique.count <= Limits.maxMentions else { throw ChatError.invalid("mentions name at most \(Limits.maxMentions) users") }
         return unique
     }
 
     private static func validMetadata(_ metadata: [String: String]?) throws -> [String: String]? {
         guard let metadata, !metadata.isEmpty else { return nil }
         guard metadata.count <= Limits.maxMetadataEntries else {
-            throw APIError.invalid("metadata has more than \(Limits.maxMetadataEntries) entries")
+            throw ChatError.invalid("metadata has more than \(Limits.maxMetadataEntries) entries")
         }
         for (key, value) in metadata {
             guard (1...64).contains(key.count), value.count <= 1024, !Limits.containsNul(key + value) else {
-                throw APIError.invalid("metadata keys are 1–64 characters and values at most 1024")
+                throw ChatError.invalid("metadata keys are 1–64 characters and values at most 1024")
             }
         }
         return metadata
@@ -72,7 +73,7 @@ enum MessageValidation {
         guard let latitude = metadata?["latitude"].flatMap(Double.init), (-90...90).contains(latitude),
             let longitude = metadata?["longitude"].flatMap(Double.init), (-180...180).contains(longitude)
         else {
-            throw APIError.invalid("a location message needs metadata latitude (-90…90) and longitude (-180…180)")
+            throw ChatError.invalid("a location message needs metadata latitude (-90…90) and longitude (-180…180)")
         }
     }
 
@@ -80,7 +81,7 @@ enum MessageValidation {
     static func editedText(_ text: String) throws -> String {
         let trimmed = Limits.trimmed(text)
         guard !trimmed.isEmpty, trimmed.count <= Limits.maxTextCharacters, !Limits.containsNul(trimmed) else {
-            throw APIError.invalid("text must be 1–\(Limits.maxTextCharacters) characters")
+            throw ChatError.invalid("text must be 1–\(Limits.maxTextCharacters) characters")
         }
         return trimmed
     }
@@ -94,7 +95,7 @@ enum MessageValidation {
             !text.unicodeScalars.contains(where: {
                 CharacterSet.whitespacesAndNewlines.contains($0) || (CharacterSet.controlCharacters.contains($0) && !emojiPart($0))
             })
-        else { throw APIError.invalid("emoji must be 1–8 characters without spaces") }
+        else { throw ChatError.invalid("emoji must be 1–8 characters without spaces") }
         return text
     }
 
@@ -102,10 +103,10 @@ enum MessageValidation {
     static func conversationName(_ name: String) throws -> String {
         let trimmed = Limits.trimmed(name)
         guard !trimmed.isEmpty, trimmed.count <= Limits.maxConversationNameCharacters, !Limits.containsNul(trimmed) else {
-            throw APIError.invalid("name must be 1–\(Limits.maxConversationNameCharacters) characters")
+            throw ChatError.invalid("name must be 1–\(Limits.maxConversationNameCharacters) characters")
         }
         guard !Limits.containsUnsafeCharacters(trimmed) else {
-            throw APIError.invalid("name must not contain control characters or bidirectional overrides")
+            throw ChatError.invalid("name must not contain control characters or bidirectional overrides")
         }
         return trimmed
     }

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyProtocol
 import Synchronization
+import ParleyStorage
 
 /// A token bucket's shape: `burst` tokens at most, refilled at `perSecond`.
 public struct RateLimit: Sendable, Equatable {
@@ -136,7 +137,7 @@ final class RateLimiter: Sendable {
     func enforce(_ kind: RateKind, _ key: String, cost: Double = 1) throws {
         if let seconds = take(kind, key, cost: cost) {
             metrics?.increment("parley_rate_limited_total", labels: ["kind": kind.rawValue])
-            throw APIError.rateLimited(retryAfter: seconds)
+            throw ChatError.rateLimited(retryAfter: seconds)
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import PostgresNIO
+import ParleyStorage
 
 /// How a node joins the others on one PostgreSQL.
 public struct ClusterConfiguration: Sendable {

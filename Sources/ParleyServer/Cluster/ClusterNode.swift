@@ -6,6 +6,7 @@ import ParleyProtocol
 import PostgresNIO
 import ServiceLifecycle
 import Synchronization
+import ParleyStorage
 
 /// This node's link to the other `parley serve` processes on the same PostgreSQL.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// One record of the cluster's wire: what a node tells the others through PostgreSQL's
 /// NOTIFY, one line per record, records packed into shared notifications.

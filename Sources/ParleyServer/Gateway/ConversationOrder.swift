@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import ParleyProtocol
 import Synchronization
+import ParleyStorage
 
 /// Hands each conversation's events to the connections in `seq` order, on this node.
 ///

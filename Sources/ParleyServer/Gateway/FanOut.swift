@@ -5,6 +5,7 @@ import NIOWebSocket
 import HummingbirdWebSocket
 import ParleyProtocol
 import Synchronization
+import ParleyStorage
 
 /// One live WebSocket connection: a bounded queue of encoded frames and how it should close.
 ///

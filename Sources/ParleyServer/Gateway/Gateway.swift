@@ -5,6 +5,7 @@ import Logging
 import NIOCore
 import NIOWebSocket
 import ParleyProtocol
+import ParleyStorage
 
 /// The WebSocket endpoint: `hello`, commands with exactly one reply each, and event delivery.
 ///
@@ -41,7 +42,7 @@ struct Gateway: Sendable {
         let user: User
         do {
             grant = try await authenticator.grant(for: request, allowingQueryToken: true)
-            guard let found = try await store.user(id: grant.identity.userId) else { throw APIError.unauthorized }
+            guard let found = try await store.user(id: grant.identity.userId) else { throw ChatError.unauthorized }
             user = found
         } catch {
             try? await outbound.close(.policyViolation, reason: "unauthorized")
@@ -105,10 +106,10 @@ struct Gateway: Sendable {
         _ message: WebSocketMessage, on connection: LiveConnection, window: ConcurrencyGate, decoder: JSONDecoder, logger: Logger
     ) async {
         guard case .text(let text) = message else {
-            return reply(nil, APIError.invalid("Binary frames are not supported; send JSON text frames"), on: connection)
+            return reply(nil, ChatError.invalid("Binary frames are not supported; send JSON text frames"), on: connection)
         }
         guard text.utf8.count <= Limits.maxPayloadBytes else {
-            return reply(FrameHeader.scanId(Data(text.utf8)), APIError.payloadTooLarge, on: connection)
+            return reply(FrameHeader.scanId(Data(text.utf8)), ChatError.payloadTooLarge, on: connection)
         }
         // Decoded once (a plain send straight from its bytes, anything else by Foundation);
         // only a frame that does not decode is read again for its id.
@@ -122,15 +123,15 @@ struct Gateway: Sendable {
             } catch {
                 // The decoder may fail on the whole frame (too deep, broken): the id is scanned alone.
                 guard let id = (try? decoder.decode(FrameHeader.self, from: data).id) ?? FrameHeader.scanId(data), !id.isEmpty else {
-                    return reply(nil, APIError.invalid("A frame must be a JSON object with a string id"), on: connection)
+                    return reply(nil, ChatError.invalid("A frame must be a JSON object with a string id"), on: connection)
                 }
                 let message = (error as? DecodingError)?.wireDescription ?? "Malformed frame"
-                return reply(id, APIError.invalid(message), on: connection)
+                return reply(id, ChatError.invalid(message), on: connection)
             }
         }
         let id = frame.id
         guard !id.isEmpty else {
-            return reply(nil, APIError.invalid("A frame must be a JSON object with a string id"), on: connection)
+            return reply(nil, ChatError.invalid("A frame must be a JSON object with a string id"), on: connection)
         }
         if case .sendMessage(let request) = frame.command, let conversationId = request.conversationId {
             // Queued now, in arrival order; answered after its commit without holding the reader.
@@ -163,14 +164,14 @@ struct Gateway: Sendable {
 
     /// The error reply: a contract error as it is, anything else logged and answered `internal`.
     private func fail(_ id: String, _ error: any Error, frame: ClientFrame, on connection: LiveConnection, logger: Logger) {
-        if let error = error as? APIError {
+        if let error = error as? ChatError {
             reply(id, error, on: connection)
         } else if StorageTrouble.matches(error) {
             health?.report(error)
             reply(id, .unavailable, on: connection)
         } else {
             logger.error("Command failed", metadata: ["type": "\(frame.command.type)", "error": "\(String(reflecting: error))"])
-            reply(id, APIError(.internal, "Internal server error"), on: connection)
+            reply(id, ChatError(.internal, "Internal server error"), on: connection)
         }
     }
 
@@ -179,7 +180,7 @@ struct Gateway: Sendable {
         switch frame.command {
         case .sendMessage(let request):
             guard let conversationId = request.conversationId else {
-                throw APIError.invalid("Missing key `conversationId` in `data`")
+                throw ChatError.invalid("Missing key `conversationId` in `data`")
             }
             let result = try await chat.send(request, in: conversationId, by: identity)
             connection.enqueue(ByteBuffer(bytes: FastWire.messageReply(replyTo: frame.id, result.message)))
@@ -190,7 +191,7 @@ struct Gateway: Sendable {
             send(ReplyFrame(replyTo: frame.id, data: EmptyPayload()), on: connection)
         case .read(let request):
             guard let conversationId = request.conversationId else {
-                throw APIError.invalid("Missing key `conversationId` in `data`")
+                throw ChatError.invalid("Missing key `conversationId` in `data`")
             }
             let answer = try await signals.markRead(request, in: conversationId, by: identity)
             send(ReplyFrame(replyTo: frame.id, data: answer), on: connection)
@@ -207,17 +208,17 @@ struct Gateway: Sendable {
             do {
                 renewed = try await authenticator.grant(forToken: command.token)
             } catch {
-                throw APIError(.unauthorized, "The token was refused; this connection keeps its current one")
+                throw ChatError(.unauthorized, "The token was refused; this connection keeps its current one")
             }
             guard renewed.identity == identity else {
-                throw APIError(.forbidden, "The token is another user's; a connection stays with the user it was opened for")
+                throw ChatError(.forbidden, "The token is another user's; a connection stays with the user it was opened for")
             }
             connection.renew(renewed)
             send(ReplyFrame(replyTo: frame.id, data: AuthReply(expiresAt: renewed.expiresAt)), on: connection)
         }
     }
 
-    private func reply(_ id: String?, _ error: APIError, on connection: LiveConnection) {
+    private func reply(_ id: String?, _ error: ChatError, on connection: LiveConnection) {
         send(ReplyFrame<EmptyPayload>(replyTo: id, error: error.info), on: connection)
     }
 

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOWebSocket
 import Synchronization
+import ParleyStorage
 
 /// What a connection's socket has done lately, as the heartbeat judges it: when bytes last
 /// came in, and since when the server has been asking for more without getting any.

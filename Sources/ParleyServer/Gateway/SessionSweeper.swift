@@ -8,6 +8,7 @@ import ParleyProtocol
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
+import ParleyStorage
 
 /// On shutdown, closes every WebSocket with "going away" so clients reconnect and catch up.
 struct ConnectionCloser: Service {

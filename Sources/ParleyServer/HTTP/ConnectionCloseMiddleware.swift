@@ -1,4 +1,5 @@
 import Hummingbird
+import ParleyStorage
 
 /// Says `Connection: close` on the answer to a request that asked for it.
 ///

@@ -6,6 +6,7 @@ import HummingbirdWebSocket
 import Logging
 import NIOCore
 import Synchronization
+import ParleyStorage
 
 /// The bounds a connection must keep, so nobody can pile up connections that cost the server
 /// a descriptor each and do nothing (slowloris).

@@ -1,4 +1,5 @@
 import NIOCore
+import ParleyStorage
 
 /// Folds the flushes a connection asks for within one turn of its event loop into one.
 ///

@@ -1,4 +1,5 @@
 import Hummingbird
+import ParleyStorage
 
 /// Counts every HTTP request by method, route pattern (`/api/v1/conversations/:id`, so ids do
 /// not multiply the series) and status, and records its duration in a histogram.

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import NIOCore
 import ParleyProtocol
+import ParleyStorage
 
 /// Builds JSON answers with the wire coders (lowercase ids, millisecond ISO dates).
 enum JSONResponse {
@@ -33,20 +34,20 @@ extension Request {
         do {
             buffer = try await collectBody(upTo: Limits.maxPayloadBytes)
         } catch is NIOTooManyBytesError {
-            throw APIError.payloadTooLarge
+            throw ChatError.payloadTooLarge
         } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
-            throw APIError.payloadTooLarge
+            throw ChatError.payloadTooLarge
         }
-        guard buffer.readableBytes > 0 else { throw APIError.invalid("A JSON body is required") }
+        guard buffer.readableBytes > 0 else { throw ChatError.invalid("A JSON body is required") }
         // The decoder checks the UTF-8 of the strings it decodes only: invalid bytes in a key it
         // skips would otherwise let a malformed body through.
         guard String(validating: buffer.readableBytesView, as: UTF8.self) != nil else {
-            throw APIError.invalid("The body is not valid UTF-8")
+            throw ChatError.invalid("The body is not valid UTF-8")
         }
         do {
             return try WireCoding.makeDecoder().decode(T.self, from: Data(buffer: buffer))
         } catch let error as DecodingError {
-            throw APIError.invalid(error.wireDescription)
+            throw ChatError.invalid(error.wireDescription)
         }
     }
 }

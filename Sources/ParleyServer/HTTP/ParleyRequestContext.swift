@@ -3,6 +3,7 @@ import Hummingbird
 import NIOCore
 import HummingbirdWebSocket
 import ParleyProtocol
+import ParleyStorage
 
 /// The request context of every route: Hummingbird's core storage, the WebSocket handler
 /// reference for upgrades, and who the caller is once authenticated.
@@ -31,7 +32,7 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
 
     /// The caller, or `unauthorized`.
     func requireIdentity() throws -> Identity {
-        guard let identity else { throw APIError.unauthorized }
+        guard let identity else { throw ChatError.unauthorized }
         return identity
     }
 }
@@ -66,7 +67,7 @@ struct Authenticator: Sendable {
             }
             token = request.uri.queryParameters.get("token")
         }
-        guard let token, !token.isEmpty else { throw APIError.unauthorized }
+        guard let token, !token.isEmpty else { throw ChatError.unauthorized }
         return try await checked(try await tokens.grant(for: token))
     }
 
@@ -77,11 +78,11 @@ struct Authenticator: Sendable {
 
     /// `grant` if its user exists, is active and is of its organization.
     private func checked(_ grant: TokenGrant) async throws -> TokenGrant {
-        if let session = grant.sessionId, revocations.isRevoked(session) { throw APIError.unauthorized }
+        if let session = grant.sessionId, revocations.isRevoked(session) { throw ChatError.unauthorized }
         // From memory after the first request: a deactivated user is refused at once.
         guard let state = try await accounts.state(of: grant.identity.userId), state.isActive,
             state.organizationId == grant.identity.organizationId
-        else { throw APIError.unauthorized }
+        else { throw ChatError.unauthorized }
         return grant
     }
 
@@ -112,7 +113,7 @@ struct AuthMiddleware: RouterMiddleware {
 extension Parameters {
     /// A path id; malformed ids are simply "not found".
     func entityID(_ name: String, what: String) throws -> EntityID {
-        guard let text = get(name), let id = EntityID(text) else { throw APIError.notFound(what) }
+        guard let text = get(name), let id = EntityID(text) else { throw ChatError.notFound(what) }
         return id
     }
 }
@@ -121,21 +122,21 @@ extension Request {
     /// An optional integer query parameter; present but not an integer is `invalid_request`.
     func integerQuery(_ name: String) throws -> Int64? {
         guard let text = uri.queryParameters.get(name) else { return nil }
-        guard let value = Int64(text) else { throw APIError.invalid("\(name) must be an integer") }
+        guard let value = Int64(text) else { throw ChatError.invalid("\(name) must be an integer") }
         return value
     }
 
     /// An optional id query parameter (a paging cursor); present but not an id is `invalid_request`.
     func entityIDQuery(_ name: String) throws -> EntityID? {
         guard let text = uri.queryParameters.get(name) else { return nil }
-        guard let id = EntityID(String(text)) else { throw APIError.invalid("\(name) must be a user id") }
+        guard let id = EntityID(String(text)) else { throw ChatError.invalid("\(name) must be a user id") }
         return id
     }
 
     /// The `limit` query parameter: below 1 is `invalid_request`, above `max` is clamped.
     func pageLimit(default defaultValue: Int, max: Int) throws -> Int {
         guard let value = try integerQuery("limit") else { return defaultValue }
-        guard value >= 1 else { throw APIError.invalid("limit must be at least 1") }
+        guard value >= 1 else { throw ChatError.invalid("limit must be at least 1") }
         return Int(Swift.min(value, Int64(max)))
     }
 }

@@ -6,6 +6,7 @@ import NIOSSL
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
+import ParleyStorage
 
 /// HTTPS and WSS on the server's one port (`--tls-cert`, `--tls-key`): TLS 1.2 or newer,
 /// HTTP/1.1. The certificate and key are read again on SIGHUP: new connections get the new

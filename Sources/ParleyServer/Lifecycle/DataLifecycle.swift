@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import ParleyProtocol
 import ServiceLifecycle
+import ParleyStorage
 
 /// Where data ends (v1.4): the retention sweep, the attachment collector, erasure, and the
 /// export a user takes their data out with.
@@ -102,7 +103,7 @@ public struct DataLifecycle: Sendable {
     /// they sent, read a page at a time) and `attachments/` (what they uploaded, read from
     /// storage a block at a time).
     public func export(_ userId: EntityID) async throws -> ResponseBody {
-        guard let user = try await store.user(id: userId) else { throw APIError.notFound("User") }
+        guard let user = try await store.user(id: userId) else { throw ChatError.notFound("User") }
         let conversations = try await store.conversations(viewer: userId)
         let uploads = try await store.attachments(uploadedBy: userId)
         let (store, blobs, logger) = (self.store, self.blobs, self.logger)

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyStorage
 
 /// Writes a ZIP archive as a stream (v1.4's export): each entry's bytes go out as they are
 /// read, stored without compression, its CRC-32 and size in a data descriptor after it, and

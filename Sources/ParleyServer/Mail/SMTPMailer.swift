@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
+import ParleyStorage
 
 /// One email: plain text, to one address.
 public struct MailMessage: Sendable, Equatable {

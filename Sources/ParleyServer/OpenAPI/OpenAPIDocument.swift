@@ -1,4 +1,5 @@
 import Foundation
+import ParleyStorage
 
 /// The OpenAPI 3.1 document of the whole HTTP API, served at `GET /api/v1/openapi.json`.
 ///

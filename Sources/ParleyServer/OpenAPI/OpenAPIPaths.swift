@@ -1,4 +1,5 @@
 import Foundation
+import ParleyStorage
 
 extension OpenAPIDocument {
     typealias S = OpenAPISchemas

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyStorage
 
 /// Which addresses the link-preview fetcher may connect to.
 ///

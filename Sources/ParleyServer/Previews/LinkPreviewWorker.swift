@@ -3,6 +3,7 @@ import Logging
 import ParleyProtocol
 import ServiceLifecycle
 import Synchronization
+import ParleyStorage
 
 /// Reads link previews for stored messages in the background (v1.3), never on a send's path.
 ///

@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import ParleyStorage
 
 /// Why a page gave no preview: the metric's `outcome` label.
 enum PreviewFetchFailure: Error, Equatable {

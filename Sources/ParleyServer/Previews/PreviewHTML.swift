@@ -1,4 +1,5 @@
 import Foundation
+import ParleyStorage
 
 /// What a page says about itself, as a link preview shows it.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import ParleyStorage
 
 /// A value from a fetched page made into a preview's text: what the page's author meant to show,
 /// and nothing a client could take for markup, a control or a direction override.

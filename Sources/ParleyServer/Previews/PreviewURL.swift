@@ -1,4 +1,5 @@
 import Foundation
+import ParleyStorage
 
 /// The link a message's preview is made from, and the links a fetched page points on to.
 ///

@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTP1
 import NIOSSL
 import ParleyProtocol
+import ParleyStorage
 
 /// One notification for one device.
 struct APNsRequest: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// How the server reaches Apple Push Notification service (token-based authentication).
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// Decides when a new message becomes a notification, so a burst into one conversation
 /// does not buzz a phone once per message.

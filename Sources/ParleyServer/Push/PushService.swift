@@ -3,6 +3,7 @@ import Logging
 import ParleyProtocol
 import ServiceLifecycle
 import Synchronization
+import ParleyStorage
 
 /// Sends APNs notifications for committed messages, in the background.
 ///

@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 import ParleyProtocol
 import Synchronization
+import ParleyStorage
 
 /// `POST /attachments` (streamed to disk, content-addressed) and `GET /attachments/{id}`
 /// (with byte ranges), for the uploader and the participants of conversations it was sent in.
@@ -34,7 +35,7 @@ struct AttachmentController: Sendable {
         let contentType = try Self.contentType(request.headers[.contentType])
         let name = try Self.fileName(request.uri.queryParameters.get("name"))
         if let declared = request.headers[.contentLength].flatMap(Int64.init), declared > maxBytes {
-            throw APIError(.payloadTooLarge, "Attachments are at most \(maxBytes) bytes")
+            throw ChatError(.payloadTooLarge, "Attachments are at most \(maxBytes) bytes")
         }
         // Counted by what the upload declares (a chunked one by the limit it may reach).
         let declared = request.headers[.contentLength].flatMap(Int64.init) ?? maxBytes
@@ -55,7 +56,7 @@ struct AttachmentController: Sendable {
             _ = try await blobs.append(pending, to: staged, at: written)
         } catch {
             try? await blobs.remove(staged)
-            if meter.exceeded { throw APIError(.payloadTooLarge, "Attachments are at most \(maxBytes) bytes") }
+            if meter.exceeded { throw ChatError(.payloadTooLarge, "Attachments are at most \(maxBytes) bytes") }
             throw error
         }
         let (digest, size, head) = meter.result
@@ -74,12 +75,12 @@ struct AttachmentController: Sendable {
     ) async throws -> StoredAttachment {
         guard size > 0 else {
             try? await blobs.remove(staged)
-            throw APIError.invalid("The upload is empty")
+            throw ChatError.invalid("The upload is empty")
         }
         let sniffed = ImageSniffer.inspect(head)
         if contentType.hasPrefix("image/"), contentType != "image/heic", sniffed?.contentType != contentType {
             try? await blobs.remove(staged)
-            throw APIError.invalid("The content is not \(contentType)")
+            throw ChatError.invalid("The content is not \(contentType)")
         }
         try await blobs.move(staged, to: BlobName.content(digest))
         let attachment = StoredAttachment(
@@ -95,7 +96,7 @@ struct AttachmentController: Sendable {
         let contentType = (header ?? "").split(separator: ";").first
             .map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
         guard allowedTypes.contains(contentType) else {
-            throw APIError.invalid("Content-Type \(contentType.isEmpty ? "(none)" : contentType) is not accepted")
+            throw ChatError.invalid("Content-Type \(contentType.isEmpty ? "(none)" : contentType) is not accepted")
         }
         return contentType
     }
@@ -105,7 +106,7 @@ struct AttachmentController: Sendable {
     static func fileName(_ text: String?) throws -> String {
         let name = Limits.trimmed(text ?? "attachment")
         guard (1...200).contains(name.count), !name.contains("/"), !name.contains("\\"), !Limits.containsUnsafeCharacters(name) else {
-            throw APIError.invalid("name must be 1–200 characters without slashes, control characters or bidirectional overrides")
+            throw ChatError.invalid("name must be 1–200 characters without slashes, control characters or bidirectional overrides")
         }
         return name
     }
@@ -138,7 +139,7 @@ struct AttachmentController: Sendable {
         let identity = try context.requireIdentity()
         let id = try context.parameters.entityID("id", what: "Attachment")
         guard let attachment = try await store.attachment(id: id, viewer: identity.userId) else {
-            throw APIError.notFound("Attachment")
+            throw ChatError.notFound("Attachment")
         }
         let content = BlobName.content(attachment.sha256)
         var headers: HTTPFields = [
@@ -191,7 +192,7 @@ final class UploadMeter: Sendable {
             state.size += Int64(buffer.readableBytes)
             guard state.size <= limit else {
                 state.exceeded = true
-                throw APIError.payloadTooLarge
+                throw ChatError.payloadTooLarge
             }
             buffer.withUnsafeReadableBytes { state.hasher.update(bufferPointer: $0) }
             if state.head.count < 65_536 {

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import ParleyProtocol
+import ParleyStorage
 
 /// `POST /auth/register`, `POST /auth/login`, `POST /auth/refresh`, `POST /auth/ticket` and the
 /// caller's sign-ins (`GET /auth/sessions`, `DELETE /auth/sessions/{id}`).
@@ -52,7 +53,7 @@ struct AuthController: Sendable {
         let identity = try context.requireIdentity()
         guard let id = context.parameters.get("id"), EntityID(id) != nil,
             try await store.signInSession(id: id).map({ $0.userId == identity.userId && $0.endedAt == nil }) == true
-        else { throw APIError.notFound("Session") }
+        else { throw ChatError.notFound("Session") }
         _ = try await sessions.end(userId: identity.userId, id: id)
         return JSONResponse.noContent()
     }
@@ -60,7 +61,7 @@ struct AuthController: Sendable {
     /// A one-use ticket for opening the WebSocket (`/ws?ticket=`), so the access token never
     /// goes into a URL (browsers cannot set headers on a WebSocket upgrade).
     @Sendable func ticket(_ request: Request, context: ParleyRequestContext) async throws -> Response {
-        guard let grant = context.grant else { throw APIError.unauthorized }
+        guard let grant = context.grant else { throw ChatError.unauthorized }
         let (ticket, expiresAt) = try await tokens.ticket(for: grant)
         return try JSONResponse.make(SocketTicket(ticket: ticket, expiresAt: expiresAt))
     }
@@ -75,7 +76,7 @@ struct AuthController: Sendable {
             return try JSONResponse.make(try await sessions.renew(refreshToken: refreshToken))
         }
         let grant = try await authenticator.grant(for: request, allowingQueryToken: false)
-        guard let user = try await store.user(id: grant.identity.userId) else { throw APIError.unauthorized }
+        guard let user = try await store.user(id: grant.identity.userId) else { throw ChatError.unauthorized }
         // The same sign-in session: logging out ends the refreshed token too.
         return try JSONResponse.make(try await sessions.renew(bearer: grant, user: user))
     }
@@ -85,19 +86,19 @@ struct AuthController: Sendable {
         let body = try await request.decodeJSON(RegisterRequest.self)
         let organization = try Self.organization(body.organization)
         guard !Limits.containsUnsafeCharacters(organization) else {
-            throw APIError.invalid("organization must not contain control characters or bidirectional overrides")
+            throw ChatError.invalid("organization must not contain control characters or bidirectional overrides")
         }
         let email = try Self.email(body.email)
         let displayName = Limits.trimmed(body.displayName)
         guard !displayName.isEmpty, displayName.count <= Limits.maxDisplayNameCharacters, !Limits.containsNul(displayName) else {
-            throw APIError.invalid("displayName must be 1–\(Limits.maxDisplayNameCharacters) characters")
+            throw ChatError.invalid("displayName must be 1–\(Limits.maxDisplayNameCharacters) characters")
         }
         // Shown to everyone in the organization, in browsers, terminals and notifications.
         guard !Limits.containsUnsafeCharacters(displayName) else {
-            throw APIError.invalid("displayName must not contain control characters or bidirectional overrides")
+            throw ChatError.invalid("displayName must not contain control characters or bidirectional overrides")
         }
         guard Limits.passwordLength.contains(body.password.count) else {
-            throw APIError.invalid(
+            throw ChatError.invalid(
                 "password must be \(Limits.passwordLength.lowerBound)–\(Limits.passwordLength.upperBound) characters")
         }
         let inviteCode = body.inviteCode.map(Limits.trimmed).flatMap { $0.isEmpty ? nil : $0 }
@@ -129,7 +130,7 @@ struct AuthController: Sendable {
         at: Date, logger: Logger
     ) async throws -> VerificationPending {
         guard let mailer else {
-            throw APIError(
+            throw ChatError(
                 .forbidden,
                 "Joining \(Limits.neutralized(organization.name)) by your email's domain needs your address confirmed, and this server sends no email: ask an admin for an invite")
         }
@@ -158,7 +159,7 @@ struct AuthController: Sendable {
             // Nothing is kept of a registration whose link could not go out.
             _ = try? await store.takePendingRegistration(tokenHash: hash, now: at)
             logger.warning("Could not send a verification email", metadata: ["error": "\(error)"])
-            throw APIError(.unavailable, "The email to confirm your address could not be sent; try again in a minute", retryAfter: 60)
+            throw ChatError(.unavailable, "The email to confirm your address could not be sent; try again in a minute", retryAfter: 60)
         }
         logger.info("Sent a link to confirm a domain join", metadata: ["organizationId": "\(organization.id)"])
         return VerificationPending(email: email, expiresAt: expiresAt)
@@ -169,7 +170,7 @@ struct AuthController: Sendable {
     @Sendable func verify(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         var request = request
         let body = try await request.decodeJSON(VerifyEmailRequest.self)
-        let expired = APIError(.notFound, "This link has expired or was used already; register again for a new one")
+        let expired = ChatError(.notFound, "This link has expired or was used already; register again for a new one")
         guard (20...100).contains(body.token.utf8.count) else { throw expired }
         let at = now(), open = openOrganizations
         guard let pending = try await store.takePendingRegistration(tokenHash: SignInSessions.hash(body.token), now: clock()) else {
@@ -198,7 +199,7 @@ struct AuthController: Sendable {
     @Sendable func login(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         var request = request
         let body = try await request.decodeJSON(LoginRequest.self)
-        let failure = APIError(.unauthorized, "Invalid organization, email or password")
+        let failure = ChatError(.unauthorized, "Invalid organization, email or password")
         // Throttled by failures: a right password after too many wrong ones waits too, so
         // guessing cannot go on; each failure counts for the account as tried from this
         // address, and for the address. Keyed by the pair, someone who knows an address cannot
@@ -212,10 +213,10 @@ struct AuthController: Sendable {
             ].compactMap { $0 }.max()
             if let wait {
                 limits.counted(.loginAccount)
-                throw APIError.rateLimited(retryAfter: wait)
+                throw ChatError.rateLimited(retryAfter: wait)
             }
         }
-        let failed: @Sendable () -> APIError = { [limits] in
+        let failed: @Sendable () -> ChatError = { [limits] in
             _ = limits?.take(.loginAccount, account)
             limits?.loginFailed(account)
             if let address { _ = limits?.take(.loginAddress, address) }
@@ -236,7 +237,7 @@ struct AuthController: Sendable {
     static func organization(_ text: String) throws -> String {
         let name = Limits.trimmed(text)
         guard !name.isEmpty, name.count <= Limits.maxOrganizationCharacters, !Limits.containsNul(name) else {
-            throw APIError.invalid("organization must be 1–\(Limits.maxOrganizationCharacters) characters")
+            throw ChatError.invalid("organization must be 1–\(Limits.maxOrganizationCharacters) characters")
         }
         return name
     }
@@ -248,7 +249,7 @@ struct AuthController: Sendable {
         guard email.count <= 254, parts.count == 2, !parts[0].isEmpty, parts[1].contains("."),
             !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
             !email.contains(where: { $0.isWhitespace || $0.isNewline }), !Limits.containsUnsafeCharacters(email)
-        else { throw APIError.invalid("email is not a valid address") }
+        else { throw ChatError.invalid("email is not a valid address") }
         return email
     }
 }

@@ -1,5 +1,6 @@
 import Hummingbird
 import ParleyProtocol
+import ParleyStorage
 
 /// Conversations: create or open, list, show, rename, and change participants.
 struct ConversationController: Sendable {
@@ -42,7 +43,7 @@ struct ConversationController: Sendable {
         let query = request.uri.queryParameters
         if let token = query.get("changedSince") {
             guard let since = Self.parseSyncToken(String(token)) else {
-                throw APIError.invalid("changedSince is not a sync token this server gave")
+                throw ChatError.invalid("changedSince is not a sync token this server gave")
             }
             let now = try await store.clockMilliseconds()
             let changes = try await store.conversationChanges(viewer: identity.userId, since: since - syncOverlapMilliseconds)
@@ -53,7 +54,7 @@ struct ConversationController: Sendable {
         let paged = query.get("limit") != nil || query.get("before") != nil
         var before: ListCursor?
         if let text = query.get("before") {
-            guard let cursor = ListCursor(String(text)) else { throw APIError.invalid("before is not a cursor this server gave") }
+            guard let cursor = ListCursor(String(text)) else { throw ChatError.invalid("before is not a cursor this server gave") }
             before = cursor
         }
         let limit = paged ? try request.pageLimit(default: 50, max: 200) : 200
@@ -79,7 +80,7 @@ struct ConversationController: Sendable {
         let identity = try context.requireIdentity()
         let id = try context.parameters.entityID("id", what: "Conversation")
         guard let conversation = try await store.conversation(id: id, viewer: identity.userId) else {
-            throw APIError.notFound("Conversation")
+            throw ChatError.notFound("Conversation")
         }
         return try JSONResponse.make(await chat.wire([conversation], for: identity.userId)[0])
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ParleyProtocol
+import ParleyStorage
 
 /// `POST /devices` (idempotent; a token moves to whoever registers it last) and
 /// `DELETE /devices/{token}`: where push notifications go.
@@ -42,7 +43,7 @@ struct DeviceController: Sendable {
         var request = request
         let identity = try context.requireIdentity()
         let body = try await request.decodeJSON(RegisterDeviceRequest.self)
-        guard body.platform == "ios" else { throw APIError.invalid("platform must be \"ios\"") }
+        guard body.platform == "ios" else { throw ChatError.invalid("platform must be \"ios\"") }
         let token = try Self.token(body.token)
         try await store.registerDevice(
             token: token, userId: identity.userId, platform: body.platform, environment: body.environment, now: now())
@@ -52,7 +53,7 @@ struct DeviceController: Sendable {
     @Sendable func unregister(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
         let token = try Self.token(context.parameters.get("token") ?? "")
-        guard try await store.unregisterDevice(token: token, userId: identity.userId) else { throw APIError.notFound("Device") }
+        guard try await store.unregisterDevice(token: token, userId: identity.userId) else { throw ChatError.notFound("Device") }
         return JSONResponse.noContent()
     }
 
@@ -60,7 +61,7 @@ struct DeviceController: Sendable {
     static func token(_ text: String) throws -> String {
         let token = text.lowercased()
         guard (32...200).contains(token.count), token.allSatisfy(\.isHexDigit) else {
-            throw APIError.invalid("token must be 32–200 hex characters")
+            throw ChatError.invalid("token must be 32–200 hex characters")
         }
         return token
     }

@@ -1,3 +1,4 @@
+import ParleyStorage
 /// Reads an image's type and size from its first bytes, where that is cheap (PNG, GIF, JPEG, WebP).
 enum ImageSniffer {
     struct Info: Equatable {

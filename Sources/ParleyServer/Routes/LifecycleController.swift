@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ParleyProtocol
+import ParleyStorage
 
 /// A user's own data (v1.4): `GET /users/me/export` streams it as a ZIP, and `DELETE
 /// /users/me {password}` erases the account (GDPR articles 15, 17 and 20).
@@ -36,7 +37,7 @@ struct LifecycleController: Sendable {
             let organization = try await store.organization(id: identity.organizationId),
             let credentials = try await store.credentials(organization: organization.name, email: user.email),
             try await passwords.verify(body.password, hash: credentials.passwordHash)
-        else { throw APIError(.forbidden, "The password is not right") }
+        else { throw ChatError(.forbidden, "The password is not right") }
         try await membership.erase(identity.userId, organizationId: identity.organizationId, lifecycle: lifecycle)
         context.logger.notice("Erased an account at its own request", metadata: ["userId": "\(identity.userId)"])
         return JSONResponse.noContent()

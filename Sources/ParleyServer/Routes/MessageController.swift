@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ParleyProtocol
+import ParleyStorage
 
 /// Messages: send, history pages, and the `/changes` catch-up feed.
 struct MessageController: Sendable {
@@ -94,7 +95,7 @@ struct MessageController: Sendable {
 
     @Sendable func unreact(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         guard let raw = context.parameters.get("emoji"), let emoji = raw.removingPercentEncoding else {
-            throw APIError.invalid("emoji is not valid percent-encoding")
+            throw ChatError.invalid("emoji is not valid percent-encoding")
         }
         return try await change(.reaction(emoji, add: false), context)
     }
@@ -111,16 +112,16 @@ struct MessageController: Sendable {
         let identity = try context.requireIdentity()
         let query = Limits.trimmed(request.uri.queryParameters.get("q") ?? "")
         guard !query.isEmpty, query.count <= 200, !Limits.containsNul(query) else {
-            throw APIError.invalid("q must be 1–200 characters")
+            throw ChatError.invalid("q must be 1–200 characters")
         }
         var conversationId: EntityID?
         if let text = request.uri.queryParameters.get("conversationId") {
-            guard let id = EntityID(text) else { throw APIError.invalid("conversationId is not an id") }
+            guard let id = EntityID(text) else { throw ChatError.invalid("conversationId is not an id") }
             conversationId = id
         }
         let limit = try request.pageLimit(default: 20, max: 100)
         let offset = try request.integerQuery("offset") ?? 0
-        guard (0...10_000).contains(offset) else { throw APIError.invalid("offset must be 0–10000") }
+        guard (0...10_000).contains(offset) else { throw ChatError.invalid("offset must be 0–10000") }
         var found = try await store.search(query, viewer: identity.userId, conversationId: conversationId, limit: limit, offset: Int(offset))
         let blocked = await chat.blocks.blocked(by: identity.userId)
         for index in found.results.indices {
@@ -135,7 +136,7 @@ struct MessageController: Sendable {
         let id = try context.parameters.entityID("id", what: "Conversation")
         let body = try await request.decodeJSON(SendMessageRequest.self)
         if let inBody = body.conversationId, inBody != id {
-            throw APIError.invalid("conversationId in the body does not match the path")
+            throw ChatError.invalid("conversationId in the body does not match the path")
         }
         let result = try await chat.send(body, in: id, by: identity)
         return try JSONResponse.make(result.message, status: result.created ? .created : .ok)
@@ -147,7 +148,7 @@ struct MessageController: Sendable {
         let limit = try request.pageLimit(default: Limits.messagesPageDefault, max: Limits.messagesPageMax)
         let threads = request.uri.queryParameters.get("threads")
         guard threads == nil || threads == "include" || threads == "exclude" else {
-            throw APIError.invalid("threads is include or exclude")
+            throw ChatError.invalid("threads is include or exclude")
         }
         var page = try await store.messages(
             conversationId: id, viewer: identity.userId,
@@ -172,7 +173,7 @@ struct MessageController: Sendable {
         let identity = try context.requireIdentity()
         let id = try context.parameters.entityID("id", what: "Conversation")
         let since = try request.integerQuery("since") ?? 0
-        guard since >= 0 else { throw APIError.invalid("since must not be negative") }
+        guard since >= 0 else { throw ChatError.invalid("since must not be negative") }
         let limit = try request.pageLimit(default: Limits.changesPageDefault, max: Limits.changesPageMax)
         var page = try await store.changes(conversationId: id, viewer: identity.userId, since: since, limit: limit)
         page.messages = await chat.blocks.marked(page.messages, for: identity.userId)

@@ -1,6 +1,7 @@
 import Hummingbird
 import NIOCore
 import Synchronization
+import ParleyStorage
 
 /// The routes an operator and a load balancer use: alive (`/health`), able to write and not
 /// draining (`/ready`), the counters (`/metrics`), and the API's description (`/api/v1/openapi.json`).
@@ -35,9 +36,9 @@ final class OperationsController: Sendable {
 
     @Sendable func ready(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         if drain.isDraining {
-            return try APIError(.unavailable, "Draining before shutdown", retryAfter: 1).response(from: request, context: context)
+            return try ChatError(.unavailable, "Draining before shutdown", retryAfter: 1).response(from: request, context: context)
         }
-        guard await health.canWrite() else { return try APIError.unavailable.response(from: request, context: context) }
+        guard await health.canWrite() else { return try ChatError.unavailable.response(from: request, context: context) }
         return try JSONResponse.make(["status": "ready"])
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ParleyProtocol
+import ParleyStorage
 
 /// The organization's own routes (contract v1.1): its settings and invites, members' roles and
 /// deactivation. Reading is for every member; changing is for admins (``Membership``).
@@ -27,7 +28,7 @@ struct OrganizationController: Sendable {
 
     @Sendable func show(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
-        guard let organization = try await store.organization(id: identity.organizationId) else { throw APIError.unauthorized }
+        guard let organization = try await store.organization(id: identity.organizationId) else { throw ChatError.unauthorized }
         return try JSONResponse.make(OrganizationResponse(organization: organization))
     }
 
@@ -36,13 +37,13 @@ struct OrganizationController: Sendable {
         var request = request
         let body = try await request.decodeJSON(UpdateOrganizationRequest.self)
         guard body.allowedEmailDomains != nil || body.retention != nil else {
-            throw APIError.invalid("Give allowedEmailDomains, messageRetentionDays or both")
+            throw ChatError.invalid("Give allowedEmailDomains, messageRetentionDays or both")
         }
         let domains = try body.allowedEmailDomains.map(Membership.allowedDomains)
         var retention: Int??
         switch body.retention {
         case .days(let days):
-            guard (1...36_500).contains(days) else { throw APIError.invalid("messageRetentionDays is 1–36500, or null for no limit") }
+            guard (1...36_500).contains(days) else { throw ChatError.invalid("messageRetentionDays is 1–36500, or null for no limit") }
             retention = .some(days)
         case .off: retention = .some(nil)
         case nil: retention = nil
@@ -56,7 +57,7 @@ struct OrganizationController: Sendable {
             organization = try await store.setMessageRetention(days: retention, organizationId: identity.organizationId)
             try await audit.record(.retentionChanged, by: identity, detail: retention.map { "\($0) days" } ?? "off")
         }
-        guard let organization else { throw APIError.unauthorized }
+        guard let organization else { throw ChatError.unauthorized }
         return try JSONResponse.make(OrganizationResponse(organization: organization))
     }
 
@@ -78,7 +79,7 @@ struct OrganizationController: Sendable {
     @Sendable func deleteInvite(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try await membership.requireAdmin(context)
         let code = context.parameters.get("code") ?? ""
-        guard try await store.deleteInvite(code: code, organizationId: identity.organizationId) else { throw APIError.notFound("Invite") }
+        guard try await store.deleteInvite(code: code, organizationId: identity.organizationId) else { throw ChatError.notFound("Invite") }
         try await audit.record(.inviteDeleted, by: identity, target: code)
         return JSONResponse.noContent()
     }
@@ -90,7 +91,7 @@ struct OrganizationController: Sendable {
         let body = try await request.decodeJSON(UpdateUserRequest.self)
         guard let user = try await store.setRole(
             body.role, userId: userId, organizationId: identity.organizationId, check: { try Membership.keepsAnAdmin(adminsAfter: $0) })
-        else { throw APIError.notFound("User") }
+        else { throw ChatError.notFound("User") }
         try await audit.record(.roleChanged, by: identity, target: userId.description, detail: body.role.rawValue)
         return try JSONResponse.make(UserResponse(user: user))
     }
@@ -102,7 +103,7 @@ struct OrganizationController: Sendable {
         let identity = try await membership.requireAdmin(context)
         let userId = try context.parameters.entityID("id", what: "User")
         guard let state = try await store.userState(id: userId), state.organizationId == identity.organizationId else {
-            throw APIError.notFound("User")
+            throw ChatError.notFound("User")
         }
         let ended = try await sessions.end(userId: userId, id: nil)
         try await audit.record(.userSignedOut, by: identity, target: userId.description, detail: "\(ended.count) sessions")
@@ -123,7 +124,7 @@ struct OrganizationController: Sendable {
             try await audit.record(.userErased, by: identity, target: userId.description)
             context.logger.notice("Erased user", metadata: ["userId": "\(userId)", "by": "\(identity.userId)"])
             return JSONResponse.noContent()
-        default: throw APIError.invalid("erase is true or false")
+        default: throw ChatError.invalid("erase is true or false")
         }
         try await membership.deactivate(userId, by: identity)
         try await audit.record(.userDeactivated, by: identity, target: userId.description)
@@ -154,7 +155,7 @@ public struct MembershipService: Sendable {
     func deactivate(_ userId: EntityID, by admin: Identity) async throws {
         guard try await store.deactivate(
             userId: userId, organizationId: admin.organizationId, now: now(), check: { try Membership.keepsAnAdmin(adminsAfter: $0) })
-        else { throw APIError.notFound("User") }
+        else { throw ChatError.notFound("User") }
         closeEverywhere(userId, organizationId: admin.organizationId, reason: "account deactivated")
     }
 
@@ -171,7 +172,7 @@ public struct MembershipService: Sendable {
     func erase(_ userId: EntityID, organizationId: EntityID, lifecycle: DataLifecycle) async throws {
         guard try await store.eraseProfile(
             userId: userId, organizationId: organizationId, now: now(), check: { try Membership.keepsAnAdmin(adminsAfter: $0) })
-        else { throw APIError.notFound("User") }
+        else { throw ChatError.notFound("User") }
         closeEverywhere(userId, organizationId: organizationId, reason: "account erased")
         try await lifecycle.eraseContent(of: userId, now: now())
     }

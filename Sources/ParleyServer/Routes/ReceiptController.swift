@@ -1,5 +1,6 @@
 import Hummingbird
 import ParleyProtocol
+import ParleyStorage
 
 /// Read and delivery receipts over HTTP (the same as the `read` and `delivered` commands).
 struct ReceiptController: Sendable {

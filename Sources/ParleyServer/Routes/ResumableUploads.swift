@@ -4,6 +4,7 @@ import Hummingbird
 import NIOCore
 import NIOPosix
 import ParleyProtocol
+import ParleyStorage
 
 /// Resumable uploads in chunks, for flaky mobile networks and upload progress:
 /// `POST /attachments/uploads` opens one, `PUT /attachments/uploads/{id}?offset=` appends a
@@ -39,9 +40,9 @@ struct ResumableUploads: Sendable {
         let meta = Meta(
             uploaderId: identity.userId, organizationId: identity.organizationId, name: try AttachmentController.fileName(body.name),
             contentType: try AttachmentController.contentType(body.contentType), size: body.size)
-        guard meta.size > 0 else { throw APIError.invalid("size must be positive") }
+        guard meta.size > 0 else { throw ChatError.invalid("size must be positive") }
         guard meta.size <= attachments.maxBytes else {
-            throw APIError(.payloadTooLarge, "Attachments are at most \(attachments.maxBytes) bytes")
+            throw ChatError(.payloadTooLarge, "Attachments are at most \(attachments.maxBytes) bytes")
         }
         try attachments.limits?.enforce(.uploadBytes, identity.userId.description, cost: Double(meta.size))
         let id = EntityID()
@@ -59,17 +60,17 @@ struct ResumableUploads: Sendable {
     @Sendable func append(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         var request = request
         let (id, meta) = try await load(context)
-        guard let offset = try request.integerQuery("offset") else { throw APIError.invalid("offset is required") }
+        guard let offset = try request.integerQuery("offset") else { throw ChatError.invalid("offset is required") }
         let have = try await received(id)
         guard offset == have else { throw Self.wrongOffset(have) }
         let chunk: ByteBuffer
         do {
             chunk = try await request.collectBody(upTo: Self.maxChunk)
         } catch is NIOTooManyBytesError {
-            throw APIError(.payloadTooLarge, "A chunk is at most \(Self.maxChunk) bytes")
+            throw ChatError(.payloadTooLarge, "A chunk is at most \(Self.maxChunk) bytes")
         }
         guard offset + Int64(chunk.readableBytes) <= meta.size else {
-            throw APIError.invalid("The chunk goes past the declared size \(meta.size)")
+            throw ChatError.invalid("The chunk goes past the declared size \(meta.size)")
         }
         do {
             // Checked again where it is written: another request (or node) may have won.
@@ -80,15 +81,15 @@ struct ResumableUploads: Sendable {
         }
     }
 
-    static func wrongOffset(_ have: Int64) -> APIError {
-        APIError(.conflict, "This upload has \(have) bytes; send the chunk at offset \(have)")
+    static func wrongOffset(_ have: Int64) -> ChatError {
+        ChatError(.conflict, "This upload has \(have) bytes; send the chunk at offset \(have)")
     }
 
     @Sendable func complete(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
         let (id, meta) = try await load(context)
         let have = try await received(id)
-        guard have == meta.size else { throw APIError(.conflict, "Only \(have) of \(meta.size) bytes were received") }
+        guard have == meta.size else { throw ChatError(.conflict, "Only \(have) of \(meta.size) bytes were received") }
         let (digest, head) = try await blobs.digest(of: BlobName.upload(id))
         let attachment = try await attachments.finalize(
             staged: BlobName.upload(id), digest: digest, size: have, head: head, contentType: meta.contentType,
@@ -104,7 +105,7 @@ struct ResumableUploads: Sendable {
         let id = try context.parameters.entityID("upload", what: "Upload")
         guard let data = try await blobs.contents(of: BlobName.uploadMeta(id)),
             let meta = try? WireCoding.makeDecoder().decode(Meta.self, from: data), meta.uploaderId == identity.userId
-        else { throw APIError.notFound("Upload") }
+        else { throw ChatError.notFound("Upload") }
         return (id, meta)
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ParleyProtocol
+import ParleyStorage
 
 /// Reports and the audit log (v1.4): any member reports a message they can read or a user of
 /// their organization; admins list and handle reports and read the audit log. Admin routes
@@ -36,7 +37,7 @@ struct SafetyController: Sendable {
         let identity = try await membership.requireAdmin(context)
         var status: ReportStatus?
         if let text = request.uri.queryParameters.get("status") {
-            guard let parsed = ReportStatus(rawValue: String(text)) else { throw APIError.invalid("status is open, resolved or dismissed") }
+            guard let parsed = ReportStatus(rawValue: String(text)) else { throw ChatError.invalid("status is open, resolved or dismissed") }
             status = parsed
         }
         let limit = try request.pageLimit(default: 50, max: 200)
@@ -64,7 +65,7 @@ struct SafetyController: Sendable {
         let body = try await request.decodeJSON(UpdateReportRequest.self)
         guard let report = try await store.setReportStatus(
             body.status, reportId: id, organizationId: identity.organizationId, by: identity.userId, at: chat.now())
-        else { throw APIError.notFound("Report") }
+        else { throw ChatError.notFound("Report") }
         let action: AuditLog.Action = switch body.status {
         case .resolved: .reportResolved
         case .dismissed: .reportDismissed

@@ -1,5 +1,6 @@
 import Hummingbird
 import ParleyProtocol
+import ParleyStorage
 
 /// `GET /users/me`, `GET /users?q=` (the caller's organization only), and the caller's blocks
 /// (v1.4): `POST`/`DELETE /users/{id}/block`, `GET /users/blocked`.
@@ -18,14 +19,14 @@ struct UserController: Sendable {
 
     @Sendable func me(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
-        guard let user = try await store.user(id: identity.userId) else { throw APIError.unauthorized }
+        guard let user = try await store.user(id: identity.userId) else { throw ChatError.unauthorized }
         return try JSONResponse.make(live(user, hidden: []))
     }
 
     @Sendable func list(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
         let query = request.uri.queryParameters.get("q").map(Limits.trimmed)
-        guard (query?.count ?? 0) <= 100 else { throw APIError.invalid("q is at most 100 characters") }
+        guard (query?.count ?? 0) <= 100 else { throw ChatError.invalid("q is at most 100 characters") }
         let limit = try request.pageLimit(default: 100, max: 500)
         let users = try await store.users(organizationId: identity.organizationId, matching: query, limit: limit)
         let hidden = await chat.blocks.blocked(by: identity.userId)

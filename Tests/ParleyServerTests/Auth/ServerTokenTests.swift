@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import ParleyProtocol
 @testable import ParleyServer
+@testable import ParleyStorage
 import ParleyTestSupport
 import Synchronization
 import Testing
@@ -53,7 +54,7 @@ import Testing
         do {
             _ = try await tokens.verify(token)
             return false
-        } catch let error as APIError {
+        } catch let error as ChatError {
             return error.code == .unauthorized
         } catch {
             return false
@@ -257,11 +258,11 @@ import Testing
 
     /// A key shorter than 32 bytes is refused when the service is made, so no weak key signs.
     @Test func shortSecretsAreRefused() async throws {
-        await #expect(throws: APIError.self) { _ = try await TokenService(secret: Array(repeating: 1, count: 31), lifetime: .seconds(60)) }
+        await #expect(throws: ChatError.self) { _ = try await TokenService(secret: Array(repeating: 1, count: 31), lifetime: .seconds(60)) }
         let short = SigningKey(kid: "short", secret: Array(repeating: 1, count: 16), createdAt: Date())
-        await #expect(throws: APIError.self) { _ = try await TokenService(keys: [short], lifetime: .seconds(60), reload: nil) }
+        await #expect(throws: ChatError.self) { _ = try await TokenService(keys: [short], lifetime: .seconds(60), reload: nil) }
         let retired = SigningKey(kid: "old", secret: Self.secret, createdAt: Date(), retiredAt: Date())
-        await #expect(throws: APIError.self) { _ = try await TokenService(keys: [retired], lifetime: .seconds(60), reload: nil) }
+        await #expect(throws: ChatError.self) { _ = try await TokenService(keys: [retired], lifetime: .seconds(60), reload: nil) }
     }
 
     // MARK: Through a real server

@@ -66,7 +66,7 @@ import Testing
         // Retired: the old key's tokens stop working once the node has read the keys.
         keys.value[0].retiredAt = Date()
         try await tokens.reloadKeys()
-        await #expect(throws: APIError.self) { try await tokens.verify(old) }
+        await #expect(throws: ChatError.self) { try await tokens.verify(old) }
         #expect(try await tokens.verify(new).userId == Self.user.id)
     }
 
@@ -79,7 +79,7 @@ import Testing
         let strangers = [impostor, SigningKey.generate(now: Date())]
         for stranger in strangers {
             let forged = try await TokenService(keys: [stranger], lifetime: .seconds(3600), reload: nil).issue(for: Self.user)
-            await #expect(throws: APIError.self) { try await tokens.verify(forged) }
+            await #expect(throws: ChatError.self) { try await tokens.verify(forged) }
         }
         #expect(TokenService.keyId(of: "garbage") == nil)
         #expect(TokenService.keyId(of: "e30.e30.x") == nil, "{} has no kid")

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyProtocol
 @testable import ParleyServer
+@testable import ParleyStorage
 import ParleyTestSupport
 import Testing
 
@@ -25,10 +26,10 @@ import Testing
             let renamed = try await store.rename(conversationId: group.conversation.id, by: scene.alice.id, to: "h", now: Self.now)
             let system = try #require(renamed.systemMessage)
             let before = try #require(try await store.conversation(id: id, viewer: scene.alice.id)).lastSeq
-            func attempt(_ change: (inout MessageDraft) -> Void) async -> APIError? {
+            func attempt(_ change: (inout MessageDraft) -> Void) async -> ChatError? {
                 var draft = StoreTransactionConformanceTests.draft(scene, "x\(UUID())", from: scene.bob.id, text: "")
                 change(&draft)
-                return await #expect(throws: APIError.self) { try await store.send(draft) }
+                return await #expect(throws: ChatError.self) { try await store.send(draft) }
             }
             #expect(await attempt { $0.forwardedFromId = gone.id }?.code == .invalidRequest, "a deleted message")
             #expect(await attempt { $0.forwardedFromId = system.id }?.code == .invalidRequest, "a system message")
@@ -59,10 +60,10 @@ import Testing
 
             func refusals(_ conversation: EntityID, _ viewer: EntityID) async -> [ErrorCode?] {
                 [
-                    await #expect(throws: APIError.self) { try await store.messages(conversationId: conversation, viewer: viewer, before: nil, after: nil, limit: 10) }?.code,
-                    await #expect(throws: APIError.self) { try await store.changes(conversationId: conversation, viewer: viewer, since: 0, limit: 10) }?.code,
-                    await #expect(throws: APIError.self) { try await store.participants(conversationId: conversation, viewer: viewer, after: nil, limit: 10) }?.code,
-                    await #expect(throws: APIError.self) {
+                    await #expect(throws: ChatError.self) { try await store.messages(conversationId: conversation, viewer: viewer, before: nil, after: nil, limit: 10) }?.code,
+                    await #expect(throws: ChatError.self) { try await store.changes(conversationId: conversation, viewer: viewer, since: 0, limit: 10) }?.code,
+                    await #expect(throws: ChatError.self) { try await store.participants(conversationId: conversation, viewer: viewer, after: nil, limit: 10) }?.code,
+                    await #expect(throws: ChatError.self) {
                         try await store.readers(conversationId: conversation, messageId: hello.id, viewer: viewer, after: nil, limit: 10)
                     }?.code,
                 ]
@@ -82,7 +83,7 @@ import Testing
             #expect(try await store.participants(conversationId: id, viewer: scene.bob.id, after: nil, limit: 10).participants.count == 2)
             let elsewhere = try await store.send(MessageDraft(
                 conversationId: group.id, senderId: scene.alice.id, clientMessageId: "g1", type: .text, text: "in the group", now: Self.now)).message
-            let wrong = await #expect(throws: APIError.self) {
+            let wrong = await #expect(throws: ChatError.self) {
                 try await store.readers(conversationId: id, messageId: elsewhere.id, viewer: scene.bob.id, after: nil, limit: 10)
             }
             #expect(wrong?.code == .notFound, "a message of another conversation")
@@ -100,7 +101,7 @@ import Testing
                 organizationId: organization, creatorId: scene.alice.id, type: .group, name: "g",
                 participantIds: [scene.bob.id], now: Self.now)).conversation
             func code(_ body: () async throws -> ConversationChange) async -> ErrorCode? {
-                await #expect(throws: APIError.self) { _ = try await body() }?.code
+                await #expect(throws: ChatError.self) { _ = try await body() }?.code
             }
             #expect(await code { try await store.rename(conversationId: group.id, by: scene.carol.id, to: "x", now: Self.now) } == .notFound)
             #expect(await code {

@@ -2,6 +2,7 @@ import Foundation
 import ParleyClient
 import ParleyProtocol
 @testable import ParleyServer
+@testable import ParleyStorage
 import ParleyTestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyProtocol
 @testable import ParleyServer
+@testable import ParleyStorage
 import ParleyTestSupport
 import Testing
 
@@ -49,12 +50,12 @@ struct RulesWorld {
         try #require(try await store.reading { tx in try await tx.message(id) })
     }
 
-    /// The error code a refused call gets (nil if it was not refused with an `APIError`).
+    /// The error code a refused call gets (nil if it was not refused with an `ChatError`).
     func code<T>(_ body: () async throws -> T) async -> ErrorCode? {
         do {
             _ = try await body()
             return nil
-        } catch let error as APIError {
+        } catch let error as ChatError {
             return error.code
         } catch {
             return .internal
@@ -283,7 +284,7 @@ struct RulesWorld {
                     let change = try await store.change(edit, messageId: id, in: world.group.id, by: actor, now: Self.later)
                     #expect(expected == .changed(change.changed), "\(context)")
                     models[id] = model
-                } catch let error as APIError {
+                } catch let error as ChatError {
                     #expect(expected == .refused(error.code), "\(context)")
                 }
                 let stored = try await world.stored(id)

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyProtocol
 @testable import ParleyServer
+@testable import ParleyStorage
 import Testing
 
 /// Who may join an organization and what keeps it governable (`Chat/Membership.swift`), the
@@ -22,7 +23,7 @@ import Testing
     static func admission(_ email: String, to organization: Organization?, invite: Invite? = nil, open: Bool = false) -> Admission? {
         do {
             return try Membership.admit(email: email, to: organization, invite: invite, open: open, now: now)
-        } catch let error as APIError {
+        } catch let error as ChatError {
             #expect(error.code == .forbidden)
             return nil
         } catch {
@@ -98,16 +99,16 @@ import Testing
         #expect(try Membership.allowedDomains(fifty).count == 50)
         for bad in [["corp"], ["corp..test"], [".corp.test"], ["corp.test."], ["co rp.test"], ["a_b.test"], ["\(label63)a.test"], [""], ["@"],
                     ["corp.test", "nope"], ["*.corp.test"], ["corp.test/x"], (0..<51).map { "d\($0).test" }] {
-            let error = #expect(throws: APIError.self) { try Membership.allowedDomains(bad) }
+            let error = #expect(throws: ChatError.self) { try Membership.allowedDomains(bad) }
             #expect(error?.code == .invalidRequest, "\(bad.prefix(2))")
         }
     }
 
     /// The last admin cannot go: a change leaving none is a conflict; one left is enough.
     @Test func anOrganizationKeepsAnAdmin() throws {
-        let error = #expect(throws: APIError.self) { try Membership.keepsAnAdmin(adminsAfter: 0) }
+        let error = #expect(throws: ChatError.self) { try Membership.keepsAnAdmin(adminsAfter: 0) }
         #expect(error?.code == .conflict)
-        #expect(throws: APIError.self) { try Membership.keepsAnAdmin(adminsAfter: -1) }
+        #expect(throws: ChatError.self) { try Membership.keepsAnAdmin(adminsAfter: -1) }
         try Membership.keepsAnAdmin(adminsAfter: 1)
         try Membership.keepsAnAdmin(adminsAfter: 7)
     }
@@ -117,7 +118,7 @@ import Testing
         try Membership.requireAdmin(admin)
         for user in [nil, User(id: EntityID(), organizationId: Self.acme.id, email: "m@corp.test", displayName: "M", role: .member),
                      User(id: EntityID(), organizationId: Self.acme.id, email: "o@corp.test", displayName: "O", role: nil)] as [User?] {
-            let error = #expect(throws: APIError.self) { try Membership.requireAdmin(user) }
+            let error = #expect(throws: ChatError.self) { try Membership.requireAdmin(user) }
             #expect(error?.code == .forbidden)
         }
     }
@@ -137,7 +138,7 @@ import Testing
         #expect(try Membership.invite(.init(expiresInHours: 1), organizationId: Self.acme.id, by: admin, now: now).expiresAt > now)
         for bad in [CreateInviteRequest(maxUses: 0), .init(maxUses: 1001), .init(maxUses: -1), .init(expiresInHours: 0), .init(expiresInHours: 2161),
                     .init(email: "not an email"), .init(email: "")] {
-            let error = #expect(throws: APIError.self) { try Membership.invite(bad, organizationId: Self.acme.id, by: admin, now: now) }
+            let error = #expect(throws: ChatError.self) { try Membership.invite(bad, organizationId: Self.acme.id, by: admin, now: now) }
             #expect(error?.code == .invalidRequest)
         }
         let codes = try (0..<20).map { _ in try Membership.invite(.init(), organizationId: Self.acme.id, by: admin, now: now).code }

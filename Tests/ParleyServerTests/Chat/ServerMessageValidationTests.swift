@@ -1,6 +1,7 @@
 import Foundation
 import ParleyProtocol
 @testable import ParleyServer
+@testable import ParleyStorage
 import Testing
 
 /// What a client may send, checked before any transaction (`Chat/MessageValidation.swift`):
@@ -18,7 +19,7 @@ import Testing
         do {
             _ = try body()
             return false
-        } catch let error as APIError {
+        } catch let error as ChatError {
             return error.code == .invalidRequest
         } catch {
             return false

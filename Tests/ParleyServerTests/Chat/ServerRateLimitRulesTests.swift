@@ -1,6 +1,7 @@
 import Foundation
 import ParleyProtocol
 @testable import ParleyServer
+@testable import ParleyStorage
 import ParleyTestSupport
 import Testing
 
@@ -166,7 +167,7 @@ import Testing
         let clock = ManualClock(start: Self.start)
         let limiter = Self.limiter(clock, send: RateLimit(burst: 1, perSecond: 1.0 / 16))
         try limiter.enforce(.send, "u")
-        let error = #expect(throws: APIError.self) { try limiter.enforce(.send, "u") }
+        let error = #expect(throws: ChatError.self) { try limiter.enforce(.send, "u") }
         #expect(error?.code == .rateLimited && error?.retryAfter == 16)
         clock.advance(by: 16)
         try limiter.enforce(.send, "u")

@@ -3,6 +3,7 @@ import GRDB
 import ParleyClient
 import ParleyProtocol
 @testable import ParleyServer
+@testable import ParleyStorage
 import ParleyTestSupport
 import Synchronization
 import Testing

@@ -3,6 +3,7 @@ import ParleyBench
 import ParleyClient
 import ParleyProtocol
 @testable import ParleyServer
+@testable import ParleyStorage
 import ParleyTestSupport
 import Testing
 #if canImport(FoundationNetworking)

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOEmbedded
 @testable import ParleyServer
+@testable import ParleyStorage
 import Synchronization
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import ParleyServer
+@testable import ParleyStorage
 import ParleyTestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 @testable import ParleyServer
+@testable import ParleyStorage
 import Testing
 
 /// The pure halves of link previews, without a socket: which link of a message is previewed,

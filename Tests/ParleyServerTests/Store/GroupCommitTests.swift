@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 @testable import ParleyServer
+@testable import ParleyStorage
 import ParleyTestSupport
 import Synchronization
 import Testing

@@ -127,7 +127,7 @@ extension StoreConformanceTests {
             case .success(let sent): stored[sent.message.id] = sent.message
             case .failure(let error):
                 #expect(n.isMultiple(of: 25), "only Eve's sends fail: \(n) \(error)")
-                #expect((error as? APIError)?.code == .notFound)
+                #expect((error as? ChatError)?.code == .notFound)
             }
         }
         let page = try await store.messages(conversationId: id, viewer: alice.id, before: nil, after: base, limit: 1000)
@@ -170,7 +170,7 @@ extension StoreConformanceTests {
                 do {
                     stored[n] = try await send.result().message
                     #expect(n % 10 != 3 && n % 9 != 4, "send \(n) should have failed")
-                } catch let error as APIError {
+                } catch let error as ChatError {
                     #expect(n % 10 == 3 && error.code == .notFound, "send \(n): \(error)")
                 } catch {
                     #expect(n % 9 == 4 && n % 10 != 3, "only the poisoned writes fail otherwise: \(n) \(error)")
@@ -230,7 +230,7 @@ extension StoreConformanceTests {
             case .success(let change):
                 #expect(index < 59 && change.member.readSeq == target && change.unreadCount == Int(last - target))
             case .failure(let error):
-                #expect(index >= 59 && (error as? APIError)?.code == .notFound, "\(index): \(error)")
+                #expect(index >= 59 && (error as? ChatError)?.code == .notFound, "\(index): \(error)")
             }
         }
         for (index, user) in members.dropFirst().enumerated() {
@@ -284,7 +284,7 @@ extension StoreConformanceTests {
                     let result = try await item.send.result()
                     #expect(!item.direct, "a blocked direct send was stored")
                     groupSeqs.append(result.message.seq)
-                } catch let error as APIError {
+                } catch let error as ChatError {
                     #expect(item.direct && error.code == .forbidden)
                     refused += 1
                 }

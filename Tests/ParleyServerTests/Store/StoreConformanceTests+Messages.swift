@@ -68,7 +68,7 @@ extension StoreConformanceTests {
                 { try await store.markRead(conversationId: conversation.id, userId: bob.id, upToSeq: nil, messageIds: [EntityID()]) },
                 { try await store.markDelivered(conversationId: conversation.id, userId: bob.id, upToSeq: -5) },
             ] as [@Sendable () async throws -> WatermarkChange] {
-                let error = await #expect(throws: APIError.self) { try await attempt() }
+                let error = await #expect(throws: ChatError.self) { try await attempt() }
                 #expect(error?.code == .invalidRequest)
             }
             try await expectNotFound { try await store.markRead(conversationId: EntityID(), userId: bob.id, upToSeq: 1, messageIds: nil) }
@@ -92,7 +92,7 @@ extension StoreConformanceTests {
             #expect(edit.message.editedAt == later && Set(edit.participantIds) == [alice.id, bob.id])
             let same = try await store.change(.text("hello!"), messageId: message.id, in: conversation.id, by: alice.id, now: later)
             #expect(!same.changed && same.message.updatedSeq == 3)
-            let notSender = await #expect(throws: APIError.self) {
+            let notSender = await #expect(throws: ChatError.self) {
                 try await store.change(.text("mine"), messageId: message.id, in: conversation.id, by: bob.id, now: later)
             }
             #expect(notSender?.code == .forbidden)
@@ -114,7 +114,7 @@ extension StoreConformanceTests {
             #expect(delete.message.deletedAt == later && delete.message.reactions.isEmpty && delete.message.seq == 1)
             #expect(!(try await store.change(.delete, messageId: message.id, in: conversation.id, by: alice.id, now: later)).changed)
             for attempt in [MessageEdit.text("again"), .reaction("👍", add: true)] {
-                let error = await #expect(throws: APIError.self) {
+                let error = await #expect(throws: ChatError.self) {
                     try await store.change(attempt, messageId: message.id, in: conversation.id, by: alice.id, now: later)
                 }
                 #expect(error?.code == .invalidRequest)
@@ -134,7 +134,7 @@ extension StoreConformanceTests {
                 organizationId: alice.organizationId, creatorId: alice.id, type: .group, name: "g", participantIds: [bob.id], now: t0))
             let system = try #require(try await store.rename(conversationId: group.conversation.id, by: alice.id, to: "h", now: t0).systemMessage)
             try await expectNotFound { try await store.change(.delete, messageId: system.id, in: conversation.id, by: alice.id, now: later) }
-            let systemChange = await #expect(throws: APIError.self) {
+            let systemChange = await #expect(throws: ChatError.self) {
                 try await store.change(.reaction("x", add: true), messageId: system.id, in: group.conversation.id, by: bob.id, now: later)
             }
             #expect(systemChange?.code == .invalidRequest)
@@ -220,12 +220,12 @@ extension StoreConformanceTests {
             var wrongType = draft(conversation.id, alice, "")
             wrongType.type = .video
             wrongType.attachmentId = image.id
-            let mismatch = await #expect(throws: APIError.self) { try await store.send(wrongType) }
+            let mismatch = await #expect(throws: ChatError.self) { try await store.send(wrongType) }
             #expect(mismatch?.code == .invalidRequest)
             var notMine = draft(conversation.id, bob, "")
             notMine.type = .image
             notMine.attachmentId = image.id
-            let foreign = await #expect(throws: APIError.self) { try await store.send(notMine) }
+            let foreign = await #expect(throws: ChatError.self) { try await store.send(notMine) }
             #expect(foreign?.code == .invalidRequest)
 
             var photo = draft(conversation.id, alice, "look")

@@ -22,7 +22,7 @@ import Testing
             #expect(try await store.credentials(organization: "acme", email: "nobody@x.io") == nil)
             #expect(try await store.credentials(organization: "other", email: "alice@x.io") == nil)
             // The organization's name is matched without case; the email is taken there.
-            let duplicate = await #expect(throws: APIError.self) {
+            let duplicate = await #expect(throws: ChatError.self) {
                 try await store.register(organization: "ACME", email: "alice@x.io", displayName: "A2", passwordHash: "h", now: t0)
             }
             #expect(duplicate?.code == .conflict)
@@ -49,7 +49,7 @@ import Testing
                         do {
                             _ = try await store.register(organization: "Race", email: "same@x.io", displayName: "R\(index)", passwordHash: "h", now: t0)
                             return true
-                        } catch let error as APIError {
+                        } catch let error as ChatError {
                             return error.code != .conflict
                         } catch {
                             return true
@@ -76,7 +76,7 @@ import Testing
             #expect(try await store.users(organizationId: mallory.organizationId, matching: nil, limit: 10).map(\.id) == [mallory.id])
             // Another organization's user is "not found", as is an unknown one.
             for stranger in [mallory.id, EntityID()] {
-                let error = await #expect(throws: APIError.self) {
+                let error = await #expect(throws: ChatError.self) {
                     try await store.createConversation(NewConversation(
                         organizationId: alice.organizationId, creatorId: alice.id, type: .group, name: "g", participantIds: [stranger], now: t0))
                 }
@@ -121,7 +121,7 @@ import Testing
             }
             #expect(ids.count == 1)
             #expect(try await store.conversations(viewer: alice.id).count == 2)
-            let invalid = await #expect(throws: APIError.self) {
+            let invalid = await #expect(throws: ChatError.self) {
                 try await store.createConversation(NewConversation(
                     organizationId: alice.organizationId, creatorId: alice.id, type: .direct, participantIds: [bob.id, carol.id], now: t0))
             }
@@ -179,12 +179,12 @@ import Testing
             // Who may change what.
             try await expectNotFound { try await store.rename(conversationId: id, by: outsider.id, to: "x", now: t0) }
             try await expectNotFound { try await store.rename(conversationId: EntityID(), by: alice.id, to: "x", now: t0) }
-            let missing = await #expect(throws: APIError.self) {
+            let missing = await #expect(throws: ChatError.self) {
                 try await store.removeParticipant(conversationId: id, by: alice.id, userId: outsider.id, now: t0)
             }
             #expect(missing?.code == .notFound && missing?.message == "Participant not found")
             let direct = try await createDirect(store, alice, carol)
-            let directChange = await #expect(throws: APIError.self) {
+            let directChange = await #expect(throws: ChatError.self) {
                 try await store.rename(conversationId: direct.id, by: alice.id, to: "x", now: t0)
             }
             #expect(directChange?.code == .invalidRequest)
@@ -292,7 +292,7 @@ import Testing
             // The same clientMessageId in another conversation is a conflict.
             let carol = try await register(store, "carol@x.io")
             let other = try await createDirect(store, alice, carol)
-            let conflict = await #expect(throws: APIError.self) {
+            let conflict = await #expect(throws: ChatError.self) {
                 try await store.send(draft(other.id, alice, "elsewhere", clientMessageId: "retry-1"))
             }
             #expect(conflict?.code == .conflict)
@@ -305,7 +305,7 @@ import Testing
                     group.addTask {
                         do {
                             return (try await store.send(draft(target, alice, "split", clientMessageId: "split-1")).created, false)
-                        } catch let error as APIError where error.code == .conflict {
+                        } catch let error as ChatError where error.code == .conflict {
                             return (false, true)
                         }
                     }
@@ -349,7 +349,7 @@ import Testing
             let otherMessage = try await send(store, other.id, alice, "elsewhere")
             var reply = draft(conversation.id, alice, "re")
             reply.replyToId = otherMessage.id
-            let invalid = await #expect(throws: APIError.self) { try await store.send(reply) }
+            let invalid = await #expect(throws: ChatError.self) { try await store.send(reply) }
             #expect(invalid?.code == .invalidRequest)
             reply.replyToId = message.id
             #expect(try await store.send(reply).message.replyToId == message.id)

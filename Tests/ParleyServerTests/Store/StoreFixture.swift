@@ -119,7 +119,7 @@ func expectNotFound<T>(
     do {
         _ = try await body()
         Issue.record("expected not_found, got a result", sourceLocation: sourceLocation)
-    } catch let error as APIError {
+    } catch let error as ChatError {
         #expect(error.code == .notFound, sourceLocation: sourceLocation)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyProtocol
 @testable import ParleyServer
+@testable import ParleyStorage
 import ParleyTestSupport
 import Synchronization
 import Testing
@@ -60,7 +61,7 @@ import Testing
                 }
             }
             #expect(try await store.reading { tx in try await tx.lastSeq(of: id) } == start + 2)
-            let error = await #expect(throws: APIError.self) { try await store.writing { tx in try await tx.takeNextSeq(in: EntityID()) } }
+            let error = await #expect(throws: ChatError.self) { try await store.writing { tx in try await tx.takeNextSeq(in: EntityID()) } }
             #expect(error?.code == .notFound)
         }
     }
@@ -104,7 +105,7 @@ import Testing
             }
             // Members by id, and who has read up to a seq.
             try await store.writing { tx async throws -> Void in
-                guard let (bob, _) = try await tx.lockWatermarks(of: scene.bob.id, in: id) else { throw APIError.notFound("member") }
+                guard let (bob, _) = try await tx.lockWatermarks(of: scene.bob.id, in: id) else { throw ChatError.notFound("member") }
                 var moved = bob
                 moved.readSeq = sent[3].seq
                 moved.deliveredSeq = sent[3].seq

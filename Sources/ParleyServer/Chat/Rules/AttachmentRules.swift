@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// Who may download an attachment: its uploader, and the participants of a conversation in
 /// which a message not deleted carries it. To anyone else it does not exist (no hint that it

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// Who may block whom, and what a block changes (v1.4): run inside the store's transaction.
 ///
@@ -16,10 +17,10 @@ public enum BlockRules {
     public static func setBlocked(
         _ blocked: Bool, user: EntityID, by blocker: Identity, now: Date, in tx: any StoreTransaction
     ) async throws -> [EntityID]? {
-        guard user != blocker.userId else { throw APIError.invalid("You cannot block yourself") }
+        guard user != blocker.userId else { throw ChatError.invalid("You cannot block yourself") }
         if blocked {
             let organizations = try await tx.organizationsOfActiveUsers([user])
-            guard organizations[user] == blocker.organizationId else { throw APIError.notFound("User") }
+            guard organizations[user] == blocker.organizationId else { throw ChatError.notFound("User") }
         }
         guard try await tx.setBlock(blocker.userId, user, present: blocked, at: now) else { return nil }
         let shared = try await tx.sharedConversationIds(blocker.userId, user)

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// Who may create and change a conversation, and what each change writes: run inside the
 /// store's transaction (see ``StoreTransaction``).
@@ -19,17 +20,17 @@ public enum ConversationRules {
         let others = Set(new.participantIds).subtracting([new.creatorId])
         if new.type == .direct {
             guard others.count == 1, new.participantIds.count == 1 else {
-                throw APIError.invalid("A direct conversation has exactly one other participant")
+                throw ChatError.invalid("A direct conversation has exactly one other participant")
             }
         } else {
             guard others.count + 1 <= Limits.maxGroupParticipants else {
-                throw APIError.invalid("A group has at most \(Limits.maxGroupParticipants) participants")
+                throw ChatError.invalid("A group has at most \(Limits.maxGroupParticipants) participants")
             }
         }
         try await requireSameOrganization(others, new.organizationId, in: tx)
         if new.type == .direct, let other = others.first, try await tx.blocks(other, new.creatorId) {
             // v1.4: the same words as a blocked send; the blocker may still open it.
-            throw APIError(.forbidden, "You cannot start a conversation with this user")
+            throw ChatError(.forbidden, "You cannot start a conversation with this user")
         }
         let (id, created) = try await tx.insertConversation(new, members: [new.creatorId] + others.sorted())
         let conversation = try await view(id, for: new.creatorId, in: tx)
@@ -54,7 +55,7 @@ public enum ConversationRules {
         let added = Set(userIds).subtracting(existing).sorted()
         guard !added.isEmpty else { return try await unchanged(conversationId, for: userId, in: tx) }
         guard existing.count + added.count <= Limits.maxGroupParticipants else {
-            throw APIError.invalid("A group has at most \(Limits.maxGroupParticipants) participants")
+            throw ChatError.invalid("A group has at most \(Limits.maxGroupParticipants) participants")
         }
         try await tx.addParticipants(added, to: conversationId, joinedAt: now)
         return try await changed(
@@ -69,7 +70,7 @@ public enum ConversationRules {
         in tx: any StoreTransaction
     ) async throws -> ConversationChange {
         _ = try await changeableGroup(conversationId, by: userId, moderating: moderating, in: tx)
-        guard try await tx.isParticipant(removed, of: conversationId) else { throw APIError.notFound("Participant") }
+        guard try await tx.isParticipant(removed, of: conversationId) else { throw ChatError.notFound("Participant") }
         // The system message is written first, so the removed user's last seq covers it.
         let leaving = removed == userId
         let system = try await tx.insertMessage(systemDraft(
@@ -94,13 +95,13 @@ public enum ConversationRules {
         _ conversationId: EntityID, by userId: EntityID, moderating: EntityID? = nil, in tx: any StoreTransaction
     ) async throws -> ConversationHeader {
         guard try await tx.lockConversation(conversationId), let header = try await tx.conversationHeader(conversationId) else {
-            throw APIError.notFound("Conversation")
+            throw ChatError.notFound("Conversation")
         }
         // Checked once it is taken: a membership change committed meanwhile is seen.
         if header.organizationId != moderating {
-            guard try await tx.isParticipant(userId, of: conversationId) else { throw APIError.notFound("Conversation") }
+            guard try await tx.isParticipant(userId, of: conversationId) else { throw ChatError.notFound("Conversation") }
         }
-        guard header.type == .group else { throw APIError.invalid("A direct conversation cannot be changed") }
+        guard header.type == .group else { throw ChatError.invalid("A direct conversation cannot be changed") }
         return header
     }
 
@@ -108,12 +109,12 @@ public enum ConversationRules {
         guard !userIds.isEmpty else { return }
         let organizations = try await tx.organizationsOfActiveUsers(userIds)
         for userId in userIds.sorted() where organizations[userId] != organizationId {
-            throw APIError.notFound("User \(userId)")
+            throw ChatError.notFound("User \(userId)")
         }
     }
 
     private static func view(_ conversationId: EntityID, for viewer: EntityID, in tx: any StoreTransaction) async throws -> Conversation {
-        guard let conversation = try await tx.view(of: conversationId, for: viewer) else { throw APIError.notFound("Conversation") }
+        guard let conversation = try await tx.view(of: conversationId, for: viewer) else { throw ChatError.notFound("Conversation") }
         return conversation
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// Who may edit, delete or react to a message, and what each does: run inside the store's
 /// transaction (see ``StoreTransaction``).
@@ -20,23 +21,23 @@ public enum MessageRules {
     ) async throws -> MessageChange {
         let (message, participants) = try await locked(messageId, in: conversationId, for: userId, in: tx)
         let unchanged = MessageChange(message: message, changed: false, participantIds: participants)
-        guard message.type != .system else { throw APIError.invalid("System messages cannot be changed") }
+        guard message.type != .system else { throw ChatError.invalid("System messages cannot be changed") }
         switch edit {
         case .text(let text):
-            guard message.senderId == userId else { throw APIError(.forbidden, "Only the sender can edit a message") }
-            guard message.deletedAt == nil else { throw APIError.invalid("A deleted message cannot be edited") }
+            guard message.senderId == userId else { throw ChatError(.forbidden, "Only the sender can edit a message") }
+            guard message.deletedAt == nil else { throw ChatError.invalid("A deleted message cannot be edited") }
             guard text != message.text else { return unchanged }
             try await tx.setText(text, of: messageId, editedAt: now, updatedSeq: try await tx.takeNextSeq(in: conversationId))
         case .delete:
-            guard message.senderId == userId else { throw APIError(.forbidden, "Only the sender can delete a message") }
+            guard message.senderId == userId else { throw ChatError(.forbidden, "Only the sender can delete a message") }
             guard message.deletedAt == nil else { return unchanged }
             return try await tombstone(message, by: userId, now: now, participants: participants, in: tx)
         case .reaction(let emoji, let add):
-            guard message.deletedAt == nil else { throw APIError.invalid("A deleted message cannot be reacted to") }
+            guard message.deletedAt == nil else { throw ChatError.invalid("A deleted message cannot be reacted to") }
             guard try await tx.setReaction(emoji, by: userId, on: messageId, present: add, at: now) else { return unchanged }
             try await tx.setUpdatedSeq(try await tx.takeNextSeq(in: conversationId), of: messageId)
         }
-        guard let updated = try await tx.message(messageId) else { throw APIError.notFound("Message") }
+        guard let updated = try await tx.message(messageId) else { throw ChatError.notFound("Message") }
         return MessageChange(message: updated, changed: true, participantIds: participants)
     }
 
@@ -50,9 +51,9 @@ public enum MessageRules {
         guard try await tx.lockConversation(conversationId), let header = try await tx.conversationHeader(conversationId),
             header.organizationId == organizationId, let message = try await tx.message(messageId),
             message.conversationId == conversationId
-        else { throw APIError.notFound("Message") }
+        else { throw ChatError.notFound("Message") }
         let participants = try await tx.participantIds(of: conversationId)
-        guard message.type != .system else { throw APIError.invalid("System messages cannot be changed") }
+        guard message.type != .system else { throw ChatError.invalid("System messages cannot be changed") }
         guard message.deletedAt == nil else { return MessageChange(message: message, changed: false, participantIds: participants) }
         return try await tombstone(message, by: admin, now: now, participants: participants, in: tx)
     }
@@ -63,7 +64,7 @@ public enum MessageRules {
         _ message: Message, by userId: EntityID?, now: Date, participants: [EntityID], in tx: any StoreTransaction
     ) async throws -> MessageChange {
         try await tx.tombstone(message, deletedAt: now, deletedBy: userId, updatedSeq: try await tx.takeNextSeq(in: message.conversationId))
-        guard let updated = try await tx.message(message.id) else { throw APIError.notFound("Message") }
+        guard let updated = try await tx.message(message.id) else { throw ChatError.notFound("Message") }
         return MessageChange(message: updated, changed: true, participantIds: participants)
     }
 
@@ -73,10 +74,10 @@ public enum MessageRules {
     static func locked(
         _ messageId: EntityID, in conversationId: EntityID, for userId: EntityID, in tx: any StoreTransaction
     ) async throws -> (message: Message, participants: [EntityID]) {
-        guard try await tx.lockConversation(conversationId) else { throw APIError.notFound("Message") }
+        guard try await tx.lockConversation(conversationId) else { throw ChatError.notFound("Message") }
         let participants = try await tx.participantIds(of: conversationId)
         guard participants.contains(userId), let message = try await tx.message(messageId), message.conversationId == conversationId
-        else { throw APIError.notFound("Message") }
+        else { throw ChatError.notFound("Message") }
         return (message, participants)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// Pinning messages and muting a conversation (v1.3), run inside the store's transaction.
 ///
@@ -18,17 +19,17 @@ public enum PinRules {
         if pin {
             guard message.pinnedAt == nil else { return unchanged }
             guard message.deletedAt == nil, message.type != .system else {
-                throw APIError.invalid("A deleted or system message cannot be pinned")
+                throw ChatError.invalid("A deleted or system message cannot be pinned")
             }
             guard try await tx.pinCount(in: conversationId) < Limits.maxPins else {
-                throw APIError(.conflict, "A conversation has at most \(Limits.maxPins) pinned messages: unpin one first")
+                throw ChatError(.conflict, "A conversation has at most \(Limits.maxPins) pinned messages: unpin one first")
             }
             try await tx.setPin(of: messageId, at: now, by: userId, updatedSeq: try await tx.takeNextSeq(in: conversationId))
         } else {
             guard message.pinnedAt != nil else { return unchanged }
             try await tx.setPin(of: messageId, at: nil, by: nil, updatedSeq: try await tx.takeNextSeq(in: conversationId))
         }
-        guard let updated = try await tx.message(messageId) else { throw APIError.notFound("Message") }
+        guard let updated = try await tx.message(messageId) else { throw ChatError.notFound("Message") }
         return MessageChange(message: updated, changed: true, participantIds: participants)
     }
 
@@ -45,7 +46,7 @@ public enum PinRules {
         try await ReadRules.requireParticipant(userId, of: conversationId, in: tx)
         var settings = settings
         if !settings.muted { settings.mutedUntil = nil }
-        if let until = settings.mutedUntil, until <= now { throw APIError.invalid("mutedUntil must lie in the future") }
+        if let until = settings.mutedUntil, until <= now { throw ChatError.invalid("mutedUntil must lie in the future") }
         settings.mutedUntil = settings.mutedUntil?.wholeMilliseconds
         try await tx.setMute(settings, of: userId, in: conversationId)
         return settings

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// Who may read what of a conversation: its history, its changes since a seq, its members and
 /// who has read a message. Run in one read transaction of the store.
@@ -47,13 +48,13 @@ public enum ReadRules {
     ) async throws -> ReadersPage {
         try await requireParticipant(viewer, of: conversationId, in: tx)
         guard let message = try await tx.message(messageId), message.conversationId == conversationId else {
-            throw APIError.notFound("Message")
+            throw ChatError.notFound("Message")
         }
         return try await tx.readerPage(in: conversationId, reaching: message.seq, after: after, limit: limit)
     }
 
     /// Only a participant reads a conversation; to anyone else it does not exist.
     static func requireParticipant(_ viewer: EntityID, of conversationId: EntityID, in tx: any StoreTransaction) async throws {
-        guard try await tx.isParticipant(viewer, of: conversationId) else { throw APIError.notFound("Conversation") }
+        guard try await tx.isParticipant(viewer, of: conversationId) else { throw ChatError.notFound("Conversation") }
     }
 }

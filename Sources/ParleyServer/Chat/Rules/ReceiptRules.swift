@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// How read and delivered watermarks move: run inside the store's transaction (see
 /// ``StoreTransaction``).
@@ -17,18 +18,18 @@ public enum ReceiptRules {
         conversationId: EntityID, userId: EntityID, upToSeq: Int64?, messageIds: [EntityID]?, in tx: any StoreTransaction
     ) async throws -> WatermarkChange {
         guard let current = try await tx.lockWatermarks(of: userId, in: conversationId) else {
-            throw APIError.notFound("Conversation")
+            throw ChatError.notFound("Conversation")
         }
         let target: Int64
         if let upToSeq {
             target = try clamped(upToSeq, lastSeq: current.lastSeq)
         } else if let messageIds, !messageIds.isEmpty {
             guard let highest = try await tx.highestSeq(of: messageIds, in: conversationId) else {
-                throw APIError.invalid("None of messageIds is a message of this conversation")
+                throw ChatError.invalid("None of messageIds is a message of this conversation")
             }
             target = highest
         } else {
-            throw APIError.invalid("A read needs upToSeq or messageIds")
+            throw ChatError.invalid("A read needs upToSeq or messageIds")
         }
         return try await raise(current.member, read: target, delivered: target, lastSeq: current.lastSeq, in: conversationId, tx)
     }
@@ -38,7 +39,7 @@ public enum ReceiptRules {
         conversationId: EntityID, userId: EntityID, upToSeq: Int64, in tx: any StoreTransaction
     ) async throws -> WatermarkChange {
         guard let current = try await tx.lockWatermarks(of: userId, in: conversationId) else {
-            throw APIError.notFound("Conversation")
+            throw ChatError.notFound("Conversation")
         }
         return try await raise(
             current.member, read: nil, delivered: try clamped(upToSeq, lastSeq: current.lastSeq), lastSeq: current.lastSeq,
@@ -46,7 +47,7 @@ public enum ReceiptRules {
     }
 
     private static func clamped(_ upToSeq: Int64, lastSeq: Int64) throws -> Int64 {
-        guard upToSeq >= 0 else { throw APIError.invalid("upToSeq must not be negative") }
+        guard upToSeq >= 0 else { throw ChatError.invalid("upToSeq must not be negative") }
         return min(upToSeq, lastSeq)
     }
 

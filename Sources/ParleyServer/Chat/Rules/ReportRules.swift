@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// What a report may name (v1.4), checked on one snapshot of the store.
 ///
@@ -15,19 +16,19 @@ public enum ReportRules {
     public static func report(_ request: CreateReportRequest, by reporter: Identity, now: Date, in tx: any StoreTransaction) async throws -> Report {
         let reason = Limits.trimmed(request.reason)
         guard (1...maxReason).contains(reason.count), !Limits.containsNul(reason) else {
-            throw APIError.invalid("reason must be 1–\(maxReason) characters")
+            throw ChatError.invalid("reason must be 1–\(maxReason) characters")
         }
-        guard request.messageId != nil || request.userId != nil else { throw APIError.invalid("Give messageId, userId or both") }
+        guard request.messageId != nil || request.userId != nil else { throw ChatError.invalid("Give messageId, userId or both") }
         var conversationId: EntityID?
         var userId = request.userId
         if let messageId = request.messageId {
             guard let message = try await tx.message(messageId), try await tx.isParticipant(reporter.userId, of: message.conversationId)
-            else { throw APIError.notFound("Message") }
+            else { throw ChatError.notFound("Message") }
             conversationId = message.conversationId
             if userId == nil, message.type != .system { userId = message.senderId }
         }
         if let user = request.userId {
-            guard try await tx.organizationsOfActiveUsers([user])[user] == reporter.organizationId else { throw APIError.notFound("User") }
+            guard try await tx.organizationsOfActiveUsers([user])[user] == reporter.organizationId else { throw ChatError.notFound("User") }
         }
         return Report(
             id: .timeOrdered(at: now), reporterId: reporter.userId, messageId: request.messageId, conversationId: conversationId,

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// The chat operations a store carries out, each one rule of `Chat/Rules/` run in one
 /// transaction of the store (sends and receipts through its group commit).

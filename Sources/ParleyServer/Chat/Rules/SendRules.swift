@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// Who may send what into a conversation, and what a retry returns: the rules of a send,
 /// run inside the store's transaction (see ``StoreTransaction``).
@@ -27,10 +28,10 @@ public enum SendRules {
             || draft.threadRootId != nil || !draft.mentions.isEmpty
         // A plain message: checked and stored in one step. Otherwise checked first.
         let probe = try await tx.insertMessageUnlessSent(draft, checkOnly: needsChecks)
-        guard probe.participantIds.contains(draft.senderId) else { throw APIError.notFound("Conversation") }
+        guard probe.participantIds.contains(draft.senderId) else { throw ChatError.notFound("Conversation") }
         if let existingId = probe.existingId {
             guard let existing = try await tx.message(existingId) else {
-                throw APIError(.internal, "A clientMessageId without its message")
+                throw ChatError(.internal, "A clientMessageId without its message")
             }
             return try retried(draft, existing: existing, participantIds: probe.participantIds)
         }
@@ -43,7 +44,7 @@ public enum SendRules {
         let draft = try await checked(draft, in: tx)
         let participants = Set(probe.participantIds)
         guard draft.mentions.allSatisfy(participants.contains) else {
-            throw APIError.invalid("mentions must name participants of the conversation")
+            throw ChatError.invalid("mentions must name participants of the conversation")
         }
         guard let rootId = draft.threadRootId else {
             return SendResult(message: try await tx.insertMessage(draft), created: true, participantIds: probe.participantIds)
@@ -70,17 +71,17 @@ public enum SendRules {
     }
 
     /// What a blocked sender is told: the same words whoever blocks them (blocks are not shown).
-    static let blockedSend = APIError(.forbidden, "You cannot send messages in this conversation")
+    static let blockedSend = ChatError(.forbidden, "You cannot send messages in this conversation")
 
     /// The root a reply names: a message of the same conversation, not deleted, not a system
     /// message, not itself a reply in a thread.
     private static func threadRoot(_ rootId: EntityID, of draft: MessageDraft, in tx: any StoreTransaction) async throws -> Message {
         guard let root = try await tx.message(rootId), root.conversationId == draft.conversationId else {
-            throw APIError.invalid("threadRootId is not a message of this conversation")
+            throw ChatError.invalid("threadRootId is not a message of this conversation")
         }
-        guard root.threadRootId == nil else { throw APIError.invalid("threadRootId names a reply in a thread, not a root") }
+        guard root.threadRootId == nil else { throw ChatError.invalid("threadRootId names a reply in a thread, not a root") }
         guard root.deletedAt == nil, root.type != .system else {
-            throw APIError.invalid("A deleted or system message cannot start a thread")
+            throw ChatError.invalid("A deleted or system message cannot start a thread")
         }
         return root
     }
@@ -90,14 +91,14 @@ public enum SendRules {
     public static func original(of draft: MessageDraft, in tx: any StoreTransaction) async throws -> SendResult {
         guard let existingId = try await tx.messageId(sentBy: draft.senderId, clientMessageId: draft.clientMessageId),
             let existing = try await tx.message(existingId)
-        else { throw APIError(.internal, "A clientMessageId conflict without its message") }
+        else { throw ChatError(.internal, "A clientMessageId conflict without its message") }
         return try retried(draft, existing: existing, participantIds: try await tx.participantIds(of: existing.conversationId))
     }
 
     /// A retry gets the original, unless the pair was used in another conversation.
     private static func retried(_ draft: MessageDraft, existing: Message, participantIds: [EntityID]) throws -> SendResult {
         guard existing.conversationId == draft.conversationId else {
-            throw APIError(.conflict, "clientMessageId was already used in another conversation")
+            throw ChatError(.conflict, "clientMessageId was already used in another conversation")
         }
         return SendResult(message: existing, created: false, participantIds: participantIds)
     }
@@ -107,15 +108,15 @@ public enum SendRules {
         var draft = draft
         if let replyToId = draft.replyToId {
             guard try await tx.conversationId(ofMessage: replyToId) == draft.conversationId else {
-                throw APIError.invalid("replyToId is not a message of this conversation")
+                throw ChatError.invalid("replyToId is not a message of this conversation")
             }
         }
         if let sourceId = draft.forwardedFromId {
             guard let source = try await tx.message(sourceId),
                 try await tx.isParticipant(draft.senderId, of: source.conversationId)
-            else { throw APIError.notFound("Message") }
+            else { throw ChatError.notFound("Message") }
             guard source.deletedAt == nil, source.type != .system else {
-                throw APIError.invalid("Deleted and system messages cannot be forwarded")
+                throw ChatError.invalid("Deleted and system messages cannot be forwarded")
             }
             draft.type = source.type
             draft.text = source.text
@@ -130,7 +131,7 @@ public enum SendRules {
     /// An attachment goes into a message only from its uploader, and of the message's kind.
     static func requireAttachment(_ id: EntityID, from sender: EntityID, for type: MessageType, in tx: any StoreTransaction) async throws {
         guard let attachment = try await tx.attachment(id), attachment.uploaderId == sender else {
-            throw APIError.invalid("attachmentId does not name an attachment you uploaded")
+            throw ChatError.invalid("attachmentId does not name an attachment you uploaded")
         }
         let family = attachment.contentType.split(separator: "/").first.map(String.init) ?? ""
         let fits = switch type {
@@ -140,7 +141,7 @@ public enum SendRules {
         default: true
         }
         guard fits else {
-            throw APIError.invalid("a \(type.rawValue) message needs a \(type.rawValue) attachment, not \(attachment.contentType)")
+            throw ChatError.invalid("a \(type.rawValue) message needs a \(type.rawValue) attachment, not \(attachment.contentType)")
         }
     }
 }

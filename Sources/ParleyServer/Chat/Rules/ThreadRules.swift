@@ -1,5 +1,6 @@
 import Foundation
 import ParleyProtocol
+import ParleyStorage
 
 /// Reading a thread (v1.3); replying in one is a send (see ``SendRules``).
 ///
@@ -14,7 +15,7 @@ public enum ThreadRules {
     ) async throws -> ThreadPage {
         try await ReadRules.requireParticipant(viewer, of: conversationId, in: tx)
         guard let root = try await tx.message(rootId), root.conversationId == conversationId, root.threadRootId == nil else {
-            throw APIError.notFound("Thread")
+            throw ChatError.notFound("Thread")
         }
         let page = try await tx.threadPage(of: rootId, before: before, after: after, limit: limit)
         return ThreadPage(root: root, messages: page.messages, hasMore: page.hasMore)

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyProtocol
 @testable import ParleyServer
+@testable import ParleyStorage
 import ParleyTestSupport
 import Testing
 

@@ -30,7 +30,7 @@ extension SQLiteStore {
                     arguments: [orgId, registration.organization, orgKey, now])
             }
             if try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE organization_id = ? AND email = ?", arguments: [orgId, registration.email]) == true {
-                throw APIError(.conflict, "A user with this email already exists in this organization")
+                throw ChatError(.conflict, "A user with this email already exists in this organization")
             }
             if let invite, admission.usesInvite {
                 try db.execute(sql: "UPDATE invites SET uses = uses + 1 WHERE code = ?", arguments: [invite.code])

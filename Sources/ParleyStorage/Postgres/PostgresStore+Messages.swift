@@ -36,7 +36,7 @@ extension PostgresStore {
             if let output = output as? T { onCommit(output) }
         }
         return PendingWrite {
-            guard let output = try await ticket.value as? T else { throw APIError(.internal, "A queued write answered the wrong type") }
+            guard let output = try await ticket.value as? T else { throw ChatError(.internal, "A queued write answered the wrong type") }
             return output
         }
     }
@@ -47,7 +47,7 @@ extension PostgresStore {
     /// first, so a batch of 64 sends is a handful of round trips, not 64; their rules run as
     /// usual on what it found.
     ///
-    /// A refused write (a rule's `APIError`) is refused before it writes anything, so it needs
+    /// A refused write (a rule's `ChatError`) is refused before it writes anything, so it needs
     /// no savepoint: its error is its answer and the batch goes on (a savepoint each would cost
     /// two more round trips per send). Anything else that fails (a retry that raced its
     /// original, a database error) aborts the transaction, and the batch runs again with a
@@ -68,7 +68,7 @@ extension PostgresStore {
                     for index in order {
                         do {
                             results[index] = .success(try await jobs[index].run(tx))
-                        } catch let refused as APIError where jobs.count > 1 {
+                        } catch let refused as ChatError where jobs.count > 1 {
                             results[index] = .failure(refused)
                         }
                     }

@@ -73,7 +73,7 @@ public struct SQLiteStore: ParleyStore {
     /// Runs a group commit's batch in one transaction, its rules on the writer's thread (see
     /// ``InlineAsync``).
     ///
-    /// A rule throws an `APIError` only before it writes anything (a refusal: not a
+    /// A rule throws an `ChatError` only before it writes anything (a refusal: not a
     /// participant, a bad reply or watermark), so a refused job needs no savepoint: its error is
     /// its answer and the batch goes on. Anything else (a write that fails, which the checks
     /// make exceptional) aborts the transaction, and the batch runs again with a savepoint per
@@ -88,7 +88,7 @@ public struct SQLiteStore: ParleyStore {
                     for job in jobs {
                         do {
                             results.append(.success(try await job.run(tx)))
-                        } catch let refused as APIError {
+                        } catch let refused as ChatError {
                             results.append(.failure(refused))
                         }
                     }
@@ -163,7 +163,7 @@ public struct SQLiteStore: ParleyStore {
             if let output = output as? T { onCommit(output) }
         }
         return PendingWrite {
-            guard let output = try await ticket.value as? T else { throw APIError(.internal, "A queued write answered the wrong type") }
+            guard let output = try await ticket.value as? T else { throw ChatError(.internal, "A queued write answered the wrong type") }
             return output
         }
     }

@@ -22,7 +22,7 @@ extension PostgresConnection {
     /// Runs `body` between BEGIN and COMMIT on this connection; rolls back when it throws.
     ///
     /// Hand-written rather than PostgresNIO's `withTransaction` so the body's own errors
-    /// (`APIError`) come out unwrapped.
+    /// (`ChatError`) come out unwrapped.
     nonisolated(nonsending) func inTransaction<T: Sendable>(
         _ begin: PostgresQuery = "BEGIN", logger: Logger, _ body: (PostgresConnection) async throws -> T
     ) async throws -> T {
@@ -222,7 +222,7 @@ enum PostgresRows {
         guard let row = try await c.first(
             "UPDATE conversations SET last_seq = last_seq + 1, changed_at = \(unescaped: nowMilliseconds) WHERE id = \(conversationId) RETURNING last_seq",
             logger)
-        else { throw APIError.notFound("Conversation") }
+        else { throw ChatError.notFound("Conversation") }
         return try row.decode(Int64.self)
     }
 

@@ -12,15 +12,22 @@ import PostgresNIO
 ///
 /// Content that is not in the database but in `fallback` (the data directory of a single node
 /// from before attachments moved into PostgreSQL) is still served from there.
-struct PostgresBlobs: AttachmentBlobs {
-    let client: PostgresClient
-    let logger: Logger
-    let fallback: FileBlobs
-    static let pieceSize = 256 * 1024
-    /// Pieces fetched per query when reading (about 1 MiB).
-    static let piecesPerRead = 4
+package struct PostgresBlobs: AttachmentBlobs {
+    package let client: PostgresClient
+    package let logger: Logger
+    package let fallback: FileBlobs
 
-    func append(_ bytes: ByteBuffer, to name: String, at offset: Int64) async throws -> Int64 {
+    /// Blobs in the database of `client`, reading files from before out of `fallback`.
+    package init(client: PostgresClient, logger: Logger, fallback: FileBlobs) {
+        self.client = client
+        self.logger = logger
+        self.fallback = fallback
+    }
+    package static let pieceSize = 256 * 1024
+    /// Pieces fetched per query when reading (about 1 MiB).
+    package static let piecesPerRead = 4
+
+    package func append(_ bytes: ByteBuffer, to name: String, at offset: Int64) async throws -> Int64 {
         let logger = self.logger
         let count = Int64(bytes.readableBytes)
         return try await client.withConnection { c in
@@ -47,12 +54,12 @@ struct PostgresBlobs: AttachmentBlobs {
         }
     }
 
-    func length(of name: String) async throws -> Int64? {
+    package func length(of name: String) async throws -> Int64? {
         if let length = try await stored(name) { return length }
         return name.hasPrefix("sha256/") ? try await fallback.length(of: name) : nil
     }
 
-    func read(_ name: String, range: ClosedRange<Int64>?, _ body: (ByteBuffer) async throws -> Void) async throws {
+    package func read(_ name: String, range: ClosedRange<Int64>?, _ body: (ByteBuffer) async throws -> Void) async throws {
         guard let length = try await stored(name) else {
             guard name.hasPrefix("sha256/") else { throw BlobError.missing }
             return try await fallback.read(name, range: range, body)
@@ -91,7 +98,7 @@ struct PostgresBlobs: AttachmentBlobs {
         }
     }
 
-    func move(_ name: String, to target: String) async throws {
+    package func move(_ name: String, to target: String) async throws {
         let logger = self.logger
         try await client.withConnection { c in
             try await c.inTransaction(logger: logger) { c in
@@ -110,7 +117,7 @@ struct PostgresBlobs: AttachmentBlobs {
         }
     }
 
-    func remove(_ name: String) async throws {
+    package func remove(_ name: String) async throws {
         let logger = self.logger
         try await client.withConnection { c in
             try await c.inTransaction(logger: logger) { c in

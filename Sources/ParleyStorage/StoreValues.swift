@@ -60,6 +60,14 @@ public struct SendResult: Sendable, Equatable {
     public var participantIds: [EntityID]
     /// A thread reply's root as the reply left it (its new count, at the next seq), to announce after the reply (v1.3).
     public var rootUpdate: Message? = nil
+
+    /// A send's outcome.
+    public init(message: Message, created: Bool, participantIds: [EntityID], rootUpdate: Message? = nil) {
+        self.message = message
+        self.created = created
+        self.participantIds = participantIds
+        self.rootUpdate = rootUpdate
+    }
 }
 
 /// What a conversation change did, for the answer and for fan-out.
@@ -72,6 +80,14 @@ public struct ConversationChange: Sendable, Equatable {
     public var systemMessage: Message?
     /// Everyone to tell: participants after the change plus anyone removed by it.
     public var audience: [EntityID]
+
+    /// A conversation change's outcome.
+    public init(conversation: Conversation, created: Bool, systemMessage: Message? = nil, audience: [EntityID]) {
+        self.conversation = conversation
+        self.created = created
+        self.systemMessage = systemMessage
+        self.audience = audience
+    }
 }
 
 /// What a receipt did to one member's watermarks.
@@ -86,6 +102,15 @@ public struct WatermarkChange: Sendable, Equatable {
     public var participantIds: [EntityID]
     /// The conversation's last seq when the count was taken (the count covers every change up to it).
     public var lastSeq: Int64 = 0
+
+    /// A receipt's outcome.
+    public init(member: Member, unreadCount: Int, changed: Bool, participantIds: [EntityID], lastSeq: Int64 = 0) {
+        self.member = member
+        self.unreadCount = unreadCount
+        self.changed = changed
+        self.participantIds = participantIds
+        self.lastSeq = lastSeq
+    }
 }
 
 /// What an edit, delete or reaction did to a message.
@@ -96,6 +121,13 @@ public struct MessageChange: Sendable, Equatable {
     public var changed: Bool
     /// Everyone in the conversation.
     public var participantIds: [EntityID]
+
+    /// A message change's outcome.
+    public init(message: Message, changed: Bool, participantIds: [EntityID]) {
+        self.message = message
+        self.changed = changed
+        self.participantIds = participantIds
+    }
 }
 
 /// A change to one message.

@@ -170,7 +170,7 @@ extension PostgresRows {
             mentionsJSON: SQLiteRows.idList(draft.mentions))
         // Read to the end (one row), so the connection is free for the next statement.
         let rows = try await c.execute(statement, logger: logger).reduce(into: [InsertMessage.Row]()) { $0.append($1) }
-        guard let row = rows.first else { throw APIError(.internal, "The send statement returned no row") }
+        guard let row = rows.first else { throw ChatError(.internal, "The send statement returned no row") }
         let (members, existingId, insertedSeq, takenSeq, blocked) = row
         var insertion = Insertion(
             message: nil, participantIds: (members ?? []).map(EntityID.init), existingId: existingId,

@@ -10,22 +10,23 @@ import Synchronization
 /// `bench fanout`: 29 % of the process in those thunks, stacks 127 frames deep and more).
 /// Here the function lives in a struct, whose layout is the same in generic and concrete
 /// code, so nothing is wrapped on the way in or out.
-final class HandlerSlot<Function: Sendable>: Sendable {
+package final class HandlerSlot<Function: Sendable>: Sendable {
     private struct Stored: Sendable {
         let function: Function
     }
 
     private let slot = Mutex<Stored?>(nil)
 
-    init() {}
+    /// An empty slot.
+    package init() {}
 
     /// Replaces the registered function.
-    func set(_ function: Function) {
+    package func set(_ function: Function) {
         slot.withLock { $0 = Stored(function: function) }
     }
 
     /// The registered function, or nil.
-    var function: Function? {
+    package var function: Function? {
         slot.withLock { $0?.function }
     }
 }

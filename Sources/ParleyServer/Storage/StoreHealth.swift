@@ -4,6 +4,7 @@ import Logging
 import ParleyProtocol
 import PostgresNIO
 import Synchronization
+import ParleyStorage
 
 /// Whether the store can write, as far as the server has seen: the first storage failure
 /// (disk full, database read-only or unreachable) is logged once and counted, and a probe
@@ -14,7 +15,7 @@ import Synchronization
 /// sends writes elsewhere.
 public final class StoreHealth: Sendable {
     /// Seconds a client is told to wait before trying a write again.
-    public static let retryAfterSeconds = 5
+    public static let retryAfterSeconds = ChatError.unavailableRetryAfter
 
     private struct State {
         var troubleSince: Date?

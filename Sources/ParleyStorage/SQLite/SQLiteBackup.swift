@@ -46,7 +46,7 @@ public enum SQLiteBackup {
     static let manifestName = "backup.json"
 
     /// Copies the running (or stopped) server of `configuration` into the new folder `destination`.
-    public static func backup(_ configuration: ServerConfiguration, to destination: String) throws -> Manifest {
+    public static func backup(_ configuration: SQLiteFiles, to destination: String) throws -> Manifest {
         let files = FileManager.default
         let source = configuration.databasePath
         guard files.fileExists(atPath: source) else {
@@ -111,7 +111,7 @@ public enum SQLiteBackup {
 
     /// Copies the backup at `backup` into the data directory of `configuration`, which must
     /// hold no database yet, and gives the data a new store identity; returns it.
-    public static func restore(from backup: String, into configuration: ServerConfiguration) throws -> String {
+    public static func restore(from backup: String, into configuration: SQLiteFiles) throws -> String {
         let files = FileManager.default
         _ = try manifest(of: backup)
         let copy = (backup as NSString).appendingPathComponent(databaseName)

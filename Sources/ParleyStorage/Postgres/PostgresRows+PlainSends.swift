@@ -86,7 +86,7 @@ extension PostgresRows {
             FROM checked c LEFT JOIN inserted ins ON ins.id = c.id LEFT JOIN members m ON m.conversation_id = c.conversation_id
             ORDER BY c.ord
             """, logger)
-        guard rows.count == drafts.count else { throw APIError(.internal, "The batch send statement returned \(rows.count) rows for \(drafts.count)") }
+        guard rows.count == drafts.count else { throw ChatError(.internal, "The batch send statement returned \(rows.count) rows for \(drafts.count)") }
         var probes: [PlainSendKey: SendProbe] = [:]
         for row in rows {
             let (ord, member, existingId, seq, members, blocked) = try row.decode((Int64, Bool, UUID?, Int64?, [UUID]?, Bool).self)

@@ -7,7 +7,7 @@ import PostgresNIO
 /// round trip each (the send's check and insert share one statement).
 struct PostgresTransaction: StoreTransaction {
     let connection: PostgresConnection
-    let logger: Logger
+    package let logger: Logger
     /// Conversations whose rows this transaction locked already (a send batch locks all of
     /// its conversations first, in id order).
     let locked: Set<UUID>
@@ -56,7 +56,7 @@ struct PostgresTransaction: StoreTransaction {
             """, logger)
         guard inserted != nil else {
             guard let existing = try await connection.first("SELECT id FROM conversations WHERE direct_key = \(directKey)", logger) else {
-                throw APIError(.internal, "A direct conversation conflict without its conversation")
+                throw ChatError(.internal, "A direct conversation conflict without its conversation")
             }
             return (EntityID(try existing.decode(UUID.self)), false)
         }

@@ -8,7 +8,7 @@ import ParleyProtocol
 /// written once for every store. A store implements these over its own SQL, and
 /// `StoreTransactionConformanceTests` runs one suite of them against each store.
 ///
-/// The rules throw an `APIError` (a refusal) only before their first write, so a store that
+/// The rules throw an `ChatError` (a refusal) only before their first write, so a store that
 /// batches several operations into one transaction (group commit) can answer a refused one
 /// with its error and commit the others without a savepoint each.
 public protocol StoreTransaction: Sendable {

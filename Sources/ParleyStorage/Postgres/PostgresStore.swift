@@ -18,8 +18,8 @@ import PostgresNIO
 /// The store owns its connection pool (a `PostgresClient`) and the task running it; call
 /// ``close()`` once when done.
 public final class PostgresStore: ParleyStore {
-    let client: PostgresClient
-    let logger: Logger
+    package let client: PostgresClient
+    package let logger: Logger
     private let runner: Task<Void, Never>
     /// Concurrent sends and receipts share one transaction (one commit) instead of one each.
     let writes: GroupCommit<QueuedWrite, any Sendable>
@@ -166,7 +166,7 @@ public final class PostgresStore: ParleyStore {
 
     // MARK: Users
 
-    static let emailTaken = APIError(.conflict, "A user with this email already exists in this organization")
+    static let emailTaken = ChatError(.conflict, "A user with this email already exists in this organization")
 
     /// One statement: an active user by organization name (case-insensitive) and exact email.
     public func credentials(organization: String, email: String) async throws -> (user: User, passwordHash: String)? {
@@ -235,7 +235,7 @@ public final class PostgresStore: ParleyStore {
 private final class FirstOutcome: Sendable {
     private let state = Mutex<(continuation: CheckedContinuation<Result<Void, any Error>?, Never>?, done: Bool)>((nil, false))
 
-    func set(_ continuation: CheckedContinuation<Result<Void, any Error>?, Never>) {
+    package func set(_ continuation: CheckedContinuation<Result<Void, any Error>?, Never>) {
         state.withLock { $0.continuation = continuation }
     }
 

@@ -17,7 +17,7 @@ enum SQLiteRows {
 
     static func id(_ text: String?) throws -> EntityID {
         guard let text, let id = EntityID(text) else {
-            throw APIError(.internal, "Corrupt id in the database")
+            throw ChatError(.internal, "Corrupt id in the database")
         }
         return id
     }
@@ -170,7 +170,7 @@ enum SQLiteRows {
             db.cachedStatement(
                 sql: "UPDATE conversations SET last_seq = last_seq + 1, changed_at = \(nowMilliseconds) WHERE id = ? RETURNING last_seq"),
             arguments: [conversationId])
-        else { throw APIError.notFound("Conversation") }
+        else { throw ChatError.notFound("Conversation") }
         return seq
     }
 
@@ -189,7 +189,7 @@ enum SQLiteRows {
                     WHERE id = ?4 RETURNING last_seq
                     """),
             arguments: [now, inThread, countable, draft.conversationId.description])
-        else { throw APIError.notFound("Conversation") }
+        else { throw ChatError.notFound("Conversation") }
         if countable == 1 {
             // The sender's own messages are never unread to them, and a blocked sender's are
             // never unread to those who block them (v1.4): both count it as their own.

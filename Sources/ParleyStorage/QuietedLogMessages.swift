@@ -8,37 +8,37 @@ import Logging
 /// - PostgresNIO's warning that a connection was leased before `PostgresClient.run()` began:
 ///   the store starts `run()` in a task and uses the pool at once, and the lease simply waits
 ///   for it; every PostgreSQL node logged it at start.
-struct QuietedLogMessages: LogHandler {
-    var wrapped: any LogHandler
-    let messages: Set<String>
+package struct QuietedLogMessages: LogHandler {
+    package var wrapped: any LogHandler
+    package let messages: Set<String>
 
-    static let upgradeError = "Error handling upgrade result"
-    static let leaseBeforeRun =
+    package static let upgradeError = "Error handling upgrade result"
+    package static let leaseBeforeRun =
         "Trying to lease connection from `PostgresClient`, but `PostgresClient.run()` hasn't been called yet."
 
     /// A logger that writes where `logger` does, with `messages` lowered to debug.
-    static func quieting(_ messages: Set<String>, in logger: Logger) -> Logger {
+    package static func quieting(_ messages: Set<String>, in logger: Logger) -> Logger {
         var logger = logger
         logger.handler = QuietedLogMessages(wrapped: logger.handler, messages: messages)
         return logger
     }
 
-    var logLevel: Logger.Level {
+    package var logLevel: Logger.Level {
         get { wrapped.logLevel }
         set { wrapped.logLevel = newValue }
     }
 
-    var metadata: Logger.Metadata {
+    package var metadata: Logger.Metadata {
         get { wrapped.metadata }
         set { wrapped.metadata = newValue }
     }
 
-    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { wrapped[metadataKey: key] }
         set { wrapped[metadataKey: key] = newValue }
     }
 
-    func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var event = event
         if event.level > .debug, messages.contains(event.message.description) { event.level = .debug }
         guard event.level >= wrapped.logLevel else { return }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ParleyStorage
 
 extension ServerConfiguration {
     /// Whether `databaseURL` names a PostgreSQL database (`postgres://` or `postgresql://`).

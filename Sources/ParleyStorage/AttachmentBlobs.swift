@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import Hummingbird
 import NIOCore
 import NIOPosix
 
@@ -12,7 +11,7 @@ import NIOPosix
 /// Names: an upload being received (`upload/<id>`, with its description at `upload/<id>.meta`),
 /// a streamed upload before it is checked (`staged/<uuid>`), and a stored attachment's content,
 /// named by its SHA-256 (`sha256/<hex>`: identical uploads share it).
-protocol AttachmentBlobs: Sendable {
+package protocol AttachmentBlobs: Sendable {
     /// Appends `bytes` to the blob `name` (created when `offset` is 0), whose length must be
     /// `offset`: otherwise `BlobError.offsetMismatch` with the actual length, and nothing changes.
     /// Returns the new length.
@@ -28,26 +27,26 @@ protocol AttachmentBlobs: Sendable {
     func remove(_ name: String) async throws
 }
 
-enum BlobError: Error, Equatable {
+package enum BlobError: Error, Equatable {
     case offsetMismatch(actual: Int64)
     case missing
 }
 
 /// The names blobs go by.
-enum BlobName {
+package enum BlobName {
     /// A stored attachment's content, by its SHA-256 in hex.
-    static func content(_ digest: String) -> String { "sha256/\(digest)" }
+    package static func content(_ digest: String) -> String { "sha256/\(digest)" }
     /// The bytes of a resumable upload.
-    static func upload(_ id: some CustomStringConvertible) -> String { "upload/\(id)" }
+    package static func upload(_ id: some CustomStringConvertible) -> String { "upload/\(id)" }
     /// The description (`ResumableUploads.Meta`) of a resumable upload.
-    static func uploadMeta(_ id: some CustomStringConvertible) -> String { "upload/\(id).meta" }
+    package static func uploadMeta(_ id: some CustomStringConvertible) -> String { "upload/\(id).meta" }
     /// A streamed upload before it is checked.
-    static func staged(_ id: some CustomStringConvertible) -> String { "staged/\(id)" }
+    package static func staged(_ id: some CustomStringConvertible) -> String { "staged/\(id)" }
 }
 
 extension AttachmentBlobs {
     /// A whole (small) blob, such as an upload's description.
-    func contents(of name: String) async throws -> Data? {
+    package func contents(of name: String) async throws -> Data? {
         guard try await length(of: name) != nil else { return nil }
         var data = Data()
         try await read(name, range: nil) { data.append(contentsOf: $0.readableBytesView) }
@@ -55,7 +54,7 @@ extension AttachmentBlobs {
     }
 
     /// The SHA-256 of a blob and its first `headLength` bytes (to sniff image types).
-    func digest(of name: String, headLength: Int = 65_536) async throws -> (digest: String, head: [UInt8]) {
+    package func digest(of name: String, headLength: Int = 65_536) async throws -> (digest: String, head: [UInt8]) {
         var hasher = SHA256()
         var head: [UInt8] = []
         try await read(name, range: nil) { buffer in
@@ -67,28 +66,21 @@ extension AttachmentBlobs {
         return (hasher.finalize().map { String(format: "%02x", $0) }.joined(), head)
     }
 
-    /// A response body that streams `range` of a blob.
-    func responseBody(_ name: String, range: ClosedRange<Int64>?, length: Int64) -> ResponseBody {
-        ResponseBody(contentLength: Int(range.map { $0.upperBound - $0.lowerBound + 1 } ?? length)) { writer in
-            try await self.read(name, range: range) { try await writer.write($0) }
-            try await writer.finish(nil)
-        }
-    }
 }
 
 /// Blobs as files under a directory, in the layout Parley has always used: `<dir>/ab/abcdef…`
 /// for content, `<dir>/uploads/<id>/data` and `meta.json` for uploads, `<dir>/tmp-<uuid>` for
 /// staged ones. An append holds an exclusive `flock` on the file while it checks the length and
 /// writes, so two requests (or two nodes on one shared local file system) cannot interleave.
-struct FileBlobs: AttachmentBlobs {
-    let directory: String
+package struct FileBlobs: AttachmentBlobs {
+    package let directory: String
     private let pool = NIOThreadPool.singleton
 
-    init(directory: String) {
+    package init(directory: String) {
         self.directory = directory
     }
 
-    func path(_ name: String) -> String {
+    package func path(_ name: String) -> String {
         let parts = name.split(separator: "/", maxSplits: 1).map(String.init)
         guard parts.count == 2 else { return "\(directory)/invalid" }
         switch parts[0] {
@@ -99,7 +91,7 @@ struct FileBlobs: AttachmentBlobs {
         }
     }
 
-    func append(_ bytes: ByteBuffer, to name: String, at offset: Int64) async throws -> Int64 {
+    package func append(_ bytes: ByteBuffer, to name: String, at offset: Int64) async throws -> Int64 {
         let path = path(name)
         return try await pool.runIfActive {
             let manager = FileManager.default
@@ -118,12 +110,12 @@ struct FileBlobs: AttachmentBlobs {
         }
     }
 
-    func length(of name: String) async throws -> Int64? {
+    package func length(of name: String) async throws -> Int64? {
         let attributes = try? FileManager.default.attributesOfItem(atPath: path(name))
         return (attributes?[.size] as? NSNumber)?.int64Value
     }
 
-    func read(_ name: String, range: ClosedRange<Int64>?, _ body: (ByteBuffer) async throws -> Void) async throws {
+    package func read(_ name: String, range: ClosedRange<Int64>?, _ body: (ByteBuffer) async throws -> Void) async throws {
         guard let handle = FileHandle(forReadingAtPath: path(name)) else { throw BlobError.missing }
         defer { try? handle.close() }
         var position = range?.lowerBound ?? 0
@@ -138,7 +130,7 @@ struct FileBlobs: AttachmentBlobs {
         }
     }
 
-    func move(_ name: String, to target: String) async throws {
+    package func move(_ name: String, to target: String) async throws {
         let from = path(name), to = path(target)
         try await pool.runIfActive {
             let manager = FileManager.default
@@ -151,7 +143,7 @@ struct FileBlobs: AttachmentBlobs {
         }
     }
 
-    func remove(_ name: String) async throws {
+    package func remove(_ name: String) async throws {
         let path = path(name)
         try? FileManager.default.removeItem(atPath: path)
         // An upload's folder goes with its data.
