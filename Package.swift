@@ -65,11 +65,19 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // The chat rules, written once over the stores' transaction primitives: no HTTP, no
+        // sockets; the server calls them, the stores never see them.
+        .target(
+            name: "ParleyRules",
+            dependencies: ["ParleyProtocol", "ParleyStorage"],
+            swiftSettings: strict
+        ),
         .target(
             name: "ParleyServer",
             dependencies: [
                 "ParleyProtocol",
                 "ParleyStorage",
+                "ParleyRules",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -172,7 +180,7 @@ let package = Package(
         .target(
             name: "ParleyTestSupport",
             dependencies: [
-                "ParleyProtocol", "ParleyStorage", "ParleyServer", "ParleyClient", "ParleyTestParallelism",
+                "ParleyProtocol", "ParleyStorage", "ParleyRules", "ParleyServer", "ParleyClient", "ParleyTestParallelism",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -196,7 +204,7 @@ let package = Package(
         .testTarget(
             name: "ParleyServerTests",
             dependencies: [
-                "ParleyProtocol", "ParleyStorage", "ParleyServer", "ParleyClient", "ParleyTestSupport", "ParleyBench",
+                "ParleyProtocol", "ParleyStorage", "ParleyRules", "ParleyServer", "ParleyClient", "ParleyTestSupport", "ParleyBench",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"),

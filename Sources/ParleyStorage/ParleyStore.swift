@@ -4,7 +4,7 @@ import ParleyProtocol
 /// Where Parley keeps everything; the truth every connection and client catches up from.
 ///
 /// The chat operations that decide something (sends, receipts, edits, attachment visibility)
-/// are rules in `Chat/Rules/`, run through ``writing(_:)``, ``reading(_:)`` and
+/// are rules in `ParleyRules`, run through ``writing(_:)``, ``reading(_:)`` and
 /// ``enqueueWrite(in:onCommit:_:)`` over the primitives of ``StoreTransaction``; the requirements
 /// below that still take whole operations keep their invariants inside their transactions: the
 /// gapless per-conversation seq, unique `(senderId, clientMessageId)`, and participant checks

@@ -4,7 +4,7 @@ import ParleyProtocol
 /// The storage primitives the chat rules run on, inside one transaction of a store.
 ///
 /// Each is one small, rule-free operation (a row read, a counter taken, a row written): what
-/// may happen, in what order and with which answer is decided by the rules in `Chat/Rules/`,
+/// may happen, in what order and with which answer is decided by the rules in `ParleyRules`,
 /// written once for every store. A store implements these over its own SQL, and
 /// `StoreTransactionConformanceTests` runs one suite of them against each store.
 ///

@@ -1,5 +1,6 @@
 @testable import ParleyServer
 @testable import ParleyStorage
+@testable import ParleyRules
 import Testing
 
 /// Callbacks registered once and read on every batch (the group commit's observer), every

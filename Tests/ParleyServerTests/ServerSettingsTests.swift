@@ -1,6 +1,7 @@
 import Foundation
 @testable import ParleyServer
 @testable import ParleyStorage
+@testable import ParleyRules
 import ParleyTestSupport
 import Testing
 

@@ -2,6 +2,7 @@ import Foundation
 import ParleyProtocol
 import Synchronization
 import ParleyStorage
+import ParleyRules
 
 /// Whether each user may act, kept in memory so authenticating a request reads no database:
 /// a user is read from the store once, and a deactivation updates the entry on the node that

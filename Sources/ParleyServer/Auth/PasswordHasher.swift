@@ -3,6 +3,7 @@ import Foundation
 import HummingbirdBcrypt
 import NIOPosix
 import ParleyStorage
+import ParleyRules
 
 /// Hashes and checks passwords with bcrypt, off the event loops (bcrypt is slow on purpose).
 ///

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ParleyProtocol
 import ParleyStorage
+import ParleyRules
 
 /// Sign-ins and their rotating refresh tokens: the rules above the store.
 ///

@@ -3,20 +3,7 @@ import JWTKit
 import Synchronization
 import ParleyProtocol
 import ParleyStorage
-
-/// Who a request or connection acts as, read from a verified token.
-public struct Identity: Sendable, Equatable {
-    /// The user the token was issued to.
-    public var userId: EntityID
-    /// The organization of that user.
-    public var organizationId: EntityID
-
-    /// An identity from its parts (a verified token's, or a test's).
-    public init(userId: EntityID, organizationId: EntityID) {
-        self.userId = userId
-        self.organizationId = organizationId
-    }
-}
+import ParleyRules
 
 /// What a verified token says beyond who it stands for: which key signed it and until when it
 /// is valid. A WebSocket keeps it for as long as it is open, so the session ends when the

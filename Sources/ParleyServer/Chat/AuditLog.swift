@@ -1,6 +1,7 @@
 import Foundation
 import ParleyProtocol
 import ParleyStorage
+import ParleyRules
 
 /// The organization's record of admin actions (v1.4): roles, deactivation, erasure, invites,
 /// domains, retention, reports handled, messages deleted and participants removed by an admin.

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyProtocol
 import ParleyStorage
+import ParleyRules
 
 /// The rules of chat in one place, shared by the HTTP routes and the WebSocket gateway:
 /// validate, commit to the store, and only then fan out.

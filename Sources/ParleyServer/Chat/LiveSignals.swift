@@ -2,6 +2,7 @@ import Foundation
 import ParleyProtocol
 import Synchronization
 import ParleyStorage
+import ParleyRules
 
 /// Typing, presence and receipts: the signals around messages.
 ///

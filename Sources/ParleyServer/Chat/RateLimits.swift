@@ -2,6 +2,7 @@ import Foundation
 import ParleyProtocol
 import Synchronization
 import ParleyStorage
+import ParleyRules
 
 /// A token bucket's shape: `burst` tokens at most, refilled at `perSecond`.
 public struct RateLimit: Sendable, Equatable {

@@ -5,6 +5,7 @@ import ParleyProtocol
 import PostgresNIO
 import Synchronization
 import ParleyStorage
+import ParleyRules
 
 /// What arrives from the other nodes: one ``ClusterRecord`` per line, decoded whole (a line
 /// that does not decode is refused and counted, never half-applied).

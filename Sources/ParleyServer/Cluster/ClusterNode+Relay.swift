@@ -5,6 +5,7 @@ import ParleyProtocol
 import PostgresNIO
 import Synchronization
 import ParleyStorage
+import ParleyRules
 
 /// What the fan-out asks of the cluster (``FanOutRelay``): who is online elsewhere, frames
 /// forwarded to the nodes that need them, and presence written for the others to see.

@@ -7,6 +7,7 @@ import PostgresNIO
 import ServiceLifecycle
 import Synchronization
 import ParleyStorage
+import ParleyRules
 
 /// This node's link to the other `parley serve` processes on the same PostgreSQL.
 ///

@@ -6,6 +6,7 @@ import HummingbirdWebSocket
 import ParleyProtocol
 import Synchronization
 import ParleyStorage
+import ParleyRules
 
 /// One live WebSocket connection: a bounded queue of encoded frames and how it should close.
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import ParleyProtocol
 import ParleyStorage
+import ParleyRules
 
 /// Who is typing where, and when each indicator lapses.
 ///

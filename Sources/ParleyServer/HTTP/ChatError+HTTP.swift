@@ -1,6 +1,7 @@
 import Hummingbird
 import ParleyProtocol
 import ParleyStorage
+import ParleyRules
 
 /// How the server answers a ``ChatError``: its code's HTTP status and the JSON error body.
 extension ChatError: HTTPResponseError {

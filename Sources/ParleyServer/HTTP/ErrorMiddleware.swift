@@ -2,6 +2,7 @@ import Hummingbird
 import Logging
 import ParleyProtocol
 import ParleyStorage
+import ParleyRules
 
 /// Turns every error into the contract's error body, so no answer leaks internals.
 ///

@@ -4,6 +4,7 @@ import NIOCore
 import HummingbirdWebSocket
 import ParleyProtocol
 import ParleyStorage
+import ParleyRules
 
 /// The request context of every route: Hummingbird's core storage, the WebSocket handler
 /// reference for upgrades, and who the caller is once authenticated.

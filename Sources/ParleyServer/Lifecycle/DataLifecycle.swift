@@ -5,6 +5,7 @@ import NIOCore
 import ParleyProtocol
 import ServiceLifecycle
 import ParleyStorage
+import ParleyRules
 
 /// Where data ends (v1.4): the retention sweep, the attachment collector, erasure, and the
 /// export a user takes their data out with.

@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import ParleyStorage
+import ParleyRules
 
 /// One email: plain text, to one address.
 public struct MailMessage: Sendable, Equatable {

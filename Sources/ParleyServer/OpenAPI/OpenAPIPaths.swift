@@ -1,5 +1,6 @@
 import Foundation
 import ParleyStorage
+import ParleyRules
 
 extension OpenAPIDocument {
     typealias S = OpenAPISchemas

@@ -1,5 +1,6 @@
 import Foundation
 import ParleyStorage
+import ParleyRules
 
 /// Which addresses the link-preview fetcher may connect to.
 ///

@@ -4,6 +4,7 @@ import ParleyProtocol
 import ServiceLifecycle
 import Synchronization
 import ParleyStorage
+import ParleyRules
 
 /// Reads link previews for stored messages in the background (v1.3), never on a send's path.
 ///

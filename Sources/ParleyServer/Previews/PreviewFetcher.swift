@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import ParleyStorage
+import ParleyRules
 
 /// Why a page gave no preview: the metric's `outcome` label.
 enum PreviewFetchFailure: Error, Equatable {

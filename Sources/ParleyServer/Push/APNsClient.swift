@@ -7,6 +7,7 @@ import NIOHTTP1
 import NIOSSL
 import ParleyProtocol
 import ParleyStorage
+import ParleyRules
 
 /// One notification for one device.
 struct APNsRequest: Sendable {

@@ -4,6 +4,7 @@ import ParleyProtocol
 import ServiceLifecycle
 import Synchronization
 import ParleyStorage
+import ParleyRules
 
 /// Sends APNs notifications for committed messages, in the background.
 ///

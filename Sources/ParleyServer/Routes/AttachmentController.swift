@@ -5,6 +5,7 @@ import NIOCore
 import ParleyProtocol
 import Synchronization
 import ParleyStorage
+import ParleyRules
 
 /// `POST /attachments` (streamed to disk, content-addressed) and `GET /attachments/{id}`
 /// (with byte ranges), for the uploader and the participants of conversations it was sent in.

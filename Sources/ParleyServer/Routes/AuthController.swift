@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import ParleyProtocol
 import ParleyStorage
+import ParleyRules
 
 /// `POST /auth/register`, `POST /auth/login`, `POST /auth/refresh`, `POST /auth/ticket` and the
 /// caller's sign-ins (`GET /auth/sessions`, `DELETE /auth/sessions/{id}`).
@@ -88,7 +89,7 @@ struct AuthController: Sendable {
         guard !Limits.containsUnsafeCharacters(organization) else {
             throw ChatError.invalid("organization must not contain control characters or bidirectional overrides")
         }
-        let email = try Self.email(body.email)
+        let email = try Membership.email(body.email)
         let displayName = Limits.trimmed(body.displayName)
         guard !displayName.isEmpty, displayName.count <= Limits.maxDisplayNameCharacters, !Limits.containsNul(displayName) else {
             throw ChatError.invalid("displayName must be 1–\(Limits.maxDisplayNameCharacters) characters")
@@ -222,7 +223,7 @@ struct AuthController: Sendable {
             if let address { _ = limits?.take(.loginAddress, address) }
             return failure
         }
-        guard let organization = try? Self.organization(body.organization), let email = try? Self.email(body.email),
+        guard let organization = try? Self.organization(body.organization), let email = try? Membership.email(body.email),
             let found = try await store.credentials(organization: organization, email: email)
         else {
             // Same work as a real check, so timing does not tell which emails exist.
@@ -240,16 +241,5 @@ struct AuthController: Sendable {
             throw ChatError.invalid("organization must be 1–\(Limits.maxOrganizationCharacters) characters")
         }
         return name
-    }
-
-    /// An email trimmed and lowercased: unique per organization in that form.
-    static func email(_ text: String) throws -> String {
-        let email = Limits.trimmed(text).lowercased()
-        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
-        guard email.count <= 254, parts.count == 2, !parts[0].isEmpty, parts[1].contains("."),
-            !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
-            !email.contains(where: { $0.isWhitespace || $0.isNewline }), !Limits.containsUnsafeCharacters(email)
-        else { throw ChatError.invalid("email is not a valid address") }
-        return email
     }
 }

@@ -1,6 +1,7 @@
 import Hummingbird
 import ParleyProtocol
 import ParleyStorage
+import ParleyRules
 
 /// Conversations: create or open, list, show, rename, and change participants.
 struct ConversationController: Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import ParleyProtocol
 import ParleyStorage
+import ParleyRules
 
 /// A user's own data (v1.4): `GET /users/me/export` streams it as a ZIP, and `DELETE
 /// /users/me {password}` erases the account (GDPR articles 15, 17 and 20).

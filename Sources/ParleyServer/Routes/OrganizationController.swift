@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import ParleyProtocol
 import ParleyStorage
+import ParleyRules
 
 /// The organization's own routes (contract v1.1): its settings and invites, members' roles and
 /// deactivation. Reading is for every member; changing is for admins (``Membership``).

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import ParleyProtocol
 import ParleyStorage
+import ParleyRules
 
 /// Reports and the audit log (v1.4): any member reports a message they can read or a user of
 /// their organization; admins list and handle reports and read the audit log. Admin routes

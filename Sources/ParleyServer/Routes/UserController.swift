@@ -1,6 +1,7 @@
 import Hummingbird
 import ParleyProtocol
 import ParleyStorage
+import ParleyRules
 
 /// `GET /users/me`, `GET /users?q=` (the caller's organization only), and the caller's blocks
 /// (v1.4): `POST`/`DELETE /users/{id}/block`, `GET /users/blocked`.

@@ -1,5 +1,6 @@
 import Hummingbird
 import ParleyStorage
+import ParleyRules
 
 extension AttachmentBlobs {
     /// A response body that streams `range` of a blob.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ParleyStorage
+import ParleyRules
 
 extension ServerConfiguration {
     /// Whether `databaseURL` names a PostgreSQL database (`postgres://` or `postgresql://`).

@@ -3,6 +3,7 @@ import ParleyClient
 import ParleyProtocol
 @testable import ParleyServer
 @testable import ParleyStorage
+@testable import ParleyRules
 import ParleyTestSupport
 import Synchronization
 import Testing

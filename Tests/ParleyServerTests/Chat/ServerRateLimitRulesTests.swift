@@ -2,6 +2,7 @@ import Foundation
 import ParleyProtocol
 @testable import ParleyServer
 @testable import ParleyStorage
+@testable import ParleyRules
 import ParleyTestSupport
 import Testing
 

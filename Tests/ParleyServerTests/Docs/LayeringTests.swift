@@ -3,9 +3,9 @@ import ParleyTestSupport
 import Testing
 
 /// The layers as docs/architecture.md draws them: the stores (ParleyStorage) see neither the
-/// chat rules nor HTTP, and the chat rules throw the domain's error without knowing HTTP. The
-/// package graph enforces the first for the compiler; this reads the sources so a new import
-/// or dependency that breaks a layer fails here with the file named.
+/// chat rules (ParleyRules) nor HTTP, and the rules see the stores' primitives and nothing of
+/// HTTP or sockets. The package graph enforces it for the compiler; this reads the sources and
+/// the manifest so a new import or dependency that breaks a layer fails here with its file named.
 @Suite struct LayeringTests {
     static func swiftFiles(under folder: String) throws -> [(path: String, text: String)] {
         let root = Repository.url(folder)
@@ -27,22 +27,25 @@ import Testing
         let files = try Self.swiftFiles(under: "Sources/ParleyStorage")
         #expect(files.count > 40, "the stores are in Sources/ParleyStorage")
         for file in files {
-            let banned = Self.imports(file.text).filter { $0.hasPrefix("Hummingbird") || $0 == "ParleyServer" || $0 == "NIOHTTP1" }
+            let banned = Self.imports(file.text).filter {
+                $0.hasPrefix("Hummingbird") || ["ParleyServer", "ParleyRules", "NIOHTTP1"].contains($0)
+            }
             #expect(banned.isEmpty, "\(file.path) imports \(banned)")
         }
         let manifest = try String(contentsOf: Repository.url("Package.swift"), encoding: .utf8)
         let start = try #require(manifest.range(of: "name: \"ParleyStorage\""))
         // Its declaration runs to the next target's.
         let target = String(manifest[start.upperBound...]).components(separatedBy: ".target(").first ?? ""
-        #expect(!target.contains("\"ParleyServer\"") && !target.contains("hummingbird"), "ParleyStorage depends on the server or HTTP")
+        #expect(!target.contains("\"ParleyServer\"") && !target.contains("\"ParleyRules\"") && !target.contains("hummingbird"),
+                "ParleyStorage depends on the server, the rules or HTTP")
     }
 
-    @Test func theChatRulesThrowTheDomainsErrorWithoutHTTP() throws {
-        let files = try Self.swiftFiles(under: "Sources/ParleyServer/Chat")
-        #expect(files.count > 15)
+    @Test func theChatRulesSeeTheStoresPrimitivesAndNothingOfHTTP() throws {
+        let files = try Self.swiftFiles(under: "Sources/ParleyRules")
+        #expect(files.count > 12, "the rules are in Sources/ParleyRules")
         for file in files {
-            let http = Self.imports(file.text).filter { $0.hasPrefix("Hummingbird") || $0.hasPrefix("NIOHTTP") }
-            #expect(http.isEmpty, "\(file.path) imports \(http)")
+            let outside = Set(Self.imports(file.text)).subtracting(["Foundation", "ParleyProtocol", "ParleyStorage", "Synchronization"])
+            #expect(outside.isEmpty, "\(file.path) imports \(outside.sorted())")
         }
     }
 

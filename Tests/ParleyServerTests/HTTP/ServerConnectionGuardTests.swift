@@ -3,6 +3,7 @@ import NIOCore
 import NIOEmbedded
 @testable import ParleyServer
 @testable import ParleyStorage
+@testable import ParleyRules
 import Synchronization
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 @testable import ParleyServer
 @testable import ParleyStorage
+@testable import ParleyRules
 import Testing
 
 /// The pure halves of link previews, without a socket: which link of a message is previewed,

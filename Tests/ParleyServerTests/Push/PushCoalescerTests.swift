@@ -2,6 +2,7 @@ import Foundation
 import ParleyProtocol
 @testable import ParleyServer
 @testable import ParleyStorage
+@testable import ParleyRules
 import Testing
 
 /// The coalescing rules alone, with time passed in.

@@ -6,7 +6,7 @@ import ParleyStorage
 /// calls these rules inside its own transactions, so they are written here once.
 public enum Membership {
     /// What a registration is told when it may not join.
-    static let notAdmitted = ChatError(.forbidden, "This organization admits new members by invitation only")
+    package static let notAdmitted = ChatError(.forbidden, "This organization admits new members by invitation only")
 
     /// The role a new user gets, or `forbidden`: the first user of a new organization is its
     /// admin; an existing organization admits with an open flag (demos and tests), a valid
@@ -86,7 +86,7 @@ public enum Membership {
         guard (1...1000).contains(uses) else { throw ChatError.invalid("maxUses must be 1–1000") }
         let hours = request.expiresInHours ?? 168
         guard (1...2160).contains(hours) else { throw ChatError.invalid("expiresInHours must be 1–2160") }
-        let email = try request.email.map { try AuthController.email($0) }
+        let email = try request.email.map { try Membership.email($0) }
         return Invite(
             code: newInviteCode(), organizationId: organizationId, email: email, maxUses: uses, uses: 0,
             expiresAt: now.addingTimeInterval(Double(hours) * 3600).wholeMillisecondsServer, createdBy: admin)
@@ -96,4 +96,17 @@ public enum Membership {
 extension Date {
     /// This time cut to whole milliseconds, as stores keep it.
     var wholeMillisecondsServer: Date { Date(millisecondsSince1970: millisecondsSince1970) }
+}
+
+extension Membership {
+    /// An email trimmed and lowercased: unique per organization in that form.
+    package static func email(_ text: String) throws -> String {
+        let email = Limits.trimmed(text).lowercased()
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        guard email.count <= 254, parts.count == 2, !parts[0].isEmpty, parts[1].contains("."),
+            !parts[1].hasPrefix("."), !parts[1].hasSuffix("."),
+            !email.contains(where: { $0.isWhitespace || $0.isNewline }), !Limits.containsUnsafeCharacters(email)
+        else { throw ChatError.invalid("email is not a valid address") }
+        return email
+    }
 }

@@ -7,13 +7,13 @@ import ParleyStorage
 /// in quotes, in `<...>`. Only `http`/`https` URLs with a host and without a user name or
 /// password come out, since the fetcher connects to them: `ftp:`, `javascript:` or
 /// `https://bank.example@evil.example` stop here.
-enum PreviewURL {
+package enum PreviewURL {
     /// The longest URL taken, in UTF-8 bytes once percent-encoded: longer ones are not links
     /// people share, and not worth a fetch.
     static let maximumLength = 2048
 
     /// The first http(s) URL in a message's text, or nil when it has none (or none that can be fetched).
-    static func first(in text: String) -> URL? {
+    package static func first(in text: String) -> URL? {
         let scalars = Array(text.unicodeScalars)
         var start = 0
         while start < scalars.count {
@@ -34,7 +34,7 @@ enum PreviewURL {
 
     /// `reference` (an `og:image` value, a `Location` header) made absolute against the page it
     /// came from; nil unless the result is an http(s) URL that ``first(in:)`` would also take.
-    static func resolve(_ reference: String, against base: URL) -> URL? {
+    package static func resolve(_ reference: String, against base: URL) -> URL? {
         // As a browser does: tabs and line breaks anywhere are dropped, spaces at the ends too.
         var cleaned = ""
         for scalar in reference.unicodeScalars where scalar != "\t" && scalar != "\n" && scalar != "\r" {

@@ -2,9 +2,10 @@ import Foundation
 import ParleyProtocol
 @testable import ParleyServer
 @testable import ParleyStorage
+@testable import ParleyRules
 import Testing
 
-/// Who may join an organization and what keeps it governable (`Chat/Membership.swift`), the
+/// Who may join an organization and what keeps it governable (`ParleyRules/Membership.swift`), the
 /// pure rules alone: invites at their edges (expiry to the millisecond, the last use, the
 /// named email, another organization's code), allowed domains matched whole, the domain list
 /// an admin gives, the last admin, and the invites an admin may create.

@@ -2,10 +2,11 @@ import Foundation
 import ParleyProtocol
 @testable import ParleyServer
 @testable import ParleyStorage
+@testable import ParleyRules
 import ParleyTestSupport
 import Testing
 
-/// The rules of `Chat/Rules/` where the store conformance suite does not already reach them,
+/// The rules of `ParleyRules` where the store conformance suite does not already reach them,
 /// on both stores; and the runner that lets SQLite run them (``InlineAsync``).
 @Suite struct ChatRulesTests {
     static let now = Date(timeIntervalSince1970: 1_760_000_000)

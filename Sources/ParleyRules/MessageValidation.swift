@@ -3,9 +3,9 @@ import ParleyProtocol
 import ParleyStorage
 
 /// The contract's rules for what a client may send, checked before anything is stored.
-enum MessageValidation {
+package enum MessageValidation {
     /// A draft from a send request, or `invalid_request` naming the broken rule.
-    static func draft(
+    package static func draft(
         _ request: SendMessageRequest, conversationId: EntityID, senderId: EntityID, now: Date
     ) throws -> MessageDraft {
         let clientMessageId = request.clientMessageId
@@ -78,7 +78,7 @@ enum MessageValidation {
     }
 
     /// Edited text: trimmed, 1–5000 characters.
-    static func editedText(_ text: String) throws -> String {
+    package static func editedText(_ text: String) throws -> String {
         let trimmed = Limits.trimmed(text)
         guard !trimmed.isEmpty, trimmed.count <= Limits.maxTextCharacters, !Limits.containsNul(trimmed) else {
             throw ChatError.invalid("text must be 1–\(Limits.maxTextCharacters) characters")
@@ -89,7 +89,7 @@ enum MessageValidation {
     /// A reaction: one emoji or a short token, no whitespace or control characters. The
     /// joiner and tag characters that emoji sequences are made of (👩‍💻, 🏳️‍🌈, 🏴󠁧󠁢󠁳󠁣󠁴󠁿) are format
     /// characters, which `controlCharacters` includes: they are allowed.
-    static func emoji(_ text: String) throws -> String {
+    package static func emoji(_ text: String) throws -> String {
         func emojiPart(_ scalar: Unicode.Scalar) -> Bool { scalar.value == 0x200D || (0xE0020...0xE007F).contains(scalar.value) }
         guard (1...8).contains(text.count), text.utf8.count <= 64, !text.unicodeScalars.allSatisfy(emojiPart),
             !text.unicodeScalars.contains(where: {
@@ -100,7 +100,7 @@ enum MessageValidation {
     }
 
     /// A conversation name trimmed, 1–200 characters.
-    static func conversationName(_ name: String) throws -> String {
+    package static func conversationName(_ name: String) throws -> String {
         let trimmed = Limits.trimmed(name)
         guard !trimmed.isEmpty, trimmed.count <= Limits.maxConversationNameCharacters, !Limits.containsNul(trimmed) else {
             throw ChatError.invalid("name must be 1–\(Limits.maxConversationNameCharacters) characters")

@@ -2,9 +2,10 @@ import Foundation
 import ParleyProtocol
 @testable import ParleyServer
 @testable import ParleyStorage
+@testable import ParleyRules
 import Testing
 
-/// What a client may send, checked before any transaction (`Chat/MessageValidation.swift`):
+/// What a client may send, checked before any transaction (`ParleyRules/MessageValidation.swift`):
 /// every limit at its edge (one under passes, one over is `invalid_request`), trimming, the
 /// type rules, metadata, locations, forwards, edits, reactions and conversation names.
 @Suite struct ServerMessageValidationTests {

@@ -2,7 +2,7 @@ import Foundation
 import ParleyProtocol
 import ParleyStorage
 
-/// The chat operations a store carries out, each one rule of `Chat/Rules/` run in one
+/// The chat operations a store carries out, each one rule of `ParleyRules` run in one
 /// transaction of the store (sends and receipts through its group commit).
 extension ParleyStore {
     /// Stores a message with the next seq, or returns the original for a repeated clientMessageId.
