@@ -26,7 +26,7 @@ public struct FanoutOptions: Sendable {
     public var verify = false
     /// Per sender, when set: stop after this many (tests).
     public var messagesPerSender: Int?
-    /// What each message is (v1.3's variants): plain, a reply in its group's one thread, or
+    /// What each message is: plain, a reply in its group's one thread, or
     /// mentioning three other members.
     public var variant: FanoutVariant = .plain
 

@@ -1,7 +1,7 @@
 import Foundation
 import ParleyProtocol
 
-/// The conversation list kept current from live events (v1.2): every `message.created` and
+/// The conversation list kept current from live events: every `message.created` and
 /// `message.updated` moves its conversation's row at once, and a large group's
 /// `conversation.activity` (sent in place of per-member views) is applied the same way. A row
 /// that cannot follow exactly (a missed event) is read again from the server.

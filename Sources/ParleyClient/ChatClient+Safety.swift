@@ -1,7 +1,7 @@
 import Foundation
 import ParleyProtocol
 
-/// Trust and safety (contract v1.4) for an app's screens: block, report, take one's data out.
+/// Trust and safety for an app's screens: block, report, take one's data out.
 extension ChatClient {
     /// Blocks a user of the organization: they can no longer message the user directly, and
     /// their typing, presence and notifications stop; in groups their messages still arrive,
@@ -13,7 +13,7 @@ extension ChatClient {
         try await markSender(user, blocked: true)
     }
 
-    /// Ends a block: the user's messages read as before again.
+    /// Ends a block: the user's messages show normally again.
     public func unblock(_ user: EntityID) async throws {
         try await transport.setBlocked(false, user: user)
         try await markSender(user, blocked: false)

@@ -64,7 +64,7 @@ extension ChatClient {
         typingIn.typing(in: conversationId, at: environment.uptime())
     }
 
-    /// How many members are typing in a large group (its latest `typing.summary`, v1.2; zero
+    /// How many members are typing in a large group (its latest `typing.summary`; zero
     /// once it is older than the indicators' lifetime). Smaller conversations: see ``typingUsers(in:)``.
     public func typingCount(in conversationId: EntityID) -> Int {
         guard let latest = typingCounts[conversationId], environment.uptime() - latest.at < typingIn.lifetime else { return 0 }
@@ -72,7 +72,7 @@ extension ChatClient {
     }
 
     /// How many members of a large group have read and received its newest message (its latest
-    /// `receipt.summary`, v1.2); nil for a conversation that has had none.
+    /// `receipt.summary`); nil for a conversation that has had none.
     public func receiptSummary(in conversationId: EntityID) -> ReceiptSummaryEvent? {
         receiptSummaries[conversationId]
     }

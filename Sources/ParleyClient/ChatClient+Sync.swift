@@ -19,7 +19,7 @@ extension ChatClient {
         defer { if sync.ended() { notify(.syncing(false)) } }
         var reached = false
         do {
-            // v1.2: only what changed since the last sync (a reconnect with nothing new moves
+            // Only what changed since the last sync (a reconnect with nothing new moves
             // almost nothing), the whole list the first time.
             let token = try await database.setting(Self.listSyncTokenKey)
             let answer = try await transport.conversationList(changedSince: token)

@@ -1,7 +1,7 @@
 import Foundation
 import ParleyProtocol
 
-/// v1.3: threads (cached like conversation pages), pins and mute.
+/// Threads (cached like conversation pages), pins and mute.
 extension ChatClient {
     /// A thread's replies from the cache at once; then the newest page from the server fills
     /// the cache (the root's new count too) and ``ChatChange/messages(_:)`` tells the screens.

@@ -45,7 +45,7 @@ public actor ChatClient {
     private var observers: [UUID: AsyncStream<ChatChange>.Continuation] = [:]
     nonisolated let transport: any ChatTransport
     let environment: ClientEnvironment
-    /// Pre-send checks and preparations (seed 002).
+    /// Pre-send checks and preparations, supplied by the app.
     let hooks: MessageHooks
     let logger: Logger
     /// How often to poll over HTTP while the WebSocket is down.
@@ -104,13 +104,13 @@ public actor ChatClient {
     /// Messages the user sent since the client was made (the push permission prompt waits for
     /// the first, ``PushRules``).
     public internal(set) var messagesSentThisLaunch = 0
-    /// Seed 004's read counter.
+    /// How often screens were served from the cache or the network.
     public internal(set) var readCounts = ReadCounts()
     var receipts = ReceiptQueue()
     var receiptTask: Task<Void, Never>?
     var typingOut: [EntityID: TypingDebouncer] = [:]
     var typingIn = TypingIndicators()
-    /// Large groups' latest `receipt.summary` and `typing.summary` (v1.2), by conversation.
+    /// Large groups' latest `receipt.summary` and `typing.summary`, by conversation.
     var receiptSummaries: [EntityID: ReceiptSummaryEvent] = [:]
     var typingCounts: [EntityID: (count: Int, at: Duration)] = [:]
     /// How long "this message is visible" marks are collected into one read receipt.

@@ -35,7 +35,7 @@ public struct ClientEnvironment: Sendable {
     }
 }
 
-/// Seed 004's read counter: how often screens were served from the cache or the network.
+/// A read counter: how often screens were served from the cache or the network.
 public struct ReadCounts: Sendable, Equatable {
     /// Reads answered from the local database alone.
     public var cacheHits = 0

@@ -38,8 +38,8 @@ public struct AuthResponse: Codable, Sendable, Equatable {
     public var user: User
     /// Renews the sign-in (`POST /auth/refresh {refreshToken}`) once: each renewal answers a
     /// new one and the old one stops working. A credential: kept where the app keeps secrets.
-    /// Absent from servers before v1.4's sessions and from a bearer refresh of a session that
-    /// has one already.
+    /// Absent from older servers, which keep no sign-in sessions, and from a bearer refresh of
+    /// a session that has one already.
     public var refreshToken: String?
     /// When `token` expires.
     public var expiresAt: Date?

@@ -36,7 +36,7 @@ public struct UpdateOrganizationRequest: Codable, Sendable, Equatable {
     /// The domains to allow (at most 50); each is trimmed, lowercased and loses a leading `@`;
     /// absent: unchanged.
     public var allowedEmailDomains: [String]?
-    /// What to do with the message retention (v1.4): absent, unchanged.
+    /// What to do with the message retention: absent, unchanged.
     public var retention: RetentionChange?
 
     /// How a request changes the retention.
@@ -154,15 +154,15 @@ public struct CreateConversationRequest: Codable, Sendable, Equatable {
 public struct ConversationsResponse: Codable, Sendable, Equatable {
     /// The conversations of this page.
     public var conversations: [Conversation]
-    /// v1.2: more conversations follow (the list is paged: at 200 without `limit`).
+    /// More conversations follow (the list is paged: at 200 without `limit`).
     public var hasMore: Bool?
-    /// v1.2 (`limit`/`before` given): the `before` of the next page.
+    /// With `limit`/`before` given: the `before` of the next page.
     public var nextBefore: String?
-    /// v1.2 (`limit`/`before` given): give it as `changedSince` to get what changed after
+    /// With `limit`/`before` given: give it as `changedSince` to get what changed after
     /// this answer. Keep the first page's: later pages may have moved on.
     public var syncToken: String?
 
-    /// An answer; the v1.2 fields are absent by default.
+    /// An answer; the paging and sync fields are absent by default.
     public init(conversations: [Conversation], hasMore: Bool? = nil, nextBefore: String? = nil, syncToken: String? = nil) {
         self.conversations = conversations
         self.hasMore = hasMore
@@ -171,7 +171,7 @@ public struct ConversationsResponse: Codable, Sendable, Equatable {
     }
 }
 
-/// `GET /conversations?changedSince=TOKEN` (v1.2): the conversations whose view changed since
+/// `GET /conversations?changedSince=TOKEN`: the conversations whose view changed since
 /// the token's answer (a few changed just before it may come again), and the ones the user left.
 public struct ConversationChanges: Codable, Sendable, Equatable {
     /// The conversations whose view changed, as the caller sees them now.
@@ -207,7 +207,7 @@ public struct AddParticipantsRequest: Codable, Sendable, Equatable {
     public init(userIds: [EntityID]) { self.userIds = userIds }
 }
 
-/// `GET /conversations/{id}/participants?after=&limit=` (v1.2): members by user id.
+/// `GET /conversations/{id}/participants?after=&limit=`: members by user id.
 public struct ParticipantsPage: Codable, Sendable, Equatable {
     /// Each participant's watermarks, ordered by user id.
     public var participants: [Member]
@@ -221,7 +221,7 @@ public struct ParticipantsPage: Codable, Sendable, Equatable {
     }
 }
 
-/// `GET /conversations/{id}/messages/{messageId}/reads?after=&limit=` (v1.2): who has read a
+/// `GET /conversations/{id}/messages/{messageId}/reads?after=&limit=`: who has read a
 /// message, by user id.
 public struct ReadersPage: Codable, Sendable, Equatable {
     /// Members whose `readSeq` reaches the message's seq, ordered by user id.

@@ -10,9 +10,9 @@ public enum Limits {
     public static let maxClientMessageIdLength = 128
     /// Most entries in a message's `metadata`.
     public static let maxMetadataEntries = 32
-    /// Mentions one message may carry (v1.3).
+    /// Mentions one message may carry.
     public static let maxMentions = 50
-    /// Pinned messages one conversation may have (v1.3).
+    /// Pinned messages one conversation may have.
     public static let maxPins = 50
     /// Longest conversation name, in characters.
     public static let maxConversationNameCharacters = 200
@@ -28,7 +28,7 @@ public enum Limits {
     public static let maxReadBatch = 500
     /// Page size of `/messages`: default and maximum.
     public static let messagesPageDefault = 50, messagesPageMax = 200
-    /// v1.2's member and reader pages.
+    /// Page size of the member and reader pages: default and maximum.
     public static let participantsPageDefault = 100, participantsPageMax = 500
     /// Page size of `/changes`: default and maximum.
     public static let changesPageDefault = 100, changesPageMax = 500

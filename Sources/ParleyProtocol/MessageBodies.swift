@@ -53,9 +53,9 @@ public struct SendMessageRequest: Codable, Sendable, Equatable {
     public var metadata: [String: String]?
     /// Forward: copy this message (which the sender can read) instead of giving content.
     public var forwardOf: EntityID?
-    /// A reply in the thread of this root message of the same conversation (v1.3).
+    /// A reply in the thread of this root message of the same conversation.
     public var threadRootId: EntityID?
-    /// Participants the text mentions (v1.3; the client resolves "@name"), at most 50.
+    /// Participants the text mentions (the client resolves "@name"), at most 50.
     public var mentions: [EntityID]?
 
     /// A send with these fields; nil fields are left out.
@@ -98,7 +98,7 @@ public struct SendMessageRequest: Codable, Sendable, Equatable {
     }
 }
 
-/// `GET /conversations/{id}/threads/{rootId}` (v1.3): the root and a page of its replies.
+/// `GET /conversations/{id}/threads/{rootId}`: the root and a page of its replies.
 public struct ThreadPage: Codable, Sendable, Equatable {
     /// The thread's root message, as it is now.
     public var root: Message
@@ -115,7 +115,7 @@ public struct ThreadPage: Codable, Sendable, Equatable {
     }
 }
 
-/// `PUT /conversations/{id}/settings` (v1.3) and its answer: the caller's own settings.
+/// `PUT /conversations/{id}/settings` and its answer: the caller's own settings.
 public struct ConversationSettings: Codable, Sendable, Equatable {
     /// Whether the conversation is muted for the caller.
     public var muted: Bool
@@ -129,7 +129,7 @@ public struct ConversationSettings: Codable, Sendable, Equatable {
     }
 }
 
-/// `POST /conversations/{id}/pins` (v1.3).
+/// `POST /conversations/{id}/pins`.
 public struct PinRequest: Codable, Sendable, Equatable {
     /// The message to pin.
     public var messageId: EntityID
@@ -138,7 +138,7 @@ public struct PinRequest: Codable, Sendable, Equatable {
     public init(messageId: EntityID) { self.messageId = messageId }
 }
 
-/// `GET /conversations/{id}/pins` (v1.3): pinned messages, newest pin first.
+/// `GET /conversations/{id}/pins`: pinned messages, newest pin first.
 public struct PinsResponse: Codable, Sendable, Equatable {
     /// The pinned messages.
     public var messages: [Message]

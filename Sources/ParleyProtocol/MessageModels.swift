@@ -85,22 +85,22 @@ public struct Message: Codable, Sendable, Equatable, Identifiable {
     public var deletedAt: Date?
     /// The message this one is a forwarded copy of (an extension of the contract).
     public var forwardedFromId: EntityID?
-    /// The root of the thread this message replies in (v1.3); absent for the conversation's own timeline.
+    /// The root of the thread this message replies in; absent for the conversation's own timeline.
     public var threadRootId: EntityID?
-    /// A thread root's replies so far (v1.3); absent until the first reply.
+    /// A thread root's replies so far; absent until the first reply.
     public var thread: ThreadSummary?
-    /// The participants the message mentions (v1.3); absent when none.
+    /// The participants the message mentions; absent when none.
     public var mentions: [EntityID]?
-    /// When the message was pinned (v1.3); absent when it is not.
+    /// When the message was pinned; absent when it is not.
     public var pinnedAt: Date?
-    /// Who pinned it (v1.3).
+    /// Who pinned it.
     public var pinnedBy: EntityID?
-    /// The link preview the server read for the message's first URL (v1.3); texts are data, never markup.
+    /// The link preview the server read for the message's first URL; texts are data, never markup.
     public var preview: LinkPreview?
-    /// Who deleted it (v1.4): the sender, or an admin moderating; absent when not deleted or
+    /// Who deleted it: the sender, or an admin moderating; absent when not deleted or
     /// when retention or erasure removed it.
     public var deletedBy: EntityID?
-    /// True in the views and events of a user who blocks the sender (v1.4); absent otherwise.
+    /// True in the views and events of a user who blocks the sender; absent otherwise.
     public var senderBlocked: Bool?
 
     /// A message as the wire carries it.
@@ -175,7 +175,7 @@ public struct Message: Codable, Sendable, Equatable, Identifiable {
     }
 }
 
-/// A thread root's replies (v1.3): how many, and the newest.
+/// A thread root's replies: how many, and the newest.
 public struct ThreadSummary: Codable, Sendable, Equatable {
     /// How many replies the thread has, deleted ones included (they stay in it as tombstones).
     public var replyCount: Int
@@ -192,7 +192,7 @@ public struct ThreadSummary: Codable, Sendable, Equatable {
     }
 }
 
-/// What the server read from a message's first link (v1.3): plain text, at most 300 characters each.
+/// What the server read from a message's first link: plain text, at most 300 characters each.
 public struct LinkPreview: Codable, Sendable, Equatable {
     /// The URL fetched (the message's first http(s) URL).
     public var url: String

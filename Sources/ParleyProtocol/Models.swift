@@ -8,7 +8,7 @@ public enum UserRole: String, Codable, Sendable, Equatable {
     case member
 }
 
-/// An organization: everyone in it sees each other; nobody outside sees anything (v1.1).
+/// An organization: everyone in it sees each other; nobody outside sees anything.
 public struct Organization: Codable, Sendable, Equatable, Identifiable {
     /// The organization's id.
     public var id: EntityID
@@ -18,7 +18,7 @@ public struct Organization: Codable, Sendable, Equatable, Identifiable {
     public var allowedEmailDomains: [String]
     /// When the organization was created.
     public var createdAt: Date
-    /// Messages older than this many days are deleted (v1.4); absent: kept for ever.
+    /// Messages older than this many days are deleted; absent: kept for ever.
     public var messageRetentionDays: Int?
 
     /// An organization with these fields.
@@ -31,7 +31,7 @@ public struct Organization: Codable, Sendable, Equatable, Identifiable {
     }
 }
 
-/// A code that admits new users to an organization (v1.1).
+/// A code that admits new users to an organization.
 public struct Invite: Codable, Sendable, Equatable {
     /// The secret to register with (long and random).
     public var code: String
@@ -74,7 +74,7 @@ public struct User: Codable, Sendable, Equatable, Identifiable {
     public var isOnline: Bool
     /// When the user's last connection closed; absent if never seen or online.
     public var lastSeenAt: Date?
-    /// `admin` or `member` of their organization (absent from servers before v1.1).
+    /// `admin` or `member` of their organization (absent from older servers).
     public var role: UserRole?
 
     /// A user as the wire carries it.
@@ -141,15 +141,15 @@ public struct Conversation: Codable, Sendable, Equatable, Identifiable {
     public var readSeq: Int64
     /// Each participant's watermarks (left out on the wire for a large group).
     public var members: [Member]
-    /// How many participants the conversation has (v1.2). Above the server's large-group size
+    /// How many participants the conversation has. Above the server's large-group size
     /// `participantIds` and `members` are left out on the wire (they decode empty); page them
     /// with `GET /conversations/{id}/participants`.
     public var memberCount: Int
-    /// Messages mentioning the caller above `readSeq`, not deleted (v1.3).
+    /// Messages mentioning the caller above `readSeq`, not deleted.
     public var mentionCount: Int
-    /// Whether the caller muted the conversation (v1.3): no push but mentions; unread still counts.
+    /// Whether the caller muted the conversation: no push but mentions; unread still counts.
     public var muted: Bool
-    /// When the caller's mute ends by itself; absent for a mute until turned off (v1.3).
+    /// When the caller's mute ends by itself; absent for a mute until turned off.
     public var mutedUntil: Date?
 
     /// Whether `participantIds` and `members` list everyone (false for a large group's
@@ -181,7 +181,7 @@ public struct Conversation: Codable, Sendable, Equatable, Identifiable {
     }
 
     /// This conversation without its member lists when it has more than `limit` members (the
-    /// v1.2 shape of a large group; `memberCount` stays).
+    /// shape of a large group on the wire; `memberCount` stays).
     public func listingMembers(upTo limit: Int) -> Conversation {
         guard memberCount > limit else { return self }
         var trimmed = self
@@ -195,7 +195,8 @@ public struct Conversation: Codable, Sendable, Equatable, Identifiable {
         case memberCount, mentionCount, muted, mutedUntil
     }
 
-    /// Decodes v1 (no `memberCount`: the participants counted) and v1.2 (lists left out).
+    /// Decodes a conversation without `memberCount` (an older server's: the participants are
+    /// counted) and a large group's (lists left out).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         id = try c.decode(EntityID.self, forKey: .id)

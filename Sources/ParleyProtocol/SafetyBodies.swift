@@ -1,6 +1,6 @@
 import Foundation
 
-// MARK: Trust and safety (v1.4)
+// MARK: Trust and safety
 
 /// Where a report stands: new reports are `open`; an admin resolves or dismisses them.
 public enum ReportStatus: String, Codable, Sendable, Equatable, CaseIterable {
@@ -147,7 +147,7 @@ public struct AuditResponse: Codable, Sendable, Equatable {
     }
 }
 
-/// `DELETE /users/me` (v1.4): erasing one's own account is confirmed with the password.
+/// `DELETE /users/me`: erasing one's own account is confirmed with the password.
 public struct EraseAccountRequest: Codable, Sendable, Equatable {
     /// The account's password.
     public var password: String

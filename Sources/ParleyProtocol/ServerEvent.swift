@@ -10,7 +10,7 @@ public struct HelloEvent: Codable, Sendable, Equatable {
     public var heartbeatSeconds: Int
     /// Which copy of the server's data this is. It changes only when the server is restored
     /// from a backup: a client that had cached what another copy served (possibly more than
-    /// this one has) starts its cache again. Absent from servers before it was added.
+    /// this one has) starts its cache again. Absent from older servers.
     public var storeId: String?
 
     /// A hello with these fields.
@@ -97,7 +97,7 @@ public struct PresenceEvent: Codable, Sendable, Equatable {
     }
 }
 
-/// v1.2: new messages in a large group, one frame for every member (`conversation.activity`).
+/// New messages in a large group, one frame for every member (`conversation.activity`).
 ///
 /// Sent in place of each member's own `conversation.updated` view after new messages, so the
 /// server reads and encodes nothing per member. A client applies it to the conversation it
@@ -123,7 +123,7 @@ public struct ConversationActivityEvent: Codable, Sendable, Equatable {
     }
 }
 
-/// Data of `receipt.summary` (v1.2): in a large group, instead of each member's `receipt`,
+/// Data of `receipt.summary`: in a large group, instead of each member's `receipt`,
 /// how many members have read and received up to the conversation's newest seq.
 public struct ReceiptSummaryEvent: Codable, Sendable, Equatable {
     /// The conversation the counts are for.
@@ -144,7 +144,7 @@ public struct ReceiptSummaryEvent: Codable, Sendable, Equatable {
     }
 }
 
-/// Data of `typing.summary` (v1.2): in a large group, how many members are typing when more
+/// Data of `typing.summary`: in a large group, how many members are typing when more
 /// than the few named in `typing` events are.
 public struct TypingSummaryEvent: Codable, Sendable, Equatable {
     /// The conversation typed in.
@@ -175,11 +175,11 @@ public enum ServerEvent: Codable, Sendable, Equatable {
     case receipt(ReceiptEvent)
     /// `presence`: a user came online, went offline or changed focus.
     case presence(PresenceEvent)
-    /// `receipt.summary` (v1.2): a large group's read and delivered counts.
+    /// `receipt.summary`: a large group's read and delivered counts.
     case receiptSummary(ReceiptSummaryEvent)
-    /// `typing.summary` (v1.2): how many members of a large group are typing.
+    /// `typing.summary`: how many members of a large group are typing.
     case typingSummary(TypingSummaryEvent)
-    /// `conversation.activity` (v1.2): new messages in a large group.
+    /// `conversation.activity`: new messages in a large group.
     case conversationActivity(ConversationActivityEvent)
 
     /// The `type` string of the frame.

@@ -2,7 +2,7 @@ import Foundation
 import ParleyProtocol
 import ParleyStorage
 
-/// Who may block whom, and what a block changes (v1.4): run inside the store's transaction.
+/// Who may block whom, and what a block changes: run inside the store's transaction.
 ///
 /// - A user blocks another active user of their own organization, never themselves; to anyone
 ///   else the user does not exist. Blocking twice, or unblocking someone not blocked, changes nothing.

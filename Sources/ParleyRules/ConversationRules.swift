@@ -29,7 +29,7 @@ public enum ConversationRules {
         }
         try await requireSameOrganization(others, new.organizationId, in: tx)
         if new.type == .direct, let other = others.first, try await tx.blocks(other, new.creatorId) {
-            // v1.4: the same words as a blocked send; the blocker may still open it.
+            // The same words as a blocked send; the blocker may still open it.
             throw ChatError(.forbidden, "You cannot start a conversation with this user")
         }
         let (id, created) = try await tx.insertConversation(new, members: [new.creatorId] + others.sorted())
@@ -64,7 +64,7 @@ public enum ConversationRules {
     }
 
     /// Removes a participant (or the caller leaves). An admin moderating (`moderating` is their
-    /// organization, v1.4) removes anyone from a group of it without being in it.
+    /// organization) removes anyone from a group of it without being in it.
     public static func remove(
         _ removed: EntityID, from conversationId: EntityID, by userId: EntityID, moderating: EntityID? = nil, now: Date,
         in tx: any StoreTransaction

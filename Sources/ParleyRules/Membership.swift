@@ -2,7 +2,7 @@ import Foundation
 import ParleyProtocol
 import ParleyStorage
 
-/// Who may join an organization, and what keeps one governable (contract v1.1). Every store
+/// Who may join an organization, and what keeps one governable. Every store
 /// calls these rules inside its own transactions, so they are written here once.
 public enum Membership {
     /// What a registration is told when it may not join.

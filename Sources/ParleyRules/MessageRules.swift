@@ -41,7 +41,7 @@ public enum MessageRules {
         return MessageChange(message: updated, changed: true, participantIds: participants)
     }
 
-    /// Deletes any message of the admin's organization (v1.4 moderation), in a conversation the
+    /// Deletes any message of the admin's organization (moderation), in a conversation the
     /// admin need not be in: the tombstone says who deleted it. System messages stay; deleting
     /// again changes nothing. To an admin of another organization the message does not exist.
     public static func moderatorDelete(
@@ -83,7 +83,7 @@ public enum MessageRules {
 }
 
 extension MessageRules {
-    /// Deletes a message for retention or erasure (v1.4), as a sender's delete would: a
+    /// Deletes a message for retention or erasure, as a sender's delete would: a
     /// tombstone that keeps its seq and takes the next as `updatedSeq`, deleted by nobody in
     /// particular. Nil when the message is gone, deleted already, or a system message.
     public static func expire(_ ref: MessageRef, now: Date, in tx: any StoreTransaction) async throws -> MessageChange? {

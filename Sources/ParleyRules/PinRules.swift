@@ -2,7 +2,7 @@ import Foundation
 import ParleyProtocol
 import ParleyStorage
 
-/// Pinning messages and muting a conversation (v1.3), run inside the store's transaction.
+/// Pinning messages and muting a conversation, run inside the store's transaction.
 ///
 /// - Any participant pins or unpins a message of the conversation; to anyone else it does not exist.
 /// - A deleted or system message cannot be pinned; a conversation has at most 50 pins (409 past that).
@@ -53,7 +53,7 @@ public enum PinRules {
     }
 }
 
-/// A link preview read after a message was stored (v1.3).
+/// A link preview read after a message was stored.
 ///
 /// - Only a message still as it was sent gets one: not deleted, and with the URL still the first
 ///   of its text (an edit may have removed it), compared as the worker read it (scheme and host

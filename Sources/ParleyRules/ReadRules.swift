@@ -13,7 +13,7 @@ import ParleyStorage
 /// - Pages are bounded by the caller's `limit` (the routes clamp it to the contract's limits).
 public enum ReadRules {
     /// A page of history: the newest before `before` (or the newest of all), or with `after`
-    /// the oldest after it; oldest first. Thread replies only `includingThreads` (v1.3).
+    /// the oldest after it; oldest first. Thread replies only `includingThreads`.
     public static func history(
         of conversationId: EntityID, for viewer: EntityID, before: Int64?, after: Int64?, limit: Int,
         includingThreads: Bool = false, in tx: any StoreTransaction

@@ -2,7 +2,7 @@ import Foundation
 import ParleyProtocol
 import ParleyStorage
 
-/// What a report may name (v1.4), checked on one snapshot of the store.
+/// What a report may name, checked on one snapshot of the store.
 ///
 /// - A report names a message, a user, or both, with a reason of 1–1000 characters.
 /// - The message is one the reporter can read (a participant of its conversation); to anyone

@@ -80,7 +80,7 @@ extension ParleyStore {
         }
     }
 
-    /// A thread's root and a page of its replies, for a participant (v1.3, see ``ThreadRules``).
+    /// A thread's root and a page of its replies, for a participant (see ``ThreadRules``).
     public func thread(
         rootId: EntityID, conversationId: EntityID, viewer: EntityID, before: Int64?, after: Int64?, limit: Int
     ) async throws -> ThreadPage {
@@ -89,29 +89,29 @@ extension ParleyStore {
         }
     }
 
-    /// Pins or unpins a message (v1.3, see ``PinRules``); a change takes the next seq as `updatedSeq`.
+    /// Pins or unpins a message (see ``PinRules``); a change takes the next seq as `updatedSeq`.
     public func setPinned(_ pin: Bool, messageId: EntityID, in conversationId: EntityID, by userId: EntityID, now: Date) async throws -> MessageChange {
         try await writing { tx in
             try await PinRules.setPinned(pin, messageId: messageId, in: conversationId, by: userId, now: now, in: tx)
         }
     }
 
-    /// The conversation's pinned messages, newest pin first, for a participant (v1.3).
+    /// The conversation's pinned messages, newest pin first, for a participant.
     public func pins(conversationId: EntityID, viewer: EntityID) async throws -> [Message] {
         try await reading { tx in try await PinRules.pins(in: conversationId, for: viewer, in: tx) }
     }
 
-    /// Sets the caller's mute of a conversation (v1.3).
+    /// Sets the caller's mute of a conversation.
     public func mute(_ settings: ConversationSettings, conversationId: EntityID, by userId: EntityID, now: Date) async throws -> ConversationSettings {
         try await writing { tx in try await PinRules.mute(settings, in: conversationId, by: userId, now: now, in: tx) }
     }
 
-    /// Writes a link preview on a message still as it was sent (v1.3, see ``PreviewRules``).
+    /// Writes a link preview on a message still as it was sent (see ``PreviewRules``).
     public func attachPreview(_ preview: LinkPreview, to messageId: EntityID, in conversationId: EntityID) async throws -> MessageChange? {
         try await writing { tx in try await PreviewRules.attach(preview, to: messageId, in: conversationId, in: tx) }
     }
 
-    /// Who a stored message notifies by push (v1.3, see ``NotifyRules``).
+    /// Who a stored message notifies by push (see ``NotifyRules``).
     public func pushRecipients(of message: Message, among participants: [EntityID], now: Date) async throws -> [EntityID] {
         try await reading { tx in try await NotifyRules.recipients(of: message, among: participants, now: now, in: tx) }
     }
@@ -122,13 +122,13 @@ extension ParleyStore {
     }
 
     /// A page of a conversation's members with their watermarks, by user id after `after`,
-    /// for a participant (v1.2).
+    /// for a participant.
     public func participants(conversationId: EntityID, viewer: EntityID, after: EntityID?, limit: Int) async throws -> ParticipantsPage {
         try await reading { tx in try await ReadRules.members(of: conversationId, for: viewer, after: after, limit: limit, in: tx) }
     }
 
     /// The members who have read a message (their `readSeq` is at or past its seq), by user id
-    /// after `after`, for a participant (v1.2).
+    /// after `after`, for a participant.
     public func readers(conversationId: EntityID, messageId: EntityID, viewer: EntityID, after: EntityID?, limit: Int) async throws -> ReadersPage {
         try await reading { tx in
             try await ReadRules.readers(of: messageId, in: conversationId, for: viewer, after: after, limit: limit, in: tx)

@@ -13,8 +13,8 @@ import ParleyStorage
 ///   type, text, metadata and attachment.
 /// - An attachment is one the sender uploaded, of the message's kind (an image for `.image`...).
 /// - A new message takes the conversation's next seq.
-/// - In a direct conversation whose other member blocks the sender, nothing is sent (v1.4, 403).
-/// - A thread reply (v1.3) names a root of the same conversation that is not deleted, not a
+/// - In a direct conversation whose other member blocks the sender, nothing is sent (403).
+/// - A thread reply names a root of the same conversation that is not deleted, not a
 ///   system message and not itself in a thread; the root's sender, the replier and whoever the
 ///   reply mentions become the thread's members, and the root takes the next seq for its new
 ///   count. Everyone a message mentions is a participant.
@@ -35,7 +35,7 @@ public enum SendRules {
             }
             return try retried(draft, existing: existing, participantIds: probe.participantIds)
         }
-        // A direct conversation's other member blocks the sender (v1.4); a retry of a message
+        // A direct conversation's other member blocks the sender; a retry of a message
         // sent before the block got its original above.
         guard !probe.blocked else { throw Self.blockedSend }
         if let message = probe.message {

@@ -2,7 +2,7 @@ import Foundation
 import ParleyProtocol
 import ParleyStorage
 
-/// Reading a thread (v1.3); replying in one is a send (see ``SendRules``).
+/// Reading a thread; replying in one is a send (see ``SendRules``).
 ///
 /// - Only a participant reads a thread; to anyone else the conversation does not exist.
 /// - The root is a message of this conversation that is not itself a reply; any other id is
@@ -22,7 +22,7 @@ public enum ThreadRules {
     }
 }
 
-/// Who a new message notifies by push (v1.3), once it is stored.
+/// Who a new message notifies by push, once it is stored.
 ///
 /// - Never its sender, never a system message's audience.
 /// - A thread reply: the thread's members only.

@@ -30,7 +30,7 @@ extension ParleyApp {
                         let event: ServerEvent = message.seq > after ? .messageCreated(.init(message: message)) : .messageUpdated(.init(message: message))
                         return ByteBuffer(bytes: try encoder.encode(event))
                     }
-                    // Those who block the sender get it marked (v1.4), as the live path gives it.
+                    // Those who block the sender get it marked, as the live path gives it.
                     let blockers = message.type == .system ? [] : await blocks.blockers(of: message.senderId)
                     var event = ConversationOrder.Event(
                         seq: message.updatedSeq, frame: try frame(message), recipients: recipients.filter { !blockers.contains($0) })

@@ -28,9 +28,9 @@ public struct ParleyApp: Sendable {
     public let signals: LiveSignals
     /// APNs notifications for users with no live connection; nil when push is off.
     public let push: PushService?
-    /// Link previews of stored messages (v1.3); nil when they are off.
+    /// Link previews of stored messages; nil when they are off.
     public let previews: LinkPreviewWorker?
-    /// Retention, erasure and export (v1.4).
+    /// Retention, erasure and export.
     public let lifecycle: DataLifecycle
     /// Set by SIGTERM: `/ready` answers 503 while the server drains.
     public let drain = DrainState()

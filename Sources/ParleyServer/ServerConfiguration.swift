@@ -30,7 +30,7 @@ public struct ServerConfiguration: Sendable {
     /// device in use stays signed in and one left unused for this long signs in again.
     public var refreshTokenLifetime: Duration = .seconds(30 * 24 * 3600)
     /// Whether joining an organization by its allowed email domain must prove the address with
-    /// a mailed link (the default), or trusts it as given (`trusted`: v1.1's behaviour).
+    /// a mailed link (the default), or trusts it as given (`trusted`: anyone who types an address of the domain joins).
     public var domainJoins: DomainJoins = .proven
     /// The mail server for verification links; nil: no mail (domain joins then need an invite
     /// unless they are `trusted`).
@@ -52,21 +52,21 @@ public struct ServerConfiguration: Sendable {
     public var logLevel: Logger.Level = .info
     /// APNs credentials; nil turns push off (the server says so once at start).
     public var apns: APNsConfiguration?
-    /// Whether stored messages' links are previewed (v1.3; `--link-previews off`).
+    /// Whether stored messages' links are previewed (`--link-previews off` turns it off).
     public var linkPreviews = true
     /// Non-public address ranges link previews may fetch from (`--link-preview-allow`); none by default.
     public var linkPreviewAllow: [CIDR] = []
     /// The most a link preview's fetch may take, redirects included (the contract's 5 s).
     public var linkPreviewTimeout: Duration = .seconds(5)
-    /// How often the retention sweep runs (v1.4; `--retention-interval`): messages are gone
+    /// How often the retention sweep runs (`--retention-interval`): messages are gone
     /// within this long of passing their organization's limit.
     public var retentionInterval: Duration = .seconds(3600)
     /// The clock the server's timers run on (tests drive it by hand).
     public var clock: ServerClock = .system
-    /// Above this many members a group is large (v1.2): its conversations leave out the member
+    /// Above this many members a group is large: its conversations leave out the member
     /// lists, receipts become `receipt.summary` and typing beyond three typists `typing.summary`.
     public var largeGroupSize: Int = 100
-    /// How far before a list sync token `changedSince` looks again (v1.2): a change stamped
+    /// How far before a list sync token `changedSince` looks again: a change stamped
     /// just before the token's clock reading may commit just after it. Tests set it to zero.
     public var listSyncOverlap: Duration = .seconds(10)
     /// How often a large group's `receipt.summary` and `typing.summary` go out at most.

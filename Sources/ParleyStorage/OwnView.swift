@@ -3,11 +3,11 @@ import ParleyProtocol
 
 /// A member's own part of a conversation view: what differs from one member to the next.
 struct OwnView: Sendable, Equatable {
-    /// Unread messages (v1's count, thread replies of the member's threads included).
+    /// Unread messages (the contract's count, thread replies of the member's threads included).
     var unread: Int
-    /// Unread messages that mention the member (v1.3).
+    /// Unread messages that mention the member.
     var mentions: Int
-    /// Whether the member's mute is on now (v1.3).
+    /// Whether the member's mute is on now.
     var muted: Bool
     /// When that mute ends, if it does by itself.
     var mutedUntil: Date?

@@ -26,13 +26,13 @@ public protocol ParleyStore: Sendable {
     /// The sum of the user's unread counts over their conversations (a push's badge), from the
     /// counters: one row per conversation, no view and no message read.
     func totalUnread(userId: EntityID) async throws -> Int
-    /// A page of the viewer's conversations, newest activity first, after the cursor `before`
-    /// (v1.2), with the cursor of the next page when there is one.
+    /// A page of the viewer's conversations, newest activity first, after the cursor `before`,
+    /// with the cursor of the next page when there is one.
     func conversations(viewer: EntityID, limit: Int, before: ListCursor?) async throws -> (page: [Conversation], next: ListCursor?)
     /// The viewer's conversations whose view changed after `since` (the store's clock, in ms),
-    /// and the ones they left since (v1.2).
+    /// and the ones they left since.
     func conversationChanges(viewer: EntityID, since: Int64) async throws -> (changed: [Conversation], removedIds: [EntityID])
-    /// The store's clock in milliseconds: what list changes are stamped with (v1.2 sync tokens).
+    /// The store's clock in milliseconds: what list changes are stamped with (the list's sync tokens).
     func clockMilliseconds() async throws -> Int64
     /// One conversation as the viewer sees it; nil when it does not exist or the viewer is not in it.
     func conversation(id: EntityID, viewer: EntityID) async throws -> Conversation?
@@ -42,7 +42,7 @@ public protocol ParleyStore: Sendable {
     func conversationViews(id: EntityID, viewers: [EntityID], listingMembersUpTo limit: Int) async throws -> [EntityID: Conversation]
     /// The ids of a conversation's participants (no check of who asks).
     func participantIds(conversationId: EntityID) async throws -> [EntityID]
-    /// How many members have read and received the conversation's newest message (v1.2's
+    /// How many members have read and received the conversation's newest message (a large group's
     /// `receipt.summary`; no check of who asks).
     func receiptSummary(conversationId: EntityID) async throws -> ReceiptSummaryEvent
 
@@ -99,7 +99,7 @@ public protocol ParleyStore: Sendable {
     /// A user's organization and whether they are active (nil: no such user).
     func userState(id: EntityID) async throws -> UserState?
 
-    // MARK: Trust and safety (v1.4)
+    // MARK: Trust and safety
 
     /// The users `blocker` blocks, by display name.
     func blockedUsers(by blocker: EntityID) async throws -> [User]
@@ -142,7 +142,7 @@ public protocol ParleyStore: Sendable {
     /// Deletes an attachment's record when no message refers to it (and forgets it as an
     /// orphan either way); whether it went, and whether another record still has its bytes.
     func deleteAttachmentIfUnused(_ id: EntityID) async throws -> (deleted: Bool, bytesShared: Bool)
-    /// Erases a user's profile (v1.4): "Deleted user", no email, no password, deactivated,
+    /// Erases a user's profile: "Deleted user", no email, no password, deactivated,
     /// devices gone, the reasons of their reports emptied. `check` as for ``deactivate``.
     /// False when the organization has no such user.
     func eraseProfile(userId: EntityID, organizationId: EntityID, now: Date, check: @Sendable (Int) throws -> Void) async throws -> Bool

@@ -45,10 +45,10 @@ public protocol StoreTransaction: Sendable {
 
     /// Up to `limit` messages by seq: without `after`, the newest before `before` (or the
     /// newest of all); with it, the oldest after it. Oldest first either way, and whether more
-    /// lie beyond the page. Thread replies only `includingThreads` (v1.3).
+    /// lie beyond the page. Thread replies only `includingThreads`.
     func messagePage(in conversationId: EntityID, before: Int64?, after: Int64?, limit: Int, includingThreads: Bool) async throws -> MessagesPage
 
-    /// A thread's replies by seq, paged as ``messagePage(in:before:after:limit:includingThreads:)`` pages (v1.3).
+    /// A thread's replies by seq, paged as ``messagePage(in:before:after:limit:includingThreads:)`` pages.
     func threadPage(of rootId: EntityID, before: Int64?, after: Int64?, limit: Int) async throws -> MessagesPage
 
     /// Up to `limit` messages whose `updatedSeq` is after `since`, oldest change first, and
@@ -115,7 +115,7 @@ public protocol StoreTransaction: Sendable {
     func insertMessageUnlessSent(_ draft: MessageDraft, checkOnly: Bool) async throws -> SendProbe
 
     /// Stores a message with the conversation's next seq (new activity for the conversation,
-    /// counted as unread for the others unless it is a system message). A thread reply (v1.3)
+    /// counted as unread for the others unless it is a system message). A thread reply
     /// is no new activity and counts as unread to the thread's members only (see
     /// ``joinThread(_:in:users:)``); a mention counts for the mentioned (the sender aside).
     func insertMessage(_ draft: MessageDraft) async throws -> Message
@@ -134,7 +134,7 @@ public protocol StoreTransaction: Sendable {
     /// Gives a message a new `updatedSeq` (its reactions changed).
     func setUpdatedSeq(_ updatedSeq: Int64, of messageId: EntityID) async throws
 
-    // MARK: Threads, mentions, mute, pins, previews (v1.3)
+    // MARK: Threads, mentions, mute, pins, previews
 
     /// Makes users members of a thread (those already in it stay as they are): each newcomer's
     /// own unread count gains the thread's replies above their read watermark (not theirs, not
@@ -165,7 +165,7 @@ public protocol StoreTransaction: Sendable {
     /// Writes a message's link preview with `updatedSeq`.
     func setPreview(_ preview: LinkPreview, of messageId: EntityID, updatedSeq: Int64) async throws
 
-    // MARK: Blocks (v1.4)
+    // MARK: Blocks
 
     /// Whether `blocker` blocks `blocked`.
     func blocks(_ blocker: EntityID, _ blocked: EntityID) async throws -> Bool
@@ -213,7 +213,7 @@ public struct SendProbe: Sendable, Equatable {
     /// The message stored, if it was.
     public var message: Message?
     /// True when nothing was stored because the conversation is direct and its other member
-    /// blocks the sender (v1.4; a retry of an earlier send still finds its original).
+    /// blocks the sender (a retry of an earlier send still finds its original).
     public var blocked: Bool
 
     /// A probe's findings.

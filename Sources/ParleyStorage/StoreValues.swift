@@ -21,9 +21,9 @@ public struct MessageDraft: Sendable, Equatable {
     public var metadata: [String: String]?
     /// Forward: the message to copy (the store checks the sender can read it).
     public var forwardedFromId: EntityID?
-    /// The thread root it replies in (v1.3; the rules check it).
+    /// The thread root it replies in (the rules check it).
     public var threadRootId: EntityID?
-    /// The participants it mentions, without repeats, in the order given (v1.3; the rules check them).
+    /// The participants it mentions, without repeats, in the order given (the rules check them).
     public var mentions: [EntityID] = []
     /// When it was sent: the message's `createdAt` and the conversation's new activity time.
     public var now: Date
@@ -58,7 +58,7 @@ public struct SendResult: Sendable, Equatable {
     public var created: Bool
     /// Everyone in the conversation at commit time.
     public var participantIds: [EntityID]
-    /// A thread reply's root as the reply left it (its new count, at the next seq), to announce after the reply (v1.3).
+    /// A thread reply's root as the reply left it (its new count, at the next seq), to announce after the reply.
     public var rootUpdate: Message? = nil
 
     /// A send's outcome.
@@ -230,7 +230,7 @@ public struct UserState: Sendable, Equatable {
 }
 
 extension ParleyStore {
-    /// Registers with v1's open rule (any organization by name): store tests and tools.
+    /// Registers with the open rule (any organization by name): store tests and tools.
     public func register(organization: String, email: String, displayName: String, passwordHash: String, now: Date) async throws -> User {
         try await register(
             Registration(organization: organization, email: email, displayName: displayName, passwordHash: passwordHash, now: now)
@@ -266,7 +266,7 @@ public struct ListCursor: Sendable, Equatable {
     public var wire: String { "\(lastActivityMs).\(id)" }
 }
 
-/// Whom a user blocks and who blocks them (v1.4), as the block directory keeps it.
+/// Whom a user blocks and who blocks them, as the block directory keeps it.
 public struct BlockRelations: Sendable, Equatable {
     /// The users this user blocks.
     public var blocks: Set<EntityID>

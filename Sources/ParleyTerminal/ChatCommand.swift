@@ -36,11 +36,11 @@ public enum ChatCommand: Sendable, Equatable {
     case pins
     /// Mutes (true) or unmutes the open conversation.
     case mute(Bool)
-    /// Blocks (true) or unblocks someone (an email or a name, v1.4).
+    /// Blocks (true) or unblocks someone (an email or a name).
     case block(String, Bool)
-    /// Reports a message to the organization's admins, with a reason (v1.4).
+    /// Reports a message to the organization's admins, with a reason.
     case report(message: Int?, reason: String)
-    /// Reports a person (an email or a name) with a reason (v1.4).
+    /// Reports a person (an email or a name) with a reason.
     case reportPerson(String, reason: String)
     case invalid(String)
 

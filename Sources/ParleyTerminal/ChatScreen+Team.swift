@@ -1,6 +1,6 @@
 import ParleyClient
 
-/// v1.3's lines under a message: its link preview card and its thread line.
+/// The lines under a message: its link preview card and its thread line.
 extension ChatScreen {
     /// "   ┃ example.com", "   ┃ Title", "   ┃ description" for a preview, and
     /// "   💬 3 replies · 10:42 (/thread)" under a thread's root. Every text inert.

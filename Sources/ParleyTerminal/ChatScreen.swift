@@ -57,7 +57,7 @@ public struct ChatScreen: Sendable, Equatable {
     public var chatTitle: String?
     /// The open conversation's subtitle; empty for none.
     public var chatSubtitle: String = ""
-    /// "📌 Ada: the rules (3 pinned)" under the title when something is pinned (v1.3).
+    /// "📌 Ada: the rules (3 pinned)" under the title when something is pinned.
     public var pinnedLine: String?
     /// The open conversation's timeline: day separators, messages, system notices.
     public var timeline: [ChatPresentation.Item] = []

@@ -2,7 +2,7 @@ import Foundation
 import ParleyClient
 import ParleyProtocol
 
-/// v1.3 in the terminal: a thread shown over the chat, and "@" completion.
+/// Threads in the terminal: a thread shown over the chat, and "@" completion.
 extension TerminalChat {
     /// Shows a message's thread: its root and replies; lines typed now reply in it.
     func openThread(_ root: LocalMessage) async {

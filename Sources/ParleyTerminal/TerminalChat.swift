@@ -72,7 +72,7 @@ public final class TerminalChat {
     var api: ParleyAPI?
     var list: ConversationListModel?
     var chat: ChatModel?
-    /// The thread open over the chat (v1.3): its replies replace the timeline, lines reply in it.
+    /// The thread open over the chat: its replies replace the timeline, lines reply in it.
     var thread: ThreadModel?
     var directory: DirectoryModel?
     let names = NameBook()

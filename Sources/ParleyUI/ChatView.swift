@@ -23,7 +23,7 @@ public struct ChatView: View {
     @State private var newBelow = 0
     /// The root (server id) of the thread shown over the chat.
     @State private var threadRoot: EntityID?
-    /// The message being reported, while the reason is asked for (v1.4).
+    /// The message being reported, while the reason is asked for.
     @State private var reporting: LocalMessage?
     @State private var reportReason = ""
     /// A message to bring on screen (the pinned bar's).
@@ -306,13 +306,13 @@ public struct MessageActions {
     public var revoke: (LocalMessage) -> Void
     /// Hide it on this device.
     public var deleteForMe: (LocalMessage) -> Void
-    /// Open its thread (v1.3), from a root's thread line or "Reply in thread"; nil hides both.
+    /// Open its thread, from a root's thread line or "Reply in thread"; nil hides both.
     public var openThread: ((LocalMessage) -> Void)?
-    /// Pin (true) or unpin (false) it for everyone (v1.3); nil hides the action.
+    /// Pin (true) or unpin (false) it for everyone; nil hides the action.
     public var pin: ((LocalMessage, Bool) -> Void)?
-    /// Report someone else's message to the admins (v1.4); nil hides the action.
+    /// Report someone else's message to the admins; nil hides the action.
     public var report: ((LocalMessage) -> Void)?
-    /// Block (true) or unblock its sender (v1.4); nil hides the action.
+    /// Block (true) or unblock its sender; nil hides the action.
     public var block: ((LocalMessage, Bool) -> Void)?
 
     /// Actions from closures; without `openThread`, `pin`, `report` and `block` there are no

@@ -2,7 +2,7 @@
 import ParleyClient
 import SwiftUI
 
-/// A message's link preview (v1.3) as ``ChatPresentation/PreviewCard`` says it: the site, the
+/// A message's link preview as ``ChatPresentation/PreviewCard`` says it: the site, the
 /// title and the description, plain texts the server already cut, behind a bar on the leading
 /// edge. A tap opens the page when its address is http(s); anything else stays inert text.
 ///

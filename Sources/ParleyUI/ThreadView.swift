@@ -3,7 +3,7 @@ import ParleyClient
 import ParleyProtocol
 import SwiftUI
 
-/// A thread (v1.3): its root at the top, "3 replies" under it, the replies below (the
+/// A thread: its root at the top, "3 replies" under it, the replies below (the
 /// timeline's bubbles), and an input bar whose replies, with the people they "@" mention, go
 /// through the outbox like any message, offline too. ``ChatView`` opens it as a navigation
 /// destination from a root's thread line, "Reply in thread" or a pinned reply.

@@ -4,7 +4,7 @@ import ParleyClient
 import ParleyProtocol
 import ParleyTerminal
 
-/// `parley export`: the signed-in user's data as a ZIP file (contract v1.4).
+/// `parley export`: the signed-in user's data as a ZIP file.
 struct ExportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
@@ -20,7 +20,7 @@ struct ExportCommand: AsyncParsableCommand {
     }
 }
 
-/// `parley admin …`: an organization's reports, retention and audit log (admins, v1.4).
+/// `parley admin …`: an organization's reports, retention and audit log (admins).
 struct AdminCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "admin", abstract: "Handle reports, set the message retention, read the audit log (admins).",

@@ -129,7 +129,7 @@ import Testing
         #expect(try await bob.api.messages(direct.id).messages.map(\.text) == ["keep me"])
     }
 
-    /// Seed 003: no answer within 5 s shows the message as not sent; the outbox keeps it, and
+    /// No answer within 5 s shows the message as not sent; the outbox keeps it, and
     /// "retry now" sends it as soon as the server is there.
     @MainActor
     @Test func noAnswerWithinFiveSecondsShowsNotSentAndRetryNowSendsIt() async throws {
@@ -213,7 +213,7 @@ import Testing
         #expect(try await database.messages(in: direct.id, viewer: alice.id, limit: 50).count == 8, "the open chat is spared")
     }
 
-    /// Seed 001: no message content in logs, even at trace level: a late reply (its command
+    /// No message content in logs, even at trace level: a late reply (its command
     /// timed out) is logged by id and size, not by its frame.
     @Test func logsNeverHoldMessageText() async throws {
         let server = try await TestServer.start()

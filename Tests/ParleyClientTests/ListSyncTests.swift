@@ -5,9 +5,9 @@ import ParleyServer
 import ParleyTestSupport
 import Testing
 
-/// v1.2's conversation list: pages by activity, and a sync token that answers only what changed.
+/// The conversation list: pages by activity, and a sync token that answers only what changed.
 @Suite struct ListSyncTests {
-    /// A user in 2,000 groups. The list pages (and the v1 request stops at 200); a sync with
+    /// A user in 2,000 groups. The list pages (a request without `limit` stops at 200); a sync with
     /// nothing new moves less than 1 KB; after a message, a read and a departure, the sync
     /// carries those conversations and the one left, and the SDK's list follows.
     @Test(arguments: StoreKind.available)

@@ -5,7 +5,7 @@ import ParleyProtocol
 import ParleyTestSupport
 import Testing
 
-/// v1.4 in the SDK against a real server: blocking marks what the cache holds and what comes
+/// Trust and safety in the SDK against a real server: blocking marks what the cache holds and what comes
 /// after, the list row counts nothing of the blocked sender's, and the export lands in a file
 /// with its progress told.
 @Suite struct SDKSafetyTests {

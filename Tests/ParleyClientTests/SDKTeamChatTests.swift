@@ -4,7 +4,7 @@ import ParleyProtocol
 import ParleyTestSupport
 import Testing
 
-/// v1.3 in the SDK against a real server: thread replies through the outbox (offline too),
+/// Team chat in the SDK against a real server: thread replies through the outbox (offline too),
 /// thread pages cached beside the timeline, mentions and mute in the list rows, pins and
 /// previews in the cache.
 @Suite struct SDKTeamChatTests {

@@ -4,7 +4,7 @@ import ParleyProtocol
 import ParleyTestSupport
 import Testing
 
-/// The list row's unread badge as live events move it (v1.2: the client keeps its own row):
+/// The list row's unread badge as live events move it (the client keeps its own row):
 /// others' countable messages above the read watermark, not mine, not system lines, not deleted
 /// ones; an event seen twice counts once; a missed event is noticed instead of guessed. Checked
 /// against a brute-force count of the server's messages.
@@ -44,7 +44,7 @@ import Testing
         #expect(try await row(database).lastSeq == 9)
     }
 
-    /// A sender the viewer blocks (v1.4): their messages arrive marked `senderBlocked` and move
+    /// A sender the viewer blocks: their messages arrive marked `senderBlocked` and move
     /// neither the badge nor the mentions, nor do their deletes; they are kept, marked, in the
     /// cache for the screen to fold away.
     @Test func aBlockedSendersMessagesNeverMoveTheBadge() async throws {

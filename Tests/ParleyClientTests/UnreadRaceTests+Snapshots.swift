@@ -126,7 +126,7 @@ extension UnreadRaceTests {
 
     // MARK: Old servers
 
-    /// An answer without `lastSeq` (an older server) is taken as it is, as before: its count
+    /// An answer without `lastSeq` (an older server) is taken as it is: its count
     /// replaces the badge when its watermark is not below the row's, and is ignored otherwise.
     @Test func anAnswerWithoutItsSeqIsTakenAsItIs() async throws {
         let database = try LocalDatabase.inMemory()

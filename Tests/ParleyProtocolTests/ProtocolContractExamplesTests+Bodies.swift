@@ -38,7 +38,7 @@ extension ProtocolContractExamplesTests {
             == UploadRequest(name: "a.pdf", contentType: "application/pdf", size: 4096))
     }
 
-    /// Answer bodies of the route tables, v1, v1.1 and v1.2.
+    /// Answer bodies of the contract's route tables: the core, organizations and large groups.
     @Test func answerBodiesDecode() throws {
         #expect(try decode(AuthResponse.self, #"{"token":"eyJ.x.y","user":\#(Self.userJSON)}"#) == AuthResponse(token: "eyJ.x.y", user: Self.user))
         #expect(try decode(UsersResponse.self, #"{"users":[\#(Self.userJSON)]}"#) == UsersResponse(users: [Self.user]))

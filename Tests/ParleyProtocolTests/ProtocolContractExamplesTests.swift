@@ -63,8 +63,8 @@ import Testing
 
     // MARK: Objects
 
-    /// The contract's User, Message and Conversation decode field for field (the v1 conversation
-    /// without `memberCount` counts its participants).
+    /// The contract's User, Message and Conversation decode field for field (a conversation
+    /// without `memberCount`, as older servers send it, counts its participants).
     @Test func contractObjectsDecodeFieldForField() throws {
         #expect(try decode(User.self, Self.userJSON) == Self.user)
         #expect(try decode(Message.self, Self.messageJSON) == Self.message)
@@ -77,7 +77,7 @@ import Testing
         try roundTrip(Self.conversation)
     }
 
-    /// A v1.0 server's user has no `role`; it decodes with none rather than failing the login.
+    /// An older server's user has no `role`; it decodes with none rather than failing the login.
     @Test func aUserFromBeforeRolesDecodes() throws {
         let json = #"{"id":"6f1c1c7e-0d2a-4c39-9f43-2d7b7c1e9a01","organizationId":"11111111-2222-4333-8444-555555555555","email":"a@b.io","displayName":"A","isOnline":true}"#
         let user = try decode(User.self, json)
@@ -86,7 +86,7 @@ import Testing
         #expect(user.isOnline)
     }
 
-    /// v1.2's large group leaves out `participantIds` and `members`: they decode empty and
+    /// A large group leaves out `participantIds` and `members`: they decode empty and
     /// `memberCount` is kept, and encoding it again leaves them out again (not `[]`).
     @Test func aLargeGroupWithoutMemberListsDecodesAndStaysWithout() throws {
         let json = """

@@ -96,7 +96,7 @@ import Testing
         }
     }
 
-    /// v1.3's fields (thread, mentions, pin, preview) and a muted conversation with a mention
+    /// The thread, mention, pin and preview fields and a muted conversation with a mention
     /// count: the fast bytes are Foundation's, each field present and absent.
     @Test(arguments: 0..<8)
     func threadMentionPinAndPreviewFieldsMatchFoundation(mask: Int) throws {

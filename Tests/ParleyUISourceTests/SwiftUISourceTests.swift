@@ -145,7 +145,7 @@ import Testing
         }
     }
 
-    /// Issue 11's documentation bar, over every module (not only the screens): each public or
+    /// The documentation bar, over every module (not only the screens): each public or
     /// open declaration, and each requirement of a public protocol, carries a doc comment.
     @Test func everyPublicDeclarationOfEveryModuleIsDocumented() throws {
         var checked = 0

@@ -20,7 +20,7 @@ extension LocalDatabase {
     /// ignored, so an event delivered twice counts once; so is, for the count, a change a read
     /// answer ahead of the row already counted.
     ///
-    /// A message of a sender the viewer blocks (`senderBlocked`, v1.4) counts for nothing.
+    /// A message of a sender the viewer blocks (`senderBlocked`) counts for nothing.
     ///
     /// A thread reply moves only `lastSeq`: it is not the conversation's activity, and it counts
     /// only for the thread's members, whom the server sends their exact view
@@ -34,7 +34,7 @@ extension LocalDatabase {
             guard changeSeq == conversation.lastSeq + 1 else { return .stale }
             // A change a read answer ahead of the row already counted does not count again.
             let inThread = message.threadRootId != nil
-            // A sender the viewer blocks (v1.4) counts for nothing, as on the server.
+            // A sender the viewer blocks counts for nothing, as on the server.
             let counts = !inThread && message.type != .system && message.senderId != viewer && message.seq > conversation.readSeq
                 && changeSeq > state.countedSeq && message.senderBlocked != true
             let mentionsViewer = counts && message.mentions?.contains(viewer) == true

@@ -113,7 +113,7 @@ extension LocalDatabase {
     /// A conversation's messages for `viewer`, ascending: the newest `limit` stored ones below
     /// `before` (all when nil) and from `from` on, then, on the newest page, the temporary ones in
     /// send order (after every stored one). The conversation's timeline leaves thread replies
-    /// out; with `thread`, that thread's replies only (v1.3).
+    /// out; with `thread`, that thread's replies only.
     public func messages(
         in conversationId: EntityID, viewer: EntityID, before: Int64? = nil, from: Int64? = nil, limit: Int = 50,
         thread: EntityID? = nil
@@ -265,7 +265,7 @@ extension Duration {
 }
 
 extension LocalDatabase {
-    /// A conversation's pinned messages (v1.3), newest pin first.
+    /// A conversation's pinned messages, newest pin first.
     public func pinnedMessages(in conversationId: EntityID, viewer: EntityID) async throws -> [LocalMessage] {
         // The partial index on pinned_at: a chat reloads this on every change, and a scan of
         // the whole conversation's extras was one per reload.
@@ -285,8 +285,8 @@ extension LocalDatabase {
 }
 
 extension LocalDatabase {
-    /// Marks (or unmarks) every cached message of `sender` as from a user the viewer blocks
-    /// (v1.4), and the conversations' last messages; returns the conversations it touched.
+    /// Marks (or unmarks) every cached message of `sender` as from a user the viewer blocks,
+    /// and the conversations' last messages; returns the conversations it touched.
     public func markMessages(of sender: EntityID, senderBlocked: Bool) async throws -> Set<EntityID> {
         try await writer.write { db in
             var touched = Set<EntityID>()

@@ -13,7 +13,8 @@ public struct LocalDatabase: Sendable {
     /// Bump when the cache tables change shape: old caches are rebuilt, not migrated.
     public static let cacheVersion = 5
 
-    /// How much history the cache keeps (seed 004: the newest 500, at most 7 days).
+    /// How much history the cache keeps (the newest 500, at most 7 days: enough to open any
+    /// recent chat offline without the cache growing without bound).
     public struct Retention: Sendable, Equatable {
         /// How many confirmed messages each conversation keeps (the newest).
         public var maxMessagesPerConversation: Int

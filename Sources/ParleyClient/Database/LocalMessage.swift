@@ -1,12 +1,12 @@
 import Foundation
 import ParleyProtocol
 
-/// Where a message is on its way, as the chat screen shows it (seed 001's state machine).
+/// Where a message is on its way, as the chat screen shows it.
 public enum Delivery: Sendable, Equatable {
     /// Written locally, in the outbox, not yet acknowledged.
     case sending
-    /// Still in the outbox with no answer after ``ChatClient/sendTimeout``: shown as not sent
-    /// (seed 003). The outbox keeps retrying; the app may offer "retry now"
+    /// Still in the outbox with no answer after ``ChatClient/sendTimeout``: shown as not sent.
+    /// The outbox keeps retrying; the app may offer "retry now"
     /// (``ChatClient/retryNow()``).
     case notSent
     /// The server refused it; `reason` says why. The app can resend or discard it.
@@ -58,21 +58,21 @@ public struct LocalMessage: Sendable, Equatable, Identifiable {
     public var deletedAt: Date?
     /// The message this one forwards, if it is a forward.
     public var forwardedFromId: EntityID?
-    /// The thread root this message replies in (v1.3); nil in the conversation's timeline.
+    /// The thread root this message replies in; nil in the conversation's timeline.
     public var threadRootId: EntityID?
-    /// A root's replies so far (v1.3).
+    /// A root's replies so far.
     public var thread: ThreadSummary?
-    /// Who the message mentions (v1.3).
+    /// Who the message mentions.
     public var mentions: [EntityID]
-    /// When it was pinned, if it is (v1.3).
+    /// When it was pinned, if it is.
     public var pinnedAt: Date?
     /// Who pinned it.
     public var pinnedBy: EntityID?
-    /// The server's preview of its first link (v1.3): plain texts, never markup.
+    /// The server's preview of its first link: plain texts, never markup.
     public var preview: LinkPreview?
-    /// Who deleted it, when an admin (or its sender) did (v1.4); nil for retention and erasure.
+    /// Who deleted it, when an admin (or its sender) did; nil for retention and erasure.
     public var deletedBy: EntityID?
-    /// True when the viewer blocks its sender (v1.4): screens show it folded away.
+    /// True when the viewer blocks its sender: screens show it folded away.
     public var senderBlocked: Bool = false
     /// Where it is on its way, as the screen shows it.
     public var delivery: Delivery

@@ -9,7 +9,7 @@ public enum PrecheckVerdict: Sendable, Equatable {
     case veto(reason: String)
 }
 
-/// Seed 002's `MessageServicePrechecker`: may veto a message before it is written anywhere
+/// A precheck: may veto a message before it is written anywhere
 /// (a content filter, a muted conversation, a size policy).
 public protocol MessagePrecheck: Sendable {
     /// Whether a send of `request` into the conversation may go on.
@@ -42,7 +42,7 @@ public struct PreparedMessage: Sendable {
     }
 }
 
-/// Seed 002's `MessageServicePreparation`: runs in the outbox before the message is sent, in
+/// A preparation: runs in the outbox before the message is sent, in
 /// order, and again after a restart until it has finished (so it must be safe to repeat).
 /// Throwing a transient ``ClientError`` retries later; any other error marks the message failed
 /// with the error's description as the reason.

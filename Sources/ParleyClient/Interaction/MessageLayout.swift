@@ -22,7 +22,7 @@ public protocol TextMeasurer: Sendable {
     func size(of text: String, fittingWidth: Double) -> LayoutSize
 }
 
-/// Seed 002's size strategy: how a component computes its size for a message and a width.
+/// A size strategy: how a component computes its size for a message and a width.
 public protocol SizeStrategy: Sendable {
     /// The size of the message's component at `fittingWidth`, measuring text with `measurer`.
     func size(of message: LocalMessage, fittingWidth: Double, measurer: any TextMeasurer) -> LayoutSize
@@ -86,7 +86,7 @@ public struct MessageComponent: Sendable {
     }
 }
 
-/// Seed 002's structure layer: message type → component, with defaults an app can override.
+/// The structure layer: message type → component, with defaults an app can override.
 public struct MessageComponentRegistry: Sendable {
     private var byType: [MessageType: MessageComponent]
     /// The component for a type with none registered (by default the text bubble).
@@ -114,7 +114,7 @@ public struct MessageComponentRegistry: Sendable {
     public func component(for message: LocalMessage) -> MessageComponent { byType[message.type] ?? fallback }
 }
 
-/// Seed 002's layout snapshot cache: each bubble's size is computed once per message version
+/// A layout snapshot cache: each bubble's size is computed once per message version
 /// (`updatedSeq`) and width; an edit or a rotation computes it again.
 public final class MessageLayoutCache: Sendable {
     struct Key: Hashable {

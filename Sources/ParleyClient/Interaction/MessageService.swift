@@ -1,7 +1,7 @@
 import Foundation
 import ParleyProtocol
 
-/// Seed 002's interaction service: what a user can do to messages. The view models call it
+/// The interaction service: what a user can do to messages. The view models call it
 /// through this protocol, so an app can replace or wrap any action (dependency injection).
 public protocol MessageServicing: Sendable {
     /// Sends a message (prechecks, then the outbox with its preparations).
@@ -113,7 +113,7 @@ public struct MessageService: MessageServicing {
     }
 }
 
-/// Seed 002's `SessionMessageProvider`: where a conversation's messages come from, paged by an
+/// A message provider: where a conversation's messages come from, paged by an
 /// anchor and a limit. Apps can plug in another source.
 public protocol MessageProvider: Sendable {
     /// The `limit` messages before `anchor` (the newest when nil), ascending.

@@ -1,7 +1,7 @@
 import Foundation
 import ParleyProtocol
 
-/// v1.3's presentation: thread lines, preview cards, "@" completion, pins. Shared by the
+/// How thread lines, preview cards, "@" completion and pins are shown. Shared by the
 /// terminal client and SwiftUI (the web client mirrors the same rules in its scripts).
 extension ChatPresentation {
     /// A link preview as a card shows it: every text plain, already cut by the server.

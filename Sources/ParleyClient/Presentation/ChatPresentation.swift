@@ -59,9 +59,9 @@ public enum ChatPresentation {
         public var attachmentLine: String?
         /// Which cell shows it (from the interaction layer's component registry).
         public var cell: Cell
-        /// "3 replies · 10:42" under a thread's root (v1.3); nil when it has none.
+        /// "3 replies · 10:42" under a thread's root; nil when it has none.
         public var threadLine: String? = nil
-        /// Whether the message is pinned (v1.3).
+        /// Whether the message is pinned.
         public var isPinned: Bool = false
         /// Whether it mentions the signed-in user (shown highlighted).
         public var mentionsMe: Bool = false
@@ -178,7 +178,7 @@ public enum ChatPresentation {
     }
 
     /// What a message's bubble says: its text; "This message was deleted" for a tombstone (or
-    /// "Removed by an admin" when someone else deleted it, v1.4); "Message from a blocked user"
+    /// "Removed by an admin" when someone else deleted it); "Message from a blocked user"
     /// in place of the words of a sender the viewer blocks.
     public static func body(of message: LocalMessage) -> String {
         if message.deletedAt != nil {

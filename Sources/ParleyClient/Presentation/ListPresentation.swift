@@ -2,8 +2,8 @@ import Foundation
 import ParleyProtocol
 
 extension ChatPresentation {
-    /// Which cell a message gets, from the interaction layer's ``MessageComponentRegistry``
-    /// (seed 002): an app that registers its own component for a type gets ``custom(_:)``.
+    /// Which cell a message gets, from the interaction layer's ``MessageComponentRegistry``:
+    /// an app that registers its own component for a type gets ``custom(_:)``.
     public enum Cell: Sendable, Equatable, Hashable {
         case text, image, video, audio, file, location, system
         /// A deleted message: "This message was deleted", no attachment, no actions but delete
@@ -81,7 +81,7 @@ extension ChatPresentation {
         public var time: String
         /// "" for none, "3", "99+".
         public var badge: String
-        /// "@" when unread messages mention the user (v1.3), else "".
+        /// "@" when unread messages mention the user, else "".
         public var mentionBadge: String = ""
         /// Whether the user muted it: its badge is shown quiet (grey), and it rings no bell.
         public var isMuted: Bool = false

@@ -1,7 +1,7 @@
 import ParleyProtocol
 
-/// Read and delivered watermarks waiting to be sent, collapsed to the highest per conversation
-/// (seed 003's batched receipts): many "this message is visible" become one `read`.
+/// Read and delivered watermarks waiting to be sent, collapsed to the highest per conversation:
+/// many "this message is visible" become one `read`.
 package struct ReceiptQueue: Sendable, Equatable {
     private(set) var read: [EntityID: Int64] = [:]
     private(set) var delivered: [EntityID: Int64] = [:]

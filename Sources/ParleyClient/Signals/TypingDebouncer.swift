@@ -1,7 +1,7 @@
 import Foundation
 import ParleyProtocol
 
-/// When to tell the server the user is typing (seed 003): `true` at the first keystroke and
+/// When to tell the server the user is typing: `true` at the first keystroke and
 /// then at most every 2 s while typing goes on; `false` after 2 s without input, or on send.
 /// A pure state machine: keystrokes and timer checks in, what to send out.
 public struct TypingDebouncer: Sendable {

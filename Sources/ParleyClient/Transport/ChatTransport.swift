@@ -9,7 +9,7 @@ public protocol ChatTransport: Sendable {
     /// The conversation list for a sync: what changed since `token` when there is one (and
     /// the server still answers from it), else the whole list; with the token for next time.
     func conversationList(changedSince token: String?) async throws -> ConversationListSync
-    /// An older page of the conversation list (v1.2): `before` is the previous page's
+    /// An older page of the conversation list: `before` is the previous page's
     /// `nextBefore`.
     func conversationPage(before: String, limit: Int) async throws -> ConversationsResponse
     /// One conversation.
@@ -51,17 +51,17 @@ public protocol ChatTransport: Sendable {
     func registerDevice(token: String, environment: PushEnvironment) async throws
     /// Logs out on the server: stops push to `deviceToken` (every device of the user when nil).
     func logout(deviceToken: String?) async throws
-    /// A thread's root and a page of its replies (v1.3).
+    /// A thread's root and a page of its replies.
     func thread(_ rootId: EntityID, in conversationId: EntityID, before: Int64?, limit: Int) async throws -> ThreadPage
-    /// Pins (`pinned`) or unpins a message; answers it as changed (v1.3).
+    /// Pins (`pinned`) or unpins a message; answers it as changed.
     func setPinned(_ pinned: Bool, _ messageId: EntityID, in conversationId: EntityID) async throws -> Message
-    /// Mutes or unmutes a conversation for the user on every device (v1.3).
+    /// Mutes or unmutes a conversation for the user on every device.
     func setMuted(_ muted: Bool, until: Date?, in conversationId: EntityID) async throws -> ConversationSettings
-    /// Blocks (`blocked`) or unblocks a user for the caller (v1.4).
+    /// Blocks (`blocked`) or unblocks a user for the caller.
     func setBlocked(_ blocked: Bool, user: EntityID) async throws
-    /// Reports a message, a user or both to the organization's admins; the report's id (v1.4).
+    /// Reports a message, a user or both to the organization's admins; the report's id.
     func report(messageId: EntityID?, userId: EntityID?, reason: String) async throws -> EntityID
-    /// Downloads the caller's data as a ZIP into `file`, with progress; its size (v1.4).
+    /// Downloads the caller's data as a ZIP into `file`, with progress; its size.
     func exportData(to file: URL, progress: @Sendable (Int64) -> Void) async throws -> Int64
 }
 
@@ -92,32 +92,32 @@ extension RealtimeChannel {
 extension RealtimeConnection: RealtimeChannel {}
 
 extension ChatTransport {
-    /// A transport without v1.3 has no threads to read.
+    /// By default a transport has no threads to read.
     public func thread(_ rootId: EntityID, in conversationId: EntityID, before: Int64?, limit: Int) async throws -> ThreadPage {
         throw ClientError(kind: .server, code: .notFound, message: "This server has no threads")
     }
 
-    /// A transport without v1.3 cannot pin.
+    /// By default a transport cannot pin.
     public func setPinned(_ pinned: Bool, _ messageId: EntityID, in conversationId: EntityID) async throws -> Message {
         throw ClientError(kind: .server, code: .notFound, message: "This server has no pins")
     }
 
-    /// A transport without v1.3 cannot mute.
+    /// By default a transport cannot mute.
     public func setMuted(_ muted: Bool, until: Date?, in conversationId: EntityID) async throws -> ConversationSettings {
         throw ClientError(kind: .server, code: .notFound, message: "This server cannot mute")
     }
 
-    /// A transport without v1.4 cannot block.
+    /// By default a transport cannot block.
     public func setBlocked(_ blocked: Bool, user: EntityID) async throws {
         throw ClientError(kind: .server, code: .notFound, message: "This server cannot block")
     }
 
-    /// A transport without v1.4 takes no reports.
+    /// By default a transport takes no reports.
     public func report(messageId: EntityID?, userId: EntityID?, reason: String) async throws -> EntityID {
         throw ClientError(kind: .server, code: .notFound, message: "This server takes no reports")
     }
 
-    /// A transport without v1.4 has no export.
+    /// By default a transport has no export.
     public func exportData(to file: URL, progress: @Sendable (Int64) -> Void) async throws -> Int64 {
         throw ClientError(kind: .server, code: .notFound, message: "This server has no export")
     }
@@ -156,12 +156,12 @@ public enum ConversationListSync: Sendable {
 }
 
 extension ChatTransport {
-    /// Without v1.2's sync: the whole list every time.
+    /// By default no sync: the whole list every time.
     public func conversationList(changedSince token: String?) async throws -> ConversationListSync {
         .all(try await conversations(), token: nil)
     }
 
-    /// Without v1.2's pages there are no older pages (the whole list came at once).
+    /// By default no paging: there are no older pages (the whole list came at once).
     public func conversationPage(before: String, limit: Int) async throws -> ConversationsResponse {
         ConversationsResponse(conversations: [], hasMore: false)
     }
@@ -253,7 +253,7 @@ public struct LiveTransport: ChatTransport {
     }
     /// A history page over REST, thread replies included.
     public func messages(_ id: EntityID, before: Int64?, limit: Int) async throws -> MessagesPage {
-        // Thread replies too (v1.3): the cache keeps every seq, so its pages have no holes.
+        // Thread replies too: the cache keeps every seq, so its pages have no holes.
         try await api.messagesIncludingThreads(id, before: before, limit: limit)
     }
     /// A catch-up page over REST.
@@ -312,17 +312,17 @@ public struct LiveTransport: ChatTransport {
         return connection
     }
 
-    /// Blocks or unblocks through the REST API (v1.4).
+    /// Blocks or unblocks through the REST API.
     public func setBlocked(_ blocked: Bool, user: EntityID) async throws {
         if blocked { try await api.block(user) } else { try await api.unblock(user) }
     }
 
-    /// Reports through the REST API (v1.4).
+    /// Reports through the REST API.
     public func report(messageId: EntityID?, userId: EntityID?, reason: String) async throws -> EntityID {
         try await api.report(messageId: messageId, userId: userId, reason: reason)
     }
 
-    /// Streams the export to a file (v1.4).
+    /// Streams the export to a file.
     public func exportData(to file: URL, progress: @Sendable (Int64) -> Void) async throws -> Int64 {
         try await api.exportData(to: file, progress: progress)
     }

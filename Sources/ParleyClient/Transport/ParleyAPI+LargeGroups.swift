@@ -1,7 +1,7 @@
 import Foundation
 import ParleyProtocol
 
-/// v1.2's pages for large groups, whose conversations leave out their member lists.
+/// Pages for large groups, whose conversations leave out their member lists.
 extension ParleyAPI {
     /// A page of a conversation's members by user id: `after` is the previous page's last id.
     public func participants(of conversationId: EntityID, after: EntityID? = nil, limit: Int? = nil) async throws -> ParticipantsPage {

@@ -5,7 +5,7 @@ import ParleyProtocol
 import FoundationNetworking
 #endif
 
-/// Trust and safety (contract v1.4): blocks and reports for everyone, report handling,
+/// Trust and safety: blocks and reports for everyone, report handling,
 /// moderation and the audit log for admins.
 extension ParleyAPI {
     /// Blocks a user of the organization: they cannot message the caller directly, the caller
@@ -55,7 +55,7 @@ extension ParleyAPI {
     }
 }
 
-/// Retention, export and erasure (contract v1.4).
+/// Retention, export and erasure.
 extension ParleyAPI {
     /// Deletes the organization's messages older than `days` from now on, or keeps them for
     /// ever with nil (admins).

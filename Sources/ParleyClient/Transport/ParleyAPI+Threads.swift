@@ -1,7 +1,7 @@
 import Foundation
 import ParleyProtocol
 
-/// v1.3's threads, pins and mute.
+/// Threads, pins and mute.
 extension ParleyAPI {
     /// A page of history with thread replies too (the SDK keeps every message; screens filter).
     public func messagesIncludingThreads(

@@ -98,7 +98,7 @@ public struct ParleyAPI: Sendable {
     /// The caller.
     public func me() async throws -> User { try await request("GET", "users/me") }
 
-    // MARK: Organization (v1.1)
+    // MARK: Organization
 
     /// The caller's organization.
     public func organization() async throws -> Organization {
@@ -160,7 +160,7 @@ public struct ParleyAPI: Sendable {
         try await allConversations().conversations
     }
 
-    /// One page of the caller's conversations, newest activity first (v1.2): `before` is the
+    /// One page of the caller's conversations, newest activity first: `before` is the
     /// previous page's `nextBefore`; the answer carries a sync token.
     public func conversationsPage(limit: Int = 200, before: String? = nil) async throws -> ConversationsResponse {
         try await request("GET", "conversations", query: ["limit": String(limit), "before": before])
@@ -178,7 +178,7 @@ public struct ParleyAPI: Sendable {
         return (all, token)
     }
 
-    /// The conversations whose view changed since a sync token, and the ones the user left (v1.2).
+    /// The conversations whose view changed since a sync token, and the ones the user left.
     public func conversationChanges(since token: String) async throws -> ConversationChanges {
         try await request("GET", "conversations", query: ["changedSince": token])
     }

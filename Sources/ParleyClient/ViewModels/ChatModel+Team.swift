@@ -2,7 +2,7 @@ import Foundation
 import Observation
 import ParleyProtocol
 
-/// v1.3 on the chat screen: pins, mute and "@" completion.
+/// Pins, mute and "@" completion on the chat screen.
 extension ChatModel {
     /// Pins or unpins a message for everyone; the pinned bar follows.
     public func setPinned(_ pinned: Bool, _ message: LocalMessage) async {
@@ -38,7 +38,7 @@ extension ChatModel {
     }
 }
 
-/// A thread's screen (v1.3): its root and replies from the cache, then the server's newest
+/// A thread's screen: its root and replies from the cache, then the server's newest
 /// page; replies go through the outbox like any message.
 @MainActor @Observable
 public final class ThreadModel {
@@ -105,7 +105,7 @@ public final class ThreadModel {
 }
 
 extension ChatModel {
-    /// Reports a message to the organization's admins with the person's reason (v1.4); true
+    /// Reports a message to the organization's admins with the person's reason; true
     /// when the report was made (otherwise ``lastError`` says why).
     @discardableResult
     public func report(_ message: LocalMessage, reason: String) async -> Bool {
@@ -118,7 +118,7 @@ extension ChatModel {
         }
     }
 
-    /// Blocks (or unblocks) a message's sender (v1.4): their messages here fold away and stop
+    /// Blocks (or unblocks) a message's sender: their messages here fold away and stop
     /// counting, and they can no longer message the person directly.
     public func setBlocked(_ blocked: Bool, senderOf message: LocalMessage) async {
         do {

@@ -21,7 +21,7 @@ public final class ChatModel {
     public private(set) var unreadAfter: Int64?
     /// The last error to show, if any.
     public internal(set) var lastError: String?
-    /// Pinned messages, newest pin first (v1.3): the pinned bar shows the first.
+    /// Pinned messages, newest pin first: the pinned bar shows the first.
     public internal(set) var pinned: [LocalMessage] = []
     /// "Alice is typing…", or nil.
     public private(set) var typingLine: String?
@@ -33,7 +33,7 @@ public final class ChatModel {
 
     let client: ChatClient
     let names: @Sendable (EntityID) -> String?
-    /// The actions on messages; replaceable by the app (seed 002's dependency injection).
+    /// The actions on messages; the app may replace or wrap any of them.
     private let service: any MessageServicing
     @ObservationIgnored private var observation: Task<Void, Never>?
     @ObservationIgnored private var downloading: Set<String> = []

@@ -3,7 +3,7 @@ import ParleyProtocol
 import ParleyStorage
 import ParleyRules
 
-/// The organization's record of admin actions (v1.4): roles, deactivation, erasure, invites,
+/// The organization's record of admin actions: roles, deactivation, erasure, invites,
 /// domains, retention, reports handled, messages deleted and participants removed by an admin.
 ///
 /// An entry is written after the action it records and before the action is answered: a

@@ -4,7 +4,7 @@ import Synchronization
 import ParleyStorage
 import ParleyRules
 
-/// Who blocks whom (v1.4), kept in memory so typing, presence, push and the `senderBlocked`
+/// Who blocks whom, kept in memory so typing, presence, push and the `senderBlocked`
 /// marks cost no database read per event: each user's relations are read from the store once,
 /// and a block or unblock makes the two users' entries be read again, on the node that stored
 /// it at once and on every other node when the cluster record (`B`) arrives.

@@ -12,16 +12,16 @@ public struct ChatService: Sendable {
     /// Reads link previews of stored messages (nil: previews off).
     let previews: LinkPreviewWorker?
     let now: @Sendable () -> Date
-    /// Above this many members a group is large (v1.2; see ``ServerConfiguration/largeGroupSize``).
+    /// Above this many members a group is large (see ``ServerConfiguration/largeGroupSize``).
     public let largeGroupSize: Int
     /// Per-user limits on sends, typing and receipts (nil: none).
     let limits: RateLimiter?
     /// Send durations and fan-out lag (nil: not measured).
     let metrics: Metrics?
-    /// Who blocks whom (v1.4): blocked senders' messages are marked for their blockers and
+    /// Who blocks whom: blocked senders' messages are marked for their blockers and
     /// push them nothing.
     public let blocks: BlockDirectory
-    /// Where admin actions are recorded (v1.4).
+    /// Where admin actions are recorded.
     public let audit: AuditLog
     private let activity: ActivityAnnouncer<NewActivity>
     /// Thread replies' members get their views (their unread counts moved), folded like activity.
@@ -113,7 +113,7 @@ public struct ChatService: Sendable {
             let committedAt = ContinuousClock.now
             metrics?.observe("parley_send_commit_seconds", duration: committedAt - queuedAt)
             if result.created {
-                // Those who block the sender (v1.4) get the message marked, and no push.
+                // Those who block the sender get the message marked, and no push.
                 let blockers = await blocks.blockers(of: result.message.senderId)
                 deliver(result.message, created: true, to: result.participantIds, blockers: blockers)
                 if let root = result.rootUpdate {
@@ -153,7 +153,7 @@ public struct ChatService: Sendable {
     }
 
     /// Deletes a message: the sender's own, or as an admin of the conversation's organization
-    /// (v1.4 moderation, recorded in the audit log) anyone's.
+    /// (moderation, recorded in the audit log) anyone's.
     public func delete(_ messageId: EntityID, in conversationId: EntityID, by identity: Identity) async throws -> Message {
         do {
             return try await change(.delete, messageId: messageId, in: conversationId, by: identity)
@@ -167,7 +167,7 @@ public struct ChatService: Sendable {
         }
     }
 
-    /// Blocks (`blocked` true) or unblocks a user for the caller (v1.4); tells every node.
+    /// Blocks (`blocked` true) or unblocks a user for the caller; tells every node.
     public func setBlocked(_ blocked: Bool, user: EntityID, by identity: Identity) async throws {
         let shared = try await store.writing { [now] tx in
             try await BlockRules.setBlocked(blocked, user: user, by: identity, now: now(), in: tx)
@@ -180,13 +180,13 @@ public struct ChatService: Sendable {
     }
 
     /// Conversations as `viewer` gets them: large groups without member lists, last messages
-    /// of senders the viewer blocks marked (v1.4).
+    /// of senders the viewer blocks marked.
     public func wire(_ conversations: [Conversation], for viewer: EntityID) async -> [Conversation] {
         let blocked = await blocks.blocked(by: viewer)
         return conversations.map { BlockDirectory.marked(wire($0), blocked: blocked) }
     }
 
-    /// An admin deletes a message of their organization (v1.4 moderation), in a conversation
+    /// An admin deletes a message of their organization (moderation), in a conversation
     /// they need not be in; the tombstone says who. The caller records it in the audit log.
     public func moderatorDelete(_ messageId: EntityID, in conversationId: EntityID, by admin: Identity) async throws -> MessageChange {
         let result = try await store.writing { [now] tx in
@@ -197,21 +197,21 @@ public struct ChatService: Sendable {
         return result
     }
 
-    /// Pins or unpins a message (v1.3); a change goes to every participant as `message.updated`.
+    /// Pins or unpins a message; a change goes to every participant as `message.updated`.
     public func setPinned(_ pin: Bool, messageId: EntityID, in conversationId: EntityID, by identity: Identity) async throws -> Message {
         let result = try await store.setPinned(pin, messageId: messageId, in: conversationId, by: identity.userId, now: now())
         await announceUpdate(result)
         return result.message
     }
 
-    /// Sets the caller's mute (v1.3); their connections everywhere get their new view.
+    /// Sets the caller's mute; their connections everywhere get their new view.
     public func mute(_ settings: ConversationSettings, in conversationId: EntityID, by identity: Identity) async throws -> ConversationSettings {
         let stored = try await store.mute(settings, conversationId: conversationId, by: identity.userId, now: now())
         await announceConversation(conversationId, to: [identity.userId])
         return stored
     }
 
-    /// Writes a link preview read in the background (v1.3) and tells the participants.
+    /// Writes a link preview read in the background and tells the participants.
     func attachPreview(_ preview: LinkPreview, to message: Message) async throws {
         guard let result = try await store.attachPreview(preview, to: message.id, in: message.conversationId) else { return }
         await announceUpdate(result)
@@ -273,7 +273,7 @@ public struct ChatService: Sendable {
     }
 
     /// Removes a participant from a group (removing oneself is leaving); an admin moderating
-    /// (`moderating`: v1.4) removes anyone from any group of their organization.
+    /// (`moderating`) removes anyone from any group of their organization.
     public func removeParticipant(
         _ conversationId: EntityID, userId: EntityID, by identity: Identity, moderating: Bool = false
     ) async throws -> ConversationChange {

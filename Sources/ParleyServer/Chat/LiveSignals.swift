@@ -10,7 +10,7 @@ import ParleyRules
 /// presence goes to the user's organization only; receipts move watermarks up only and are
 /// announced to the conversation, with the reader's own devices told their new unread count.
 ///
-/// In a large group (more members than ``ChatService/largeGroupSize``, v1.2) each member's
+/// In a large group (more members than ``ChatService/largeGroupSize``) each member's
 /// receipt would go to every member (300 members reading a message: 90,000 events), so there
 /// the reader's own devices get their receipt and everyone gets a `receipt.summary` at most
 /// every ``summaryInterval``; and beyond three typists, typing is a `typing.summary` count.
@@ -72,7 +72,7 @@ public final class LiveSignals: Sendable {
         } else if await !typing.stopped(key) {
             return
         }
-        // Those who block the typist (v1.4) never see them type.
+        // Those who block the typist never see them type.
         let blockers = await chat.blocks.blockers(of: identity.userId)
         let others = participants.filter { $0 != identity.userId && !blockers.contains($0) }
         if participants.count > chat.largeGroupSize {
@@ -109,7 +109,7 @@ public final class LiveSignals: Sendable {
     /// user was already online on another node.
     func cameOnline(_ identity: Identity) async {
         if let relay = fanOut.relay, await relay.userCameOnline(identity) { return }
-        // Those who block the user (v1.4) get no presence of theirs.
+        // Those who block the user get no presence of theirs.
         let blockers = await chat.blocks.blockers(of: identity.userId)
         fanOut.deliver(
             .presence(PresenceEvent(userId: identity.userId, isOnline: true)), toOrganization: identity.organizationId,

@@ -38,7 +38,7 @@ enum ClusterRecord: Equatable, Sendable {
     case nodeDied(origin: String, node: String)
     /// A record too large for a notification, kept in the spill table under `id`.
     case spilled(origin: String, id: Int64)
-    /// A block between two users started or ended (v1.4): forget what is known of their blocks.
+    /// A block between two users started or ended: forget what is known of their blocks.
     case blocksChanged(origin: String, blocker: EntityID, blocked: EntityID)
 
     /// Why a line was refused.

@@ -28,7 +28,7 @@ public final class ConversationOrder: Sendable {
         public var frame: ByteBuffer
         /// Who gets it (on this node).
         public var recipients: [EntityID]
-        /// Other encodings of the same change for some users, handed on with it (v1.4: a
+        /// Other encodings of the same change for some users, handed on with it (a
         /// blocked sender's message, marked for those who block them).
         public var variants: [Variant]
 

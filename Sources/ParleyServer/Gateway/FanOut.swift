@@ -171,7 +171,7 @@ public protocol FanOutRelay: Sendable {
     /// A user was deactivated here: every other node refuses their token and closes their
     /// connections.
     func userDeactivated(_ userId: EntityID, organizationId: EntityID)
-    /// A block started or ended here (v1.4): every other node reads the two users' blocks again.
+    /// A block started or ended here: every other node reads the two users' blocks again.
     func blocksChanged(blocker: EntityID, blocked: EntityID)
 }
 
@@ -318,7 +318,7 @@ public final class FanOut: Sendable {
     }
 
     /// Queues an event of a conversation's sequence as ``deliver(_:inSequenceOf:seq:to:)`` does,
-    /// with `variant` instead of `event` for the recipients among `variantUsers` (v1.4: a
+    /// with `variant` instead of `event` for the recipients among `variantUsers` (a
     /// blocked sender's message, marked for those who block them). Here both go in seq order;
     /// to other nodes the variant goes as a plain frame (a client that sees it ahead of an
     /// earlier seq catches the gap up from the store).

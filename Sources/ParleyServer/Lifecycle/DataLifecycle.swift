@@ -7,7 +7,7 @@ import ServiceLifecycle
 import ParleyStorage
 import ParleyRules
 
-/// Where data ends (v1.4): the retention sweep, the attachment collector, erasure, and the
+/// Where data ends: the retention sweep, the attachment collector, erasure, and the
 /// export a user takes their data out with.
 ///
 /// Deletions are a sender's delete (``MessageRules/expire(_:now:in:)``): each message keeps its
@@ -185,7 +185,7 @@ struct ExportedConversation: Encodable {
     }
 }
 
-/// Runs the retention sweep every `interval` of real time (v1.4), judging ages by the server's
+/// Runs the retention sweep every `interval` of real time, judging ages by the server's
 /// clock (which tests move on by days); a pass that fails (the store down) is logged and tried
 /// again at the next.
 struct RetentionSweeper: Service {

@@ -2,7 +2,7 @@ import Foundation
 import ParleyStorage
 import ParleyRules
 
-/// Writes a ZIP archive as a stream (v1.4's export): each entry's bytes go out as they are
+/// Writes a ZIP archive as a stream (for the data export): each entry's bytes go out as they are
 /// read, stored without compression, its CRC-32 and size in a data descriptor after it, and
 /// the central directory at the end. Nothing is held but the entries' names and sums, so an
 /// export of any size costs the same memory.

@@ -6,7 +6,7 @@ import Synchronization
 import ParleyStorage
 import ParleyRules
 
-/// Reads link previews for stored messages in the background (v1.3), never on a send's path.
+/// Reads link previews for stored messages in the background, never on a send's path.
 ///
 /// `messageStored` only enqueues (a bounded queue: when full the newest is dropped and
 /// counted). A fixed number of workers fetch with ``PreviewFetcher`` (5 s, 1 MiB, 3 redirects,

@@ -122,7 +122,7 @@ public final class PushService: Service, Sendable {
     private func deliver(_ notice: PushCoalescer.Notice, to userId: EntityID) async {
         do {
             // The message as it is now: one deleted while its notice waited (by its sender, an
-            // admin, retention or erasure, v1.4) shows none of its words, and alone notifies
+            // admin, retention or erasure) shows none of its words, and alone notifies
             // nobody; an edit shows its new words.
             var notice = notice
             let messageId = notice.message.id

@@ -18,7 +18,7 @@ struct AuthController: Sendable {
     let now: @Sendable () -> Date
     /// The server's clock, for when mailed links expire (tests move it).
     let clock: @Sendable () -> Date
-    /// v1's open registration (`--open-organizations`): any organization admits by name.
+    /// Open registration (`--open-organizations`): any organization admits by name.
     let openOrganizations: Bool
     /// Failed logins per account and per address, registrations per address (nil: none).
     let limits: RateLimiter?
@@ -69,7 +69,8 @@ struct AuthController: Sendable {
 
     /// Renews a sign-in. With `{refreshToken}`: a new access token and a new refresh token (the
     /// old one stops working; no `Authorization` needed, so an expired access token is no
-    /// obstacle). Without: the bearer token is renewed within its session (v1 clients).
+    /// obstacle). Without: the bearer token is renewed within its session (older clients,
+    /// which have no refresh token).
     @Sendable func refresh(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         var request = request
         let body = try await request.decodeOptionalJSON(RefreshRequest.self, absent: RefreshRequest(refreshToken: nil))

@@ -20,7 +20,7 @@ struct ConversationController: Sendable {
         group.get("conversations/:id/participants", use: participants)
     }
 
-    /// `GET /conversations/{id}/participants?after=USERID&limit=` (v1.2): members by user id.
+    /// `GET /conversations/{id}/participants?after=USERID&limit=`: members by user id.
     @Sendable func participants(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
         let id = try context.parameters.entityID("id", what: "Conversation")
@@ -37,8 +37,8 @@ struct ConversationController: Sendable {
         return try JSONResponse.make(chat.wire(change.conversation), status: change.created ? .created : .ok)
     }
 
-    /// `GET /conversations`: v1's list (paged at 200, `hasMore`); with `limit`/`before` a page
-    /// and a sync token; with `changedSince` only what changed since that token (v1.2).
+    /// `GET /conversations`: the plain list (paged at 200, `hasMore`); with `limit`/`before` a page
+    /// and a sync token; with `changedSince` only what changed since that token.
     @Sendable func list(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
         let query = request.uri.queryParameters
@@ -106,7 +106,7 @@ struct ConversationController: Sendable {
         let identity = try context.requireIdentity()
         let id = try context.parameters.entityID("id", what: "Conversation")
         let userId = try context.parameters.entityID("userId", what: "Participant")
-        // An admin removing someone else moderates (v1.4): in any group of the organization, on record.
+        // An admin removing someone else moderates: in any group of the organization, on record.
         var moderating = false
         if userId != identity.userId { moderating = try await store.user(id: identity.userId)?.role == .admin }
         let change = try await chat.removeParticipant(id, userId: userId, by: identity, moderating: moderating)

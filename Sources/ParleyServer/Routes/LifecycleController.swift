@@ -4,7 +4,7 @@ import ParleyProtocol
 import ParleyStorage
 import ParleyRules
 
-/// A user's own data (v1.4): `GET /users/me/export` streams it as a ZIP, and `DELETE
+/// A user's own data: `GET /users/me/export` streams it as a ZIP, and `DELETE
 /// /users/me {password}` erases the account (GDPR articles 15, 17 and 20).
 struct LifecycleController: Sendable {
     let store: any ParleyStore

@@ -26,7 +26,7 @@ struct MessageController: Sendable {
         group.put("conversations/:id/settings", use: settings)
     }
 
-    /// `GET /conversations/{id}/threads/{rootId}?before=&after=&limit=` (v1.3).
+    /// `GET /conversations/{id}/threads/{rootId}?before=&after=&limit=`.
     @Sendable func thread(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
         let id = try context.parameters.entityID("id", what: "Conversation")
@@ -40,7 +40,7 @@ struct MessageController: Sendable {
         return try JSONResponse.make(page)
     }
 
-    /// `GET /conversations/{id}/pins` (v1.3): newest pin first.
+    /// `GET /conversations/{id}/pins`: newest pin first.
     @Sendable func pins(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
         let id = try context.parameters.entityID("id", what: "Conversation")
@@ -48,7 +48,7 @@ struct MessageController: Sendable {
         return try JSONResponse.make(PinsResponse(messages: await chat.blocks.marked(pins, for: identity.userId)))
     }
 
-    /// `POST /conversations/{id}/pins {messageId}` (v1.3): the message as pinned.
+    /// `POST /conversations/{id}/pins {messageId}`: the message as pinned.
     @Sendable func pin(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         var request = request
         let identity = try context.requireIdentity()
@@ -57,7 +57,7 @@ struct MessageController: Sendable {
         return try JSONResponse.make(try await chat.setPinned(true, messageId: body.messageId, in: id, by: identity))
     }
 
-    /// `DELETE /conversations/{id}/pins/{messageId}` (v1.3): the message unpinned.
+    /// `DELETE /conversations/{id}/pins/{messageId}`: the message unpinned.
     @Sendable func unpin(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
         let id = try context.parameters.entityID("id", what: "Conversation")
@@ -65,7 +65,7 @@ struct MessageController: Sendable {
         return try JSONResponse.make(try await chat.setPinned(false, messageId: messageId, in: id, by: identity))
     }
 
-    /// `PUT /conversations/{id}/settings {muted, mutedUntil?}` (v1.3): the caller's own settings.
+    /// `PUT /conversations/{id}/settings {muted, mutedUntil?}`: the caller's own settings.
     @Sendable func settings(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         var request = request
         let identity = try context.requireIdentity()
@@ -80,7 +80,7 @@ struct MessageController: Sendable {
         return try await change(.text(body.text), context)
     }
 
-    /// The sender's delete, or an admin's of anyone's message of the organization (v1.4).
+    /// The sender's delete, or an admin's of anyone's message of the organization.
     @Sendable func delete(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()
         let id = try context.parameters.entityID("id", what: "Conversation")
@@ -159,7 +159,7 @@ struct MessageController: Sendable {
         return try JSONResponse.make(page)
     }
 
-    /// `GET /conversations/{id}/messages/{messageId}/reads?after=USERID&limit=` (v1.2): who has
+    /// `GET /conversations/{id}/messages/{messageId}/reads?after=USERID&limit=`: who has
     /// read a message, by user id.
     @Sendable func readers(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try context.requireIdentity()

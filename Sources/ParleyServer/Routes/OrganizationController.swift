@@ -4,16 +4,16 @@ import ParleyProtocol
 import ParleyStorage
 import ParleyRules
 
-/// The organization's own routes (contract v1.1): its settings and invites, members' roles and
+/// The organization's own routes: its settings and invites, members' roles and
 /// deactivation. Reading is for every member; changing is for admins (``Membership``).
 struct OrganizationController: Sendable {
     let store: any ParleyStore
     let membership: MembershipService
     /// Sign-ins, which an admin can end.
     let sessions: SignInSessions
-    /// Where each admin action here is recorded (v1.4).
+    /// Where each admin action here is recorded.
     let audit: AuditLog
-    /// Erasure's deletions (v1.4).
+    /// Erasure's deletions.
     let lifecycle: DataLifecycle
 
     func addRoutes(to group: RouterGroup<ParleyRequestContext>) {
@@ -113,7 +113,7 @@ struct OrganizationController: Sendable {
         return JSONResponse.noContent()
     }
 
-    /// Deactivates a member, or with `?erase=true` erases them (v1.4): their messages become
+    /// Deactivates a member, or with `?erase=true` erases them: their messages become
     /// tombstones, their uploads go, their profile becomes "Deleted user".
     @Sendable func deactivate(_ request: Request, context: ParleyRequestContext) async throws -> Response {
         let identity = try await membership.requireAdmin(context)
@@ -140,7 +140,7 @@ public struct MembershipService: Sendable {
     let accounts: AccountStates
     let fanOut: FanOut
     let now: @Sendable () -> Date
-    /// v1's open registration (demos and tests): any organization admits by name.
+    /// Open registration (demos and tests): any organization admits by name.
     let openOrganizations: Bool
 
     /// The caller, if they are an admin of their organization; 403 otherwise.
@@ -168,7 +168,7 @@ public struct MembershipService: Sendable {
         fanOut.relay?.userDeactivated(userId, organizationId: organizationId)
     }
 
-    /// Erases a user of the organization (v1.4): the profile first (their tokens are refused
+    /// Erases a user of the organization: the profile first (their tokens are refused
     /// from then on, everywhere, as for a deactivation), then their words and files.
     func erase(_ userId: EntityID, organizationId: EntityID, lifecycle: DataLifecycle) async throws {
         guard try await store.eraseProfile(

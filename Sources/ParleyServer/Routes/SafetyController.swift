@@ -4,7 +4,7 @@ import ParleyProtocol
 import ParleyStorage
 import ParleyRules
 
-/// Reports and the audit log (v1.4): any member reports a message they can read or a user of
+/// Reports and the audit log: any member reports a message they can read or a user of
 /// their organization; admins list and handle reports and read the audit log. Admin routes
 /// answer members 403; other organizations' reports do not exist (404).
 struct SafetyController: Sendable {

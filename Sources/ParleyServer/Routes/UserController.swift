@@ -3,8 +3,8 @@ import ParleyProtocol
 import ParleyStorage
 import ParleyRules
 
-/// `GET /users/me`, `GET /users?q=` (the caller's organization only), and the caller's blocks
-/// (v1.4): `POST`/`DELETE /users/{id}/block`, `GET /users/blocked`.
+/// `GET /users/me`, `GET /users?q=` (the caller's organization only), and the caller's blocks:
+/// `POST`/`DELETE /users/{id}/block`, `GET /users/blocked`.
 struct UserController: Sendable {
     let store: any ParleyStore
     let fanOut: FanOut
@@ -56,7 +56,7 @@ struct UserController: Sendable {
     }
 
     /// The user with `isOnline` from the live connections; a user the caller blocks (`hidden`)
-    /// shows no presence at all (v1.4).
+    /// shows no presence at all.
     private func live(_ user: User, hidden: Set<EntityID>) -> User {
         var user = user
         guard !hidden.contains(user.id) else {

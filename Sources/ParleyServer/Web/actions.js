@@ -23,7 +23,7 @@ export const addReaction = (c, id, emoji) => mutate('POST', `${mpath(c, id)}/rea
 export const removeReaction = (c, id, emoji) => mutate('DELETE', `${mpath(c, id)}/reactions/${encodeURIComponent(emoji)}`);
 export const forwardMessage = (toConversationId, messageId) => sendMessage({ conversationId: toConversationId, forwardOf: messageId, type: 'text' });
 
-// ---- threads, pins, mute (v1.3) ----
+// ---- threads, pins, mute ----
 // A thread's root and newest replies into the cache (live replies arrive as any message does).
 export async function loadThread(conversationId, rootId) {
   const res = await api('GET', `/conversations/${conversationId}/threads/${rootId}${qs({ limit: 200 })}`);
@@ -63,7 +63,7 @@ export async function leaveGroup(id) {
 
 export const search = (q) => api('GET', `/search${qs({ q, limit: 30 })}`);
 
-// ---- trust and safety (v1.4): blocks are the user's own; reports go to the admins ----
+// ---- trust and safety: blocks are the user's own; reports go to the admins ----
 export async function loadBlocked() {
   const res = await api('GET', '/users/blocked');
   store.blocked = new Set((res.users || []).map((u) => u.id));

@@ -15,7 +15,7 @@ export const store = {
   openId: null,
   connection: 'connecting',
   storeId: null,               // which copy of the server's data this tab holds (hello.storeId)
-  blocked: new Set(),          // ids of the people I block (v1.4; GET /users/blocked)
+  blocked: new Set(),          // ids of the people I block (GET /users/blocked)
 };
 
 const listeners = new Set();
@@ -172,12 +172,12 @@ function mentionsMe(m) {
 }
 
 // The contract's unread rule: another sender's message above my read watermark, not a system
-// one, and not from someone I block (v1.4: the server leaves those out of unreadCount too).
+// one, and not from someone I block (the server leaves those out of unreadCount too).
 function countsAsUnread(conv, m) {
   return m.senderId !== store.me?.id && m.type !== 'system' && m.seq > (conv.readSeq || 0) && !fromBlocked(m);
 }
 
-// A message from someone I block (v1.4): marked `senderBlocked` by the server in my views and
+// A message from someone I block: marked `senderBlocked` by the server in my views and
 // events, or sent by someone I have blocked since it was loaded. Shown collapsed.
 export function fromBlocked(m) {
   if (!m || !m.senderId || m.senderId === store.me?.id || m.type === 'system') return false;

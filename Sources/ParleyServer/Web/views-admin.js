@@ -1,4 +1,4 @@
-// The admin console (v1.4; admins, `user.role === 'admin'`): reports to handle, members and
+// The admin console (admins, `user.role === 'admin'`): reports to handle, members and
 // their roles (make admin / member, deactivate, erase), the organization's invites, allowed
 // domains and message retention, and the audit log. Opened from the menu (admins only) or the
 // `#admin` link; a member who gets here anyway sees the server's 403 as a sentence. Every name,

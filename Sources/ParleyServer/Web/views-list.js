@@ -123,7 +123,7 @@ function initSearch() {
       },
       h('div', { class: 'row-top' }, h('span', { class: 'name' }, conversationName(store.conversations.get(r.conversationId)) || 'Conversation'),
         h('span', { class: 'time' }, formatListTime(r.message.createdAt))),
-      // A blocked person's words stay folded here too (v1.4), as in the chat and the list.
+      // A blocked person's words stay folded here too, as in the chat and the list.
       fromBlocked(r.message)
         ? h('div', { class: 'snippet muted', dataset: { blocked: 'true' } }, 'Message from a blocked user')
         : h('div', { class: 'snippet' }, `${userName(r.message.senderId)}: `, snippetNodes(r.snippet || r.message.text || '', q))));

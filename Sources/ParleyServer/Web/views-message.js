@@ -33,7 +33,7 @@ function previewCard(preview) {
 const revealed = new Set();
 export function toggleRevealed(id) { if (revealed.has(id)) revealed.delete(id); else revealed.add(id); }
 
-// The tombstone's words: a delete by someone else than the sender is a moderator's (v1.4).
+// The tombstone's words: a delete by someone else than the sender is a moderator's.
 export function deletedText(m) {
   return m.deletedBy && m.deletedBy !== m.senderId ? 'Removed by an admin' : 'This message was deleted';
 }

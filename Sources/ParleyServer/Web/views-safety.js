@@ -1,4 +1,4 @@
-// Trust and safety for every member (v1.4): a person's panel (block / unblock, report), the
+// Trust and safety for every member: a person's panel (block / unblock, report), the
 // report dialog (a message or a person, with a reason), and the Account and privacy panel
 // (download my data, the people I block, delete my account). Names, message texts and reasons
 // are text nodes (h() never parses HTML).

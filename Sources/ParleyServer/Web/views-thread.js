@@ -1,4 +1,4 @@
-// The thread panel (v1.3): a root message, its replies (from the cache, then the server's
+// The thread panel: a root message, its replies (from the cache, then the server's
 // newest page), and a composer whose replies go through the outbox like any message.
 import { h, $, setChildren } from '/web/dom.js';
 import { store, orderedMessages, messageStatus, findMessage } from '/web/store.js';

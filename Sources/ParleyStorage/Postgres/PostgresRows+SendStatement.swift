@@ -138,7 +138,7 @@ extension PostgresRows {
         /// True when the seq was taken but the insert met a concurrent retry's original: the
         /// caller must roll back so the seq is not burnt.
         var lostRace: Bool
-        /// True when the conversation is direct and its other member blocks the sender (v1.4).
+        /// True when the conversation is direct and its other member blocks the sender.
         var blocked = false
     }
 

@@ -199,7 +199,7 @@ enum PostgresRows {
             return
         }
         try await c.run("UPDATE conversations SET countable = countable - 1 WHERE id = \(id)", logger)
-        // A member who blocks the sender counted the message as their own (never unread, v1.4).
+        // A member who blocks the sender counted the message as their own (never unread).
         let blocksSender = "SELECT 1 FROM blocks k WHERE k.blocker_id = p.user_id AND k.blocked_id = '\(sender.uuidString.lowercased())'"
         try await c.run(
             """

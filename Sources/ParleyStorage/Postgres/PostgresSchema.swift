@@ -192,7 +192,7 @@ enum PostgresSchema {
             FROM conversations c WHERE c.id = p.conversation_id
             """,
         ]),
-        // v1.2's incremental conversation list (see the SQLite schema's v9).
+        // The incremental conversation list (see the SQLite schema's v9).
         Migration(version: 9, name: "v9-list-sync", statements: [
             "ALTER TABLE conversations ADD COLUMN changed_at bigint NOT NULL DEFAULT 0",
             "ALTER TABLE participants ADD COLUMN view_changed_at bigint NOT NULL DEFAULT 0",

@@ -19,7 +19,7 @@ extension PostgresStore {
     }
 
     /// One aggregate over the user's participant rows and their conversations' counters; a
-    /// muted conversation adds nothing (v1.3: the badge).
+    /// muted conversation adds nothing (the total is the app's badge).
     public func totalUnread(userId: EntityID) async throws -> Int {
         let logger = self.logger
         return try await single { c in

@@ -3,7 +3,7 @@ import Logging
 import ParleyProtocol
 import PostgresNIO
 
-/// v1.2's large groups: receipt counts (members and readers are paged by `ReadRules`).
+/// Large groups: receipt counts (members and readers are paged by `ReadRules`).
 extension PostgresStore {
     /// One statement: the highest message seq (0 when none) and how many members' read and
     /// delivered watermarks reach it.
@@ -26,7 +26,7 @@ extension PostgresStore {
     }
 }
 
-/// v1.2's conversation list: paged, and changes since a token.
+/// The conversation list: paged, and changes since a token.
 extension PostgresStore {
     /// One snapshot: ids after the cursor (one more tells whether a next page exists), then
     /// their views together.

@@ -3,7 +3,7 @@ import Logging
 import ParleyProtocol
 import PostgresNIO
 
-/// Retention, export and erasure (v1.4; see SQLiteStore+Lifecycle, the same queries).
+/// Retention, export and erasure (see SQLiteStore+Lifecycle, the same queries).
 extension PostgresStore {
     /// Sets or clears the retention in one statement.
     public func setMessageRetention(days: Int?, organizationId: EntityID) async throws -> Organization? {

@@ -3,7 +3,7 @@ import Logging
 import ParleyProtocol
 import PostgresNIO
 
-/// Blocks, reports and the audit log (v1.4).
+/// Blocks, reports and the audit log.
 extension PostgresStore {
     /// The users a blocker blocks, by name.
     public func blockedUsers(by blocker: EntityID) async throws -> [User] {

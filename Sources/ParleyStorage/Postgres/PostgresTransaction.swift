@@ -238,7 +238,7 @@ struct PostgresTransaction: StoreTransaction {
             """, logger)
         try await connection.run("DELETE FROM reactions WHERE message_id = \(id)", logger)
         if let attachment = message.attachment {
-            // Collected once no message refers to it any more (v1.4).
+            // Collected once no message refers to it any more.
             try await connection.run(
                 "INSERT INTO attachment_orphans (attachment_id) VALUES (\(attachment.id.uuid)) ON CONFLICT DO NOTHING", logger)
         }
@@ -282,7 +282,7 @@ struct PostgresTransaction: StoreTransaction {
             """, logger)
     }
 
-    // MARK: Blocks (v1.4)
+    // MARK: Blocks
 
     func blocks(_ blocker: EntityID, _ blocked: EntityID) async throws -> Bool {
         try await connection.first(

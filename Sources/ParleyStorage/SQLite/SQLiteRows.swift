@@ -43,11 +43,11 @@ enum SQLiteRows {
     /// The contract's unread count (other senders' messages above the member's `readSeq`,
     /// not deleted, not system), from two rows, whatever the backlog: the base taken at the
     /// member's last read, plus the countable messages since, less the member's own since.
-    /// Thread replies (v1.3) are counted apart, in the member's own `thread_unread`.
+    /// Thread replies are counted apart, in the member's own `thread_unread`.
     static let unreadExpression =
         "(p.unread_base + (c.countable - p.countable_at_base) - (p.own_countable - p.own_at_base) + p.thread_unread)"
 
-    /// The columns of a member's own part of a view (v1.3 with v1's unread count), from `p` and `c`.
+    /// The columns of a member's own part of a view (unread, mentions, mute, read seq), from `p` and `c`.
     static let ownColumns = "\(unreadExpression) AS unread, p.mention_unread, p.muted, p.muted_until, p.read_seq"
 
     /// A member's own part of a conversation view, read with ``ownColumns``.
@@ -111,7 +111,7 @@ enum SQLiteRows {
         ).execute(arguments: [conversationId, userId.description])
     }
 
-    /// SQL that is true when the user in `member` blocks the user in `sender` (v1.4), or with
+    /// SQL that is true when the user in `member` blocks the user in `sender`, or with
     /// `not`, when they do not: one lookup in the blocks' primary key.
     static func blocksSender(_ member: String, _ sender: String, not: Bool = false) -> String {
         "\(not ? "NOT " : "")EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = \(member) AND b.blocked_id = \(sender))"
@@ -192,7 +192,7 @@ enum SQLiteRows {
         else { throw ChatError.notFound("Conversation") }
         if countable == 1 {
             // The sender's own messages are never unread to them, and a blocked sender's are
-            // never unread to those who block them (v1.4): both count it as their own.
+            // never unread to those who block them: both count it as their own.
             // Two statements, each one index lookup: an OR of the two made SQLite read every
             // member's row of the conversation on every send.
             try db.cachedStatement(

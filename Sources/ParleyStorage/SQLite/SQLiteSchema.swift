@@ -182,7 +182,7 @@ enum SQLiteSchema {
                 """)
         }
         migrator.registerMigration("v9-list-sync") { db in
-            // v1.2's incremental conversation list: when each conversation's shared view last
+            // The incremental conversation list: when each conversation's shared view last
             // changed, when each member's own part of it did, and whom a conversation lost.
             try db.execute(sql: """
                 ALTER TABLE conversations ADD COLUMN changed_at INTEGER NOT NULL DEFAULT 0;

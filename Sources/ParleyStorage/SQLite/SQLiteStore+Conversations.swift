@@ -18,7 +18,7 @@ extension SQLiteStore {
     }
 
     /// One aggregate over the user's participant rows and their conversations' counters; a
-    /// muted conversation adds nothing (v1.3: the badge).
+    /// muted conversation adds nothing (the total is the app's badge).
     public func totalUnread(userId: EntityID) async throws -> Int {
         try await writer.read { db in
             try Int.fetchOne(
@@ -127,7 +127,7 @@ extension SQLiteStore {
     }
 
     /// The conversation's newest message outside threads (a thread reply is not the
-    /// conversation's activity, v1.3).
+    /// conversation's activity).
     static func lastMessage(_ db: Database, _ id: String) throws -> Message? {
         try SQLiteRows.messages(
             db, where: "conversation_id = ? AND thread_root_id IS NULL", arguments: [id, 1], order: "seq DESC", limitPlaceholder: true

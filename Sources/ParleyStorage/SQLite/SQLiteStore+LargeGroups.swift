@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import ParleyProtocol
 
-/// v1.2's large groups: receipt counts (members and readers are paged by `ReadRules`).
+/// Large groups: receipt counts (members and readers are paged by `ReadRules`).
 extension SQLiteStore {
     /// One read: the highest message seq (0 when none), then how many members' read and
     /// delivered watermarks reach it.
@@ -23,7 +23,7 @@ extension SQLiteStore {
     }
 }
 
-/// v1.2's conversation list: paged, and changes since a token.
+/// The conversation list: paged, and changes since a token.
 extension SQLiteStore {
     /// One read: ids after the cursor (one more tells whether a next page exists), then each
     /// one's full view.

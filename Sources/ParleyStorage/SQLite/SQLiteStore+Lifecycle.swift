@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import ParleyProtocol
 
-/// Retention, export and erasure (v1.4): what the sweeps and the export read, and the profile
+/// Retention, export and erasure: what the sweeps and the export read, and the profile
 /// erasure. Message deletions themselves go through the rules (``MessageRules``).
 extension SQLiteStore {
     /// Sets or clears the retention in one statement.

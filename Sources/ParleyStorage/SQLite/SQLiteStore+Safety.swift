@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import ParleyProtocol
 
-/// Blocks, reports and the audit log (v1.4).
+/// Blocks, reports and the audit log.
 extension SQLiteStore {
     /// The users a blocker blocks, by name.
     public func blockedUsers(by blocker: EntityID) async throws -> [User] {

@@ -25,7 +25,7 @@ public struct SQLiteStore: ParleyStore {
             try db.execute(sql: "PRAGMA synchronous = FULL")
             // Checkpoints run beside the writer (WALCheckpointer); this is only its safety net.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(WALCheckpointer.safetyNetPages)")
-            // What retention and erasure delete is overwritten, not left in free space (v1.4).
+            // What retention and erasure delete is overwritten, not left in free space.
             try db.execute(sql: "PRAGMA secure_delete = ON")
         }
         let pool = try DatabasePool(path: path, configuration: configuration)

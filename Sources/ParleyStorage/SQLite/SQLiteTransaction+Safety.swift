@@ -3,7 +3,7 @@ import GRDB
 import ParleyProtocol
 
 extension SQLiteTransaction {
-    // MARK: Blocks (v1.4)
+    // MARK: Blocks
 
     func blocks(_ blocker: EntityID, _ blocked: EntityID) async throws -> Bool {
         try Bool.fetchOne(

@@ -239,7 +239,7 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
             arguments: [deletedAt.millisecondsSince1970, updatedSeq, deletedBy?.description, id])
         try db.execute(sql: "DELETE FROM reactions WHERE message_id = ?", arguments: [id])
         if let attachment = message.attachment {
-            // Collected once no message refers to it any more (v1.4).
+            // Collected once no message refers to it any more.
             try db.execute(sql: "INSERT OR IGNORE INTO attachment_orphans (attachment_id) VALUES (?)", arguments: [attachment.id.description])
         }
         try SQLiteRows.uncount(db, message)
@@ -283,7 +283,7 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
         }
     }
 
-    /// Whether the conversation is direct and its other member blocks `sender` (v1.4).
+    /// Whether the conversation is direct and its other member blocks `sender`.
     private func isBlockedInDirect(_ sender: EntityID, _ conversationId: String) throws -> Bool {
         try Bool.fetchOne(
             db.cachedStatement(sql: """

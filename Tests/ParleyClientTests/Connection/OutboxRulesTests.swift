@@ -6,9 +6,9 @@ import Synchronization
 import Testing
 
 /// The outbox's rules on their own (what is due, what a failure means, one run at a time),
-/// then three defects they fixed, each against a real server: a failed attempt the database
-/// would not record was resent at once, in a loop; `discard` of a message on its way left it
-/// on the server; "delete for me" of a message still waiting neither hid it nor stopped it.
+/// then three edge cases, each against a real server: a failed attempt the database will not
+/// record is not resent at once, in a loop; `discard` of a message on its way deletes it on the
+/// server too; "delete for me" of a message still waiting hides it and stops it.
 @Suite struct OutboxRulesTests {
     typealias Gate = RevokeUnsentTests.Gate
 
@@ -107,7 +107,8 @@ import Testing
         let transport = FaultyTransport(
             serverURL: server.baseURL, token: alice.token, plan: FaultPlan(seed: 7, odds: odds),
             beforeSend: { _ in
-                // Before the fix this loop never ended: let the database write again after ten.
+                // Were the message resent at once, this loop would never end: let the database write
+                // again after ten.
                 if sends.withLock({ $0 += 1; return $0 }) == 10 { try? await database.refuseWrites(false) }
             })
         let clock = ManualClock()

@@ -5,7 +5,7 @@ import ParleyProtocol
 import ParleyTestSupport
 import Testing
 
-/// Seed 002's interaction layer: hooks, the message service, providers and the layout cache.
+/// The interaction layer: hooks, the message service, providers and the layout cache.
 @Suite struct InteractionLayerTests {
     struct BadWords: MessagePrecheck {
         func check(_ request: SendMessageRequest, in conversationId: EntityID) async -> PrecheckVerdict {

@@ -17,7 +17,7 @@ import Testing
 
     // MARK: Files to send
 
-    /// The issue's own check: the ready-made screens' model sends a text and two files whose
+    /// The ready-made screens' model sends a text and two files whose
     /// picked folders are emptied right after the pick (one kept inside the picker's callback,
     /// one handed to `send` directly); the server has all three, byte for byte, and the SDK's
     /// copies are gone once it has them.

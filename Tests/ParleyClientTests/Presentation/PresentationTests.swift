@@ -17,7 +17,7 @@ import Testing
     /// Tuesday 24 Nov 2026, 15:30 UTC.
     static let now = Date(timeIntervalSince1970: 1_795_534_200)
 
-    /// v1.4: a blocked sender's words and files are folded away in the timeline and the list
+    /// A blocked sender's words and files are folded away in the timeline and the list
     /// row; an admin's delete reads differently from the sender's own.
     @Test func blockedSendersAndAdminDeletesReadAsSuch() throws {
         let ada = PresentationSamples.messages(now: Self.now).first { $0.senderId != PresentationSamples.me.id && $0.type == .text }!

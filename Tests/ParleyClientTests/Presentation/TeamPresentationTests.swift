@@ -3,7 +3,7 @@ import ParleyClient
 import ParleyProtocol
 import Testing
 
-/// v1.3's presentation rules, shared by the terminal client and SwiftUI.
+/// Team chat presentation rules, shared by the terminal client and SwiftUI.
 @Suite struct TeamPresentationTests {
     let ada = EntityID(), bob = EntityID(), adam = EntityID(), me = EntityID()
     var names: [EntityID: String] { [ada: "Ada Lovelace", bob: "Bob", adam: "Adam Smith", me: "Me Myself"] }

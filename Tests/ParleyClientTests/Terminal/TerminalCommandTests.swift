@@ -112,7 +112,7 @@ import Testing
         #expect(ChatCommand.parse(line) == expected)
     }
 
-    /// v1.4: block and unblock someone, report a message (by its number, or the highlighted
+    /// Block and unblock someone, report a message (by its number, or the highlighted
     /// one) or a person, each with a reason; what lacks one is refused with the usage.
     @Test(arguments: [
         ("/block bob@x.io", ChatCommand.block("bob@x.io", true)),

@@ -217,8 +217,8 @@ import Testing
 
     // MARK: Scrolling
 
-    /// Extra PageUps at the top used to be saved up: PageDown then needed as many presses before
-    /// anything moved. Now PageUp stops at the oldest line and one PageDown moves at once.
+    /// Extra PageUps at the top are not saved up (PageDown would then need as many presses
+    /// before anything moved): PageUp stops at the oldest line and one PageDown moves at once.
     @Test func pageUpStopsAtTheTopAndPageDownMovesAtOnce() {
         var screen = Self.history(40)
         #expect(screen.maxScroll(width: 40, height: 12) == 35, "43 lines (day, blank, name, 40 messages), 8 shown")

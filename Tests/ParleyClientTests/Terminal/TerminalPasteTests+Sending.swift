@@ -129,9 +129,9 @@ extension TerminalPasteTests {
 
     // MARK: From the keyboard to what is sent
 
-    /// The bug as a person hit it: pasting "hello", "/delete 1", "/quit" as three lines and
-    /// pressing Enter. Before, each line was Enter'd on its own, deleting a message and quitting;
-    /// now the input holds one paragraph and Enter sends it as one message, no command run.
+    /// Pasting "hello", "/delete 1", "/quit" as three lines and pressing Enter must not run each
+    /// line on its own (deleting a message and quitting): the input holds one paragraph and
+    /// Enter sends it as one message, no command run.
     @Test func aPastedParagraphWithCommandLinesIsOneMessageNotCommands() {
         var parser = KeyParser()
         var line = LineEditor()

@@ -8,7 +8,7 @@ import ParleyTestSupport
 import Synchronization
 import Testing
 
-/// Short-lived access tokens renewed by rotating refresh tokens (issue 35): each renewal
+/// Short-lived access tokens renewed by rotating refresh tokens: each renewal
 /// answers a new pair and spends the old refresh token; a spent token presented again after
 /// the grace ends the whole sign-in; logout, the user from another device and an admin end
 /// sign-ins; a WebSocket carries on under a renewed token (`auth`); the SDK, the command line's

@@ -84,7 +84,7 @@ import Testing
         #expect(check.duplicates == 0)
     }
 
-    /// `parley bench list` runs end to end (a small list) and reports what the issue asks:
+    /// `parley bench list` runs end to end (a small list) and reports
     /// the first page, every page, and a sync with nothing new under 1 KB, beside its floor.
     @Test(.heavy) func theListScenarioReportsPagesAndAnIdleSyncUnderAKilobyte() async throws {
         let run = try await runToEndOffPool(ServeProcess.binary, ["bench", "list", "--conversations", "230", "--runs", "3"])

@@ -37,7 +37,7 @@ import Testing
     }
 
     /// A member whose socket never connected has no log, but it was to receive its group's
-    /// messages: they are all missing (the report used to say "missing 0" for it).
+    /// messages: they are all missing (not "missing 0", as a count over its empty log would say).
     @Test func aMemberThatNeverConnectedMissesEverythingItWasSent() {
         let logs = Self.perfectGroup(0, first: 0, acked: [3, 2]) + Self.perfectGroup(1, first: 2, acked: [4, 0])
         let members = [0: 0, 1: 0, 4: 0, 2: 1, 3: 1]

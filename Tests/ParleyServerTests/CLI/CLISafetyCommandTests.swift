@@ -4,8 +4,8 @@ import ParleyProtocol
 import ParleyTestSupport
 import Testing
 
-/// `parley block`, `report`, `export` and `admin reports|retention|audit` against a real server
-/// (contract v1.4): what they print matches the server, refusals are one line and exit 1, and
+/// `parley block`, `report`, `export` and `admin reports|retention|audit` against a real server:
+/// what they print matches the server, refusals are one line and exit 1, and
 /// other people's text reaches the terminal inert.
 @Suite struct CLISafetyCommandTests {
     @Test func blockReportAndTheAdminCommands() async throws {

@@ -7,7 +7,7 @@ import ParleyProtocol
 import ParleyTestSupport
 import Testing
 
-/// v1.2's large groups (here "large" is more than 4 members, so a test needs only a few users):
+/// Large groups (here "large" is more than 4 members, so a test needs only a few users):
 /// receipts become counts, typing beyond three typists a count, member lists are paged.
 @Suite struct LargeGroupTests {
     /// A server where groups of more than 4 are large, on a clock the test moves.
@@ -116,7 +116,7 @@ import Testing
         let outsider = try await server.register("mallory@x.io")
         #expect(try await server.raw("GET", "conversations/\(group.id)/participants", token: outsider.token).status == 404)
 
-        // A small group keeps v1's shape and its per-member receipts.
+        // A small group keeps its member lists and its per-member receipts.
         let small = try await users[0].api.createConversation(.init(type: .group, participantIds: [users[1].id, users[2].id], name: "s"))
         #expect(small.memberCount == 3 && small.participantIds.count == 3 && small.members.count == 3)
         let message = try await users[0].api.send(.init(clientMessageId: "s1", text: "hi"), to: small.id)

@@ -8,7 +8,7 @@ import ParleyTestSupport
 import Testing
 
 /// What a read's answer carries: the reader's watermark, their unread count, and the
-/// conversation's `lastSeq` the count was taken at (added after v1.2). A client uses that seq to tell which
+/// conversation's `lastSeq` the count was taken at. A client uses that seq to tell which
 /// events the count already holds, so it must be the seq of the very snapshot the count was
 /// taken from, on both stores, also while sends go on in the same conversation.
 @Suite(.serialized) struct ReadAnswerTests {

@@ -166,7 +166,7 @@ import Testing
     }
 
     /// A burst whose merged follow-up has not been flushed yet when the window ends: the next
-    /// message carries the merged ones in its count (they used to be dropped: "1 new message"
+    /// message carries the merged ones in its count (not dropped, which would say "1 new message"
     /// for a burst of four).
     @Test func aLateFlushLosesNoMergedMessage() {
         var coalescer = PushCoalescer(window: 2)

@@ -5,7 +5,7 @@ import ParleyServer
 import ParleyTestSupport
 import Testing
 
-/// v1.3 from outside, on every available store: threads, mentions, mute and pins through the
+/// Team chat from outside, on every available store: threads, mentions, mute and pins through the
 /// REST API as a third-party client would use them, checked against the contract.
 @Suite struct TeamChatTests {
     /// Alice, bob, carol and dave in one group.

@@ -5,7 +5,7 @@ import ParleyServer
 import ParleyTestSupport
 import Testing
 
-/// Contract v1.4 from outside, on every available store: blocks, reports, moderation and the
+/// Trust and safety from outside, on every available store: blocks, reports, moderation and the
 /// audit log through the REST API and real WebSockets, as a third-party client would see them.
 @Suite struct TrustAndSafetyTests {
     /// Alice, bob and carol in alice's group.
@@ -245,7 +245,7 @@ import Testing
             #expect(!after.participantIds.contains(carol.id))
             #expect(try await bob.api.conversation(group.id).participantIds == [bob.id])
             #expect(await failure { try await outsider.api.removeParticipant(group.id, userId: bob.id) }?.httpStatus == 404)
-            // Admin actions of v1.1 are recorded too.
+            // Invites, roles, email domains and deactivations are recorded too.
             let invite = try await admin.api.createInvite(.init(email: "new@x.io"))
             try await admin.api.deleteInvite(invite.code)
             _ = try await admin.api.setRole(.admin, of: bob.id)

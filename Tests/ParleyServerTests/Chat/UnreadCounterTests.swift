@@ -24,7 +24,7 @@ import Testing
             after = last
         }
         let readSeq = try await store.conversation(id: conversationId, viewer: member)?.readSeq ?? 0
-        // v1.4: a sender the member blocks counts for nothing.
+        // A sender the member blocks counts for nothing.
         return all.filter {
             $0.seq > readSeq && $0.senderId != member && $0.deletedAt == nil && $0.type != .system && !blocking.contains($0.senderId)
         }.count
@@ -118,7 +118,7 @@ import Testing
         }
     }
 
-    /// The same with blocks (v1.4): members block and unblock each other at random between
+    /// The same with blocks: members block and unblock each other at random between
     /// sends, reads and deletes; a blocked sender's messages never count for the blocker, what
     /// they sent before the block stops counting at once and counts again after it.
     @Test(arguments: StoreKind.available)

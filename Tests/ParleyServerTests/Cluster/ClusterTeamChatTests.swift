@@ -5,8 +5,8 @@ import ParleyServer
 import ParleyTestSupport
 import Testing
 
-/// v1.3 across two nodes of one PostgreSQL: a thread reply, its root's new count, a pin and a
-/// mute reach the users on the other node, in seq order, and catch-up agrees.
+/// Threads, pins and mute across two nodes of one PostgreSQL: a thread reply, its root's new
+/// count, a pin and a mute reach the users on the other node, in seq order, and catch-up agrees.
 @Suite(.needsPostgres) struct ClusterTeamChatTests {
     @Test func threadsPinsAndMuteCrossNodes() async throws {
         let (a, b) = try await ClusterTests.twoNodes()
@@ -60,7 +60,7 @@ import Testing
     }
 }
 
-/// v1.4 across two nodes: a block stored through one node applies on the other at once (its
+/// Blocks across two nodes: a block stored through one node applies on the other at once (its
 /// send refusal is the store's) and within the cluster record's trip to the signals there.
 @Suite(.needsPostgres) struct ClusterTrustAndSafetyTests {
     @Test func aBlockMadeOnOneNodeHoldsOnTheOther() async throws {

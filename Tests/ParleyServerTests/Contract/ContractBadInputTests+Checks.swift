@@ -65,8 +65,8 @@ extension ContractBadInputTests {
     }
 
     /// A body that is not UTF-8 is not JSON, wherever the bad bytes are: a Latin-1 client's
-    /// body used to be accepted (message stored, invite created) when the bytes sat in a key
-    /// the server does not read, since the decoder only checks the strings it decodes.
+    /// body is refused even when the bytes sit in a key the server does not read: the decoder
+    /// only checks the strings it decodes, so such a body would store a message or create an invite.
     @Test func invalidUTF8AnywhereInABodyIsRefusedAndStoresNothing() async throws {
         let world = try await ContractWorld.build()
         defer { Task { await world.server.stop() } }

@@ -147,8 +147,8 @@ import Testing
             json("PATCH", "\(c)/messages/\(mine)", #"{"text":5}"#, .invalidRequest),
             json("PATCH", "\(c)/messages/\(mine)", #"{}"#, .invalidRequest),
             json("PATCH", "\(c)/messages/\(bobs)", #"{"text":"not mine"}"#, .forbidden),
-            // (Deleting bob's message is no refusal here: alice is an admin and may moderate,
-            // v1.4; a member's refusal is TrustAndSafetyTests'.)
+            // (Deleting bob's message is no refusal here: alice is an admin and may moderate;
+            // a member's refusal is TrustAndSafetyTests'.)
             json("PATCH", "\(c)/messages/\(extras.deletedMessage)", #"{"text":"revived"}"#, .invalidRequest),
             json("PATCH", "\(g)/messages/\(extras.systemMessage)", #"{"text":"rewritten history"}"#, .invalidRequest),
             bare("DELETE", "\(g)/messages/\(extras.systemMessage)", .invalidRequest),

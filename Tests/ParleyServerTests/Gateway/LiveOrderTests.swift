@@ -118,8 +118,8 @@ import Testing
 
     /// Events published while the lane reads the store (seqs below the one it waited for):
     /// they go on in order with what the store said, and none stays held below what was handed
-    /// on. (Before, the lane skipped over them and kept them held; the next fill then asked the
-    /// store for a negative number of changes and the server crashed.)
+    /// on. (A lane that skipped over them and kept them held would, at its next fill, ask the
+    /// store for a negative number of changes and crash the server.)
     @Test func eventsArrivingDuringAFillGoOnInOrderAndNoneIsLeftBehind() async throws {
         let clock = ManualClock()
         let handed = Handed()
@@ -151,7 +151,7 @@ import Testing
 
     // MARK: From outside
 
-    /// The scenario: 4 members each pipeline 300 sends into one group over their
+    /// The scenario: 4 members each pipeline 300 sends into one group over their
     /// WebSocket at once; 4 readers record the seq of every `message.created` in arrival order.
     /// A node's cluster counters, for a failure's message.
     static func linkCounters(_ node: TestServer) -> String {

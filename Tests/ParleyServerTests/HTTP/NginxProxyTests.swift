@@ -98,9 +98,9 @@ import FoundationNetworking
     }
 
     /// nginx keeps its connections to Parley open and reuses them: 40 POSTs in a row ride on
-    /// one or two connections, and none is answered 502. The shipped file used to send
-    /// `Connection: close` upstream while pooling, so every request opened a connection that
-    /// Parley then closed, and under load a POST went out on one already closing (502, seen in CI).
+    /// one or two connections, and none is answered 502. The shipped file must not send
+    /// `Connection: close` upstream while pooling: every request would open a connection that
+    /// Parley then closes, and under load a POST would go out on one already closing (a 502).
     @Test(.heavy) func theProxyReusesItsConnectionsToParley() async throws {
         let server = try await TestServer.start { $0.trustedProxies = ["127.0.0.1"] }
         defer { Task { await server.stop() } }

@@ -8,7 +8,7 @@ import ParleyProtocol
 import ParleyTestSupport
 import Testing
 
-/// Retention, erasure and export (contract v1.4) from outside, on every available store: what
+/// Retention, erasure and export from outside, on every available store: what
 /// they remove is looked for afterwards in the API, the search index, the attachment store and,
 /// on SQLite, the database files themselves.
 @Suite struct DataLifecycleTests {

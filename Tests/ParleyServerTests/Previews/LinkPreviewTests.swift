@@ -8,7 +8,7 @@ import ParleyServer
 import ParleyTestSupport
 import Testing
 
-/// v1.3's link previews through a real server and a real web server on loopback: read after
+/// Link previews through a real server and a real web server on loopback: read after
 /// the send (never delaying it), refused for a private address unless the operator allows it.
 @Suite struct LinkPreviewTests {
     static let page = """

@@ -5,7 +5,7 @@ import ParleyServer
 import ParleyTestSupport
 import Testing
 
-/// v1.3's push rules against the APNs double: a muted conversation notifies its muter only of
+/// Team chat's push rules against the APNs double: a muted conversation notifies its muter only of
 /// mentions and adds nothing to their badge; a thread reply notifies the thread's members only.
 @Suite struct PushTeamChatTests {
     @Test func muteHoldsBackAllButMentionsAndThreadRepliesReachTheirMembers() async throws {

@@ -153,7 +153,7 @@ func deviceToken(_ n: Int) -> String { String(format: "%064x", n) }
 
     /// A notice waiting in a coalescing window shows the message as it is when it goes: a
     /// deleted one (by its sender, an admin, retention or erasure) leaves none of its words in the
-    /// payload, and alone sends nothing (v1.4).
+    /// payload, and alone sends nothing.
     @Test func aNoticeWaitingForItsWindowCarriesNothingOfADeletedMessage() async throws {
         let push = try await PushHarness.start { $0.coalesceWindow = .seconds(2) }
         defer { Task { await push.stop() } }

@@ -8,7 +8,7 @@ import ParleyProtocol
 import ParleyTestSupport
 import Testing
 
-/// Organizations nobody walks into (contract v1.1): the founder is admin; an existing
+/// Organizations nobody walks into: the founder is admin; an existing
 /// organization admits by invite or allowed domain only; admins manage roles and deactivate.
 @Suite struct OrganizationTests {
     static func closed(_ kind: StoreKind = .sqlite) async throws -> TestServer {
@@ -229,7 +229,7 @@ import Testing
         await client.stop()
     }
 
-    /// Databases from before v1.1: the first user of each organization becomes its admin.
+    /// Databases from before roles: the first user of each organization becomes its admin.
     @Test func theMigrationMakesTheFirstUserOfEachOrganizationItsAdmin() async throws {
         let path = TestServer.temporaryDirectory() + "/old.sqlite"
         let pool = try DatabasePool(path: path)

@@ -251,7 +251,7 @@ extension Result where Failure == any Error {
 }
 
 extension StoreConformanceTests {
-    /// Blocks inside batches (v1.4): queued plain sends (PostgreSQL stores them in one
+    /// Blocks inside batches: queued plain sends (PostgreSQL stores them in one
     /// statement) of a blocked user into the blocker's direct conversation are each refused
     /// without taking a seq, while the same batch's group sends count as unread for everyone
     /// but the blocker.

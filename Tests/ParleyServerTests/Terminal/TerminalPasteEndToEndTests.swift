@@ -9,9 +9,9 @@ import Testing
 @Suite(.serialized, .needs("tmux")) struct TerminalPasteEndToEndTests {
     typealias Tmux = TerminalClientEndToEndTests.Tmux
 
-    /// The bug as a person hit it: three pasted lines, one starting with "/quit", used to go out
-    /// as two messages and quit the client. Now the paste waits on the input line, Enter sends it
-    /// as one message with its line breaks, and on exit the shell gets no paste markers.
+    /// Three pasted lines, one starting with "/quit", must not go out as two messages and quit
+    /// the client: the paste waits on the input line, Enter sends it as one message with its
+    /// line breaks, and on exit the shell gets no paste markers.
     @Test(.heavy) func aPastedParagraphIsOneMessageAndRunsNoCommand() async throws {
         let cast = try await TerminalClientEndToEndTests.AdaAndBob.start("terminal-paste", firstMessage: "paste me your notes")
         defer { cast.server.stop() }

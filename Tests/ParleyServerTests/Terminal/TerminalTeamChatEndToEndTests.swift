@@ -4,7 +4,7 @@ import ParleyProtocol
 import ParleyTestSupport
 import Testing
 
-/// v1.3 in `parley chat` under tmux: a root's thread line, `/thread` with a reply whose "@"
+/// Team chat in `parley chat` under tmux: a root's thread line, `/thread` with a reply whose "@"
 /// Tab-completes, `/pin` and the pinned line, `/mute` and the dim badge, a mention's "@" in the
 /// list, a preview card, and Esc back to the timeline.
 @Suite(.serialized, .needs("tmux")) struct TerminalTeamChatEndToEndTests {

@@ -4,7 +4,7 @@ import ParleyProtocol
 import ParleyTestSupport
 import Testing
 
-/// v1.4 (trust and safety) in the web client, in headless Chromium against `parley serve`:
+/// Trust and safety in the web client, in headless Chromium against `parley serve`:
 /// Bob reports a message of Mallory's and blocks her from the group's member list; her next
 /// group message folds away as "from a blocked user" for him (and counts nowhere), not for
 /// Alice; Alice, the organization's admin, finds the report in the admin console with the

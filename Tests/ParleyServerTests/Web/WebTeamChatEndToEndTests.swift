@@ -4,7 +4,7 @@ import ParleyProtocol
 import ParleyTestSupport
 import Testing
 
-/// v1.3 in the web client, in headless Chromium against `parley serve`: a thread opened from
+/// Team chat in the web client, in headless Chromium against `parley serve`: a thread opened from
 /// its root's "n replies", a reply with an "@" completion, a pin in the pinned bar, a mute,
 /// a mention badge in the list, and a link preview card whose texts stay text.
 @Suite(.serialized, .needs("chromium")) struct WebTeamChatEndToEndTests {

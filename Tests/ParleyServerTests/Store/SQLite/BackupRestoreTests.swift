@@ -8,7 +8,7 @@ import ParleyTestSupport
 import Synchronization
 import Testing
 
-/// Backups that restore (issue 34): `parley backup` of a SQLite server while messages are being
+/// Backups that restore: `parley backup` of a SQLite server while messages are being
 /// sent, `parley restore` into a new data directory, and a PostgreSQL dump restored into a fresh
 /// database; each served again and checked from outside, with a client that had seen more
 /// than the backup holds.
@@ -31,7 +31,7 @@ import Testing
         return await connection.storeId
     }
 
-    /// The issue's check: Alice sends without pause over her WebSocket while `parley backup`
+    /// A backup under load: Alice sends without pause over her WebSocket while `parley backup`
     /// runs; every message acknowledged before the backup began is in the restored server,
     /// whose seqs are gapless, with the attachment's bytes. Bob's SDK client had seen messages
     /// sent after the backup (at seqs the restored server gives to new messages): it sees the
