@@ -19,9 +19,14 @@ struct Connections: AsyncParsableCommand {
     var perWorker: Int = 10_000
     @Option(help: "Seconds to wait after the last connection before reading VmRSS.") var settle: Double = 3
     @Flag(name: .customLong("no-floor"), help: "Skip the bare server.") var noFloor = false
+    @Option(help: "Seconds to hold the connections idle after the RSS reading while the server's CPU time is counted (0 skips it).")
+    var idle: Double = 15
+    @Option(name: .customLong("heartbeat-seconds"), help: "The heartbeat `parley serve` announces and pings at, so the idle window sees several rounds.")
+    var heartbeatSeconds: Int = 5
 
     func run() async throws {
         guard count >= 2, users >= 20, perWorker > 0 else { throw fail("need at least 2 connections and 20 users") }
+        guard idle >= 0, heartbeatSeconds >= 1 else { throw fail("--idle is 0 or more seconds, --heartbeat-seconds at least 1") }
         let parley = try await measure(bare: false)
         let floor = noFloor ? nil : try await measure(bare: true)
         let workers = (count / 2 + perWorker - 1) / perWorker + (count - count / 2 + perWorker - 1) / perWorker
@@ -35,6 +40,12 @@ struct Connections: AsyncParsableCommand {
             row("bare Hummingbird WS", floor)
             print(String(format: "parley / floor: %.2fx per connection (0→N)", parley.perConnection / max(floor.perConnection, 0.001)))
         }
+        if idle > 0 {
+            print(String(
+                format: "idle %.0f s, heartbeat every %d s: parley serve used %.4f of a core (%d pings sent, %d connections closed as silent)",
+                idle, heartbeatSeconds, parley.idleCore, parley.pings, parley.silentClosed))
+            if let floor { print(String(format: "idle %.0f s: the bare server (no heartbeat) used %.4f of a core", idle, floor.idleCore)) }
+        }
         var json: [String: Any] = ["scenario": "connections", "count": count, "users": users, "parley": parley.json]
         if let floor {
             json["floor"] = floor.json
@@ -45,10 +56,18 @@ struct Connections: AsyncParsableCommand {
 
     struct Measurement {
         var baseline: Double, half: Double, full: Double, failed: Int, count: Int
+        /// CPU time over wall time while the connections idled: the fraction of a core.
+        var idleCore: Double = 0
+        /// Heartbeat pings the server sent and connections it closed as silent, during the run.
+        var pings = 0, silentClosed = 0
         var perConnection: Double { (full - baseline) / Double(count) }
         var marginal: Double { (full - half) / Double(count - count / 2) }
         var json: [String: Any] {
-            ["baseline_kb": baseline, "half_kb": half, "full_kb": full, "kb_per_connection": perConnection, "kb_per_connection_marginal": marginal, "failed": failed]
+            [
+                "baseline_kb": baseline, "half_kb": half, "full_kb": full, "kb_per_connection": perConnection,
+                "kb_per_connection_marginal": marginal, "failed": failed, "idle_core_fraction": idleCore, "pings": pings,
+                "silent_closed": silentClosed,
+            ]
         }
     }
 
@@ -61,7 +80,10 @@ struct Connections: AsyncParsableCommand {
         server.executableURL = selfExecutable()
         server.arguments = bare
             ? ["bench", "bare-server", "--port", "\(port)"]
-            : ["serve", "--port", "\(port)", "--data-dir", dataDirectory, "--log-level", "error", "--open-organizations", "--max-connections", "\(count + 500)"]
+            : [
+                "serve", "--port", "\(port)", "--data-dir", dataDirectory, "--log-level", "error", "--open-organizations",
+                "--max-connections", "\(count + 500)", "--heartbeat-seconds", "\(heartbeatSeconds)",
+            ]
         var environment = ProcessInfo.processInfo.environment
         environment["PARLEY_BCRYPT_COST"] = "4"
         server.environment = environment
@@ -113,10 +135,31 @@ struct Connections: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(Int(settle * 1000)))
             let rss = try rssKB(server.processIdentifier)
             if phase == 0 { half = rss } else {
-                return Measurement(baseline: baseline, half: half, full: rss, failed: failed, count: count)
+                var measurement = Measurement(baseline: baseline, half: half, full: rss, failed: failed, count: count)
+                if idle > 0 {
+                    let sampler = ProcessSampler(pid: server.processIdentifier)
+                    _ = await sampler.peak()
+                    try await Task.sleep(for: .milliseconds(Int(idle * 1000)))
+                    let used = await sampler.peak()
+                    measurement.idleCore = used.cpuSeconds / max(used.wallSeconds, 0.001)
+                }
+                if !bare, let metrics = try? await URLSession.shared.data(from: url.appendingPathComponent("metrics")).0 {
+                    let text = String(decoding: metrics, as: UTF8.self)
+                    measurement.pings = Self.counter("parley_websocket_pings_total", in: text)
+                    measurement.silentClosed = Self.counter("parley_websocket_silent_closed_total", in: text)
+                }
+                return measurement
             }
         }
         fatalError("unreachable")
+    }
+
+    /// A counter's value in Prometheus' text format (0 when absent).
+    static func counter(_ name: String, in text: String) -> Int {
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") || line.hasPrefix(name + "{") {
+            if let value = line.split(separator: " ").last.flatMap({ Double($0) }) { return Int(value) }
+        }
+        return 0
     }
 }
 

@@ -38,6 +38,7 @@ import Testing
         Refusal(arguments: ["connections", "--count", "1"], message: "need at least 2 connections and 20 users"),
         Refusal(arguments: ["connections", "--users", "19"], message: "need at least 2 connections and 20 users"),
         Refusal(arguments: ["connections", "--per-worker", "0"], message: "need at least 2 connections and 20 users"),
+        Refusal(arguments: ["connections", "--heartbeat-seconds", "0"], message: "--idle is 0 or more seconds, --heartbeat-seconds at least 1"),
         Refusal(arguments: ["durable", "--senders", "0"], message: "bad senders, in-flight, duration or threads"),
         Refusal(arguments: ["durable", "--threads", "0"], message: "bad senders, in-flight, duration or threads"),
         Refusal(arguments: ["durable", "--database", "postgres://db/x", "--server", unreachable],
