@@ -5,7 +5,9 @@ import NIOPosix
 import NIOWebSocket
 import ParleyClient
 import ParleyProtocol
+#if canImport(FoundationNetworking)
 import FoundationNetworking
+#endif
 
 /// A storm client's frames: `hello`, `message.created` (its seq), pings and closes.
 final class StormSocket: ChannelInboundHandler, RemovableChannelHandler {

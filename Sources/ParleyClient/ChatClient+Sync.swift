@@ -32,7 +32,7 @@ extension ChatClient {
             try await database.store(conversations: update.conversations, replacingAll: update.replacingAll)
             if !update.removed.isEmpty { try await database.forget(conversations: update.removed) }
             try await database.setSetting(Self.listSyncTokenKey, to: update.syncToken)
-            if let older = update.olderPage { try await database.setSetting(Self.listNextPageKey, to: older) }
+            if case .set(let older) = update.olderPage { try await database.setSetting(Self.listNextPageKey, to: older) }
             notify(.conversations)
             for id in SyncSchedule.behind(list: update.conversations, synced: try await database.syncedConversations()) {
                 await catchUp(id)

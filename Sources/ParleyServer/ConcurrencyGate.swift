@@ -1,5 +1,3 @@
-import ParleyStorage
-import ParleyRules
 /// At most `limit` holders at once; others wait in order (push deliveries, a connection's
 /// pipelined sends, a node's presence writes).
 actor ConcurrencyGate {

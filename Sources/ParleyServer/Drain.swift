@@ -3,8 +3,6 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
-import ParleyStorage
-import ParleyRules
 
 /// Whether the server is draining: after SIGTERM, `/ready` answers 503 for
 /// ``ServerConfiguration/drainDelay`` while everything keeps working, so a load balancer stops

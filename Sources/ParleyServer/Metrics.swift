@@ -2,8 +2,6 @@ import CoreMetrics
 import Foundation
 import Prometheus
 import Synchronization
-import ParleyStorage
-import ParleyRules
 
 /// The server's metrics, on swift-metrics with swift-prometheus, exposed in the Prometheus text
 /// format at `GET /metrics`: counters, gauges and histograms (durations in seconds).

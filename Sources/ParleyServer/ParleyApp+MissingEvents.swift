@@ -9,7 +9,6 @@ import ServiceLifecycle
 import Synchronization
 import UnixSignals
 import ParleyStorage
-import ParleyRules
 
 extension ParleyApp {
     /// How a conversation's orderer fills a gap it waited for in vain: the changes after the

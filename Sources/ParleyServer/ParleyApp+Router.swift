@@ -8,8 +8,6 @@ import ParleyProtocol
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
-import ParleyStorage
-import ParleyRules
 
 extension ParleyApp {
     /// The router with every route of the contract under `/api/v1`.

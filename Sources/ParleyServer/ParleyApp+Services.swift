@@ -9,7 +9,6 @@ import ServiceLifecycle
 import Synchronization
 import UnixSignals
 import ParleyStorage
-import ParleyRules
 
 extension ParleyApp {
     /// Serves until a shutdown signal; `onRunning` gets the bound port (useful with port 0).

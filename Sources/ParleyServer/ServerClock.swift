@@ -1,6 +1,4 @@
 import Foundation
-import ParleyStorage
-import ParleyRules
 
 /// Where the server's timers take their time (push coalescing, activity folding): the wall
 /// clock in production, a manual clock in tests.

@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import ParleyStorage
-import ParleyRules
 
 /// Everything `parley serve` can be told, with the defaults a fresh machine runs on.
 public struct ServerConfiguration: Sendable {

@@ -1,7 +1,5 @@
 import Foundation
 import Logging
-import ParleyStorage
-import ParleyRules
 
 /// The text of `parley serve`'s settings before it is read: what the command line gave, then
 /// the environment. Both are keyed by the setting's environment variable (`PARLEY_PORT`), so

@@ -39,8 +39,16 @@ struct SyncSchedule: Sendable {
         var removed: [EntityID]
         /// The token the next sync asks from.
         var syncToken: String?
-        /// The cursor of the next older page to keep; nil leaves the stored one as it is.
-        var olderPage: String??
+        /// What becomes of the stored cursor of the next older page.
+        var olderPage: OlderPage
+    }
+
+    /// The stored cursor of the list's next older page, after a list answer.
+    enum OlderPage: Equatable {
+        /// Left as it is (changes do not move the pages behind).
+        case kept
+        /// Set to this cursor; nil when nothing older remains.
+        case set(String?)
     }
 
     /// How an answer of the list sync changes the cache. A whole list forgets any older page
@@ -48,11 +56,11 @@ struct SyncSchedule: Sendable {
     static func listUpdate(for sync: ConversationListSync) -> ListUpdate {
         switch sync {
         case .all(let all, let token):
-            ListUpdate(conversations: all, replacingAll: true, removed: [], syncToken: token, olderPage: .some(nil))
+            ListUpdate(conversations: all, replacingAll: true, removed: [], syncToken: token, olderPage: .set(nil))
         case .firstPage(let page, let token, let older):
-            ListUpdate(conversations: page, replacingAll: true, removed: [], syncToken: token, olderPage: .some(older))
+            ListUpdate(conversations: page, replacingAll: true, removed: [], syncToken: token, olderPage: .set(older))
         case .changes(let changed, let removed, let token):
-            ListUpdate(conversations: changed, replacingAll: false, removed: removed, syncToken: token, olderPage: nil)
+            ListUpdate(conversations: changed, replacingAll: false, removed: removed, syncToken: token, olderPage: .kept)
         }
     }
 

@@ -1,6 +1,8 @@
 import Foundation
 import ParleyProtocol
+#if canImport(FoundationNetworking)
 import FoundationNetworking
+#endif
 
 extension ParleyAPI {
     // MARK: Messages

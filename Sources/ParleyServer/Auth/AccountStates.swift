@@ -2,7 +2,6 @@ import Foundation
 import ParleyProtocol
 import Synchronization
 import ParleyStorage
-import ParleyRules
 
 /// Whether each user may act, kept in memory so authenticating a request reads no database:
 /// a user is read from the store once, and a deactivation updates the entry on the node that

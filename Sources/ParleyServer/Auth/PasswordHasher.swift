@@ -2,8 +2,6 @@ import Crypto
 import Foundation
 import HummingbirdBcrypt
 import NIOPosix
-import ParleyStorage
-import ParleyRules
 
 /// Hashes and checks passwords with bcrypt, off the event loops (bcrypt is slow on purpose).
 ///

@@ -2,7 +2,6 @@ import Foundation
 import ParleyProtocol
 import Synchronization
 import ParleyStorage
-import ParleyRules
 
 /// The sign-in sessions ended by logout whose tokens could still be presented, kept in memory
 /// so checking a request or a WebSocket frame reads no database.

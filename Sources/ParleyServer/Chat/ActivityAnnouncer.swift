@@ -1,8 +1,6 @@
 import Foundation
 import ParleyProtocol
 import Synchronization
-import ParleyStorage
-import ParleyRules
 
 /// Announces activity in a conversation (`conversation.updated` views or a large group's
 /// `conversation.activity` after new messages; receipt and typing summaries) without one

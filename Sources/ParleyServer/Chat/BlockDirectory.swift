@@ -2,7 +2,6 @@ import Foundation
 import ParleyProtocol
 import Synchronization
 import ParleyStorage
-import ParleyRules
 
 /// Who blocks whom, kept in memory so typing, presence, push and the `senderBlocked`
 /// marks cost no database read per event: each user's relations are read from the store once,

@@ -2,7 +2,6 @@ import Foundation
 import ParleyProtocol
 import Synchronization
 import ParleyStorage
-import ParleyRules
 
 /// A token bucket's shape: `burst` tokens at most, refilled at `perSecond`.
 public struct RateLimit: Sendable, Equatable {

@@ -1,7 +1,6 @@
 import Foundation
 import PostgresNIO
 import ParleyStorage
-import ParleyRules
 
 /// How a node joins the others on one PostgreSQL.
 public struct ClusterConfiguration: Sendable {

@@ -4,8 +4,6 @@ import NIOCore
 import ParleyProtocol
 import PostgresNIO
 import Synchronization
-import ParleyStorage
-import ParleyRules
 
 /// What arrives from the other nodes: one ``ClusterRecord`` per line, decoded whole (a line
 /// that does not decode is refused and counted, never half-applied).

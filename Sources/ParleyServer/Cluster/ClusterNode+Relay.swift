@@ -4,7 +4,6 @@ import NIOCore
 import ParleyProtocol
 import PostgresNIO
 import Synchronization
-import ParleyStorage
 import ParleyRules
 
 /// What the fan-out asks of the cluster (``FanOutRelay``): who is online elsewhere, frames

@@ -1,7 +1,5 @@
 import Foundation
 import ParleyProtocol
-import ParleyStorage
-import ParleyRules
 
 /// One record of the cluster's wire: what a node tells the others through PostgreSQL's
 /// NOTIFY, one line per record, records packed into shared notifications.

@@ -3,7 +3,6 @@ import NIOCore
 import ParleyProtocol
 import Synchronization
 import ParleyStorage
-import ParleyRules
 
 /// Hands each conversation's events to the connections in `seq` order, on this node.
 ///

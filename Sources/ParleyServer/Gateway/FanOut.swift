@@ -5,7 +5,6 @@ import NIOWebSocket
 import HummingbirdWebSocket
 import ParleyProtocol
 import Synchronization
-import ParleyStorage
 import ParleyRules
 
 /// One live WebSocket connection: a bounded queue of encoded frames and how it should close.

@@ -6,7 +6,6 @@ import NIOCore
 import NIOWebSocket
 import ParleyProtocol
 import ParleyStorage
-import ParleyRules
 
 /// The WebSocket endpoint: `hello`, commands with exactly one reply each, and event delivery.
 ///

@@ -4,8 +4,6 @@ import Logging
 import NIOCore
 import NIOWebSocket
 import Synchronization
-import ParleyStorage
-import ParleyRules
 
 /// What a connection's socket has done lately, as the heartbeat judges it: when bytes last
 /// came in, and since when the server has been asking for more without getting any.

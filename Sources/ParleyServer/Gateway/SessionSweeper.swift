@@ -8,8 +8,6 @@ import ParleyProtocol
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
-import ParleyStorage
-import ParleyRules
 
 /// On shutdown, closes every WebSocket with "going away" so clients reconnect and catch up.
 struct ConnectionCloser: Service {

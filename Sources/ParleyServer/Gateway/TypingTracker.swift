@@ -1,7 +1,5 @@
 import Foundation
 import ParleyProtocol
-import ParleyStorage
-import ParleyRules
 
 /// Who is typing where, and when each indicator lapses.
 ///

@@ -1,7 +1,6 @@
 import Hummingbird
 import ParleyProtocol
 import ParleyStorage
-import ParleyRules
 
 /// How the server answers a ``ChatError``: its code's HTTP status and the JSON error body.
 extension ChatError: HTTPResponseError {

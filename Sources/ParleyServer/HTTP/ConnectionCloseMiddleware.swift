@@ -1,6 +1,4 @@
 import Hummingbird
-import ParleyStorage
-import ParleyRules
 
 /// Says `Connection: close` on the answer to a request that asked for it.
 ///

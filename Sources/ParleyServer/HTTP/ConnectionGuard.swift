@@ -7,7 +7,6 @@ import Logging
 import NIOCore
 import Synchronization
 import ParleyStorage
-import ParleyRules
 
 /// The bounds a connection must keep, so nobody can pile up connections that cost the server
 /// a descriptor each and do nothing (slowloris).

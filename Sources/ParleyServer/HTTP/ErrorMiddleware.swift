@@ -2,7 +2,6 @@ import Hummingbird
 import Logging
 import ParleyProtocol
 import ParleyStorage
-import ParleyRules
 
 /// Turns every error into the contract's error body, so no answer leaks internals.
 ///

@@ -1,6 +1,4 @@
 import NIOCore
-import ParleyStorage
-import ParleyRules
 
 /// Folds the flushes a connection asks for within one turn of its event loop into one.
 ///

@@ -1,8 +1,6 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
-import ParleyStorage
-import ParleyRules
 
 /// An IP address or a CIDR range of them (`10.0.0.5`, `10.0.0.0/8`, `::1`, `fd00::/8`).
 /// IPv4-mapped IPv6 addresses (`::ffff:10.0.0.5`) count as their IPv4 address.

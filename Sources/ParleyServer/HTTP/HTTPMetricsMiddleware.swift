@@ -1,6 +1,4 @@
 import Hummingbird
-import ParleyStorage
-import ParleyRules
 
 /// Counts every HTTP request by method, route pattern (`/api/v1/conversations/:id`, so ids do
 /// not multiply the series) and status, and records its duration in a histogram.

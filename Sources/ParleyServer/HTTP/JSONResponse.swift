@@ -3,7 +3,6 @@ import Hummingbird
 import NIOCore
 import ParleyProtocol
 import ParleyStorage
-import ParleyRules
 
 /// Builds JSON answers with the wire coders (lowercase ids, millisecond ISO dates).
 enum JSONResponse {

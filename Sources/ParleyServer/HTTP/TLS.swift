@@ -7,7 +7,6 @@ import ServiceLifecycle
 import Synchronization
 import UnixSignals
 import ParleyStorage
-import ParleyRules
 
 /// HTTPS and WSS on the server's one port (`--tls-cert`, `--tls-key`): TLS 1.2 or newer,
 /// HTTP/1.1. The certificate and key are read again on SIGHUP: new connections get the new

@@ -3,8 +3,6 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import ParleyProtocol
-import ParleyStorage
-import ParleyRules
 
 /// The web client's static files (plain HTML, CSS and JavaScript modules, no build step),
 /// served at `/` and `/web/{file}` with a strict Content-Security-Policy.

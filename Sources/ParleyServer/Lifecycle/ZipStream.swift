@@ -1,6 +1,4 @@
 import Foundation
-import ParleyStorage
-import ParleyRules
 
 /// Writes a ZIP archive as a stream (for the data export): each entry's bytes go out as they are
 /// read, stored without compression, its CRC-32 and size in a data descriptor after it, and

@@ -3,8 +3,6 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
-import ParleyStorage
-import ParleyRules
 
 /// One email: plain text, to one address.
 public struct MailMessage: Sendable, Equatable {

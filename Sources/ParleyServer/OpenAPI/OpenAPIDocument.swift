@@ -1,6 +1,4 @@
 import Foundation
-import ParleyStorage
-import ParleyRules
 
 /// The OpenAPI 3.1 document of the whole HTTP API, served at `GET /api/v1/openapi.json`.
 ///

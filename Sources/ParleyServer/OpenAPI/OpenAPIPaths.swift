@@ -1,6 +1,4 @@
 import Foundation
-import ParleyStorage
-import ParleyRules
 
 extension OpenAPIDocument {
     typealias S = OpenAPISchemas

@@ -1,6 +1,5 @@
 import Foundation
 import ParleyStorage
-import ParleyRules
 
 /// The `components.schemas` of the OpenAPI document: every JSON shape the HTTP API reads or
 /// writes, as `Sources/ParleyProtocol` encodes it (absent optionals are left out, never `null`).

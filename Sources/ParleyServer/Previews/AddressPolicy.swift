@@ -1,6 +1,5 @@
 import Foundation
 import ParleyStorage
-import ParleyRules
 
 /// Which addresses the link-preview fetcher may connect to.
 ///

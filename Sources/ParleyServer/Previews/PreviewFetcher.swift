@@ -4,7 +4,6 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
-import ParleyStorage
 import ParleyRules
 
 /// Why a page gave no preview: the metric's `outcome` label.

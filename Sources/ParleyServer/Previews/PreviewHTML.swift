@@ -1,5 +1,4 @@
 import Foundation
-import ParleyStorage
 import ParleyRules
 
 /// What a page says about itself, as a link preview shows it.

@@ -1,6 +1,4 @@
 import Foundation
-import ParleyStorage
-import ParleyRules
 
 /// A value from a fetched page made into a preview's text: what the page's author meant to show,
 /// and nothing a client could take for markup, a control or a direction override.

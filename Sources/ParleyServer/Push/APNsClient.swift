@@ -7,7 +7,6 @@ import NIOHTTP1
 import NIOSSL
 import ParleyProtocol
 import ParleyStorage
-import ParleyRules
 
 /// One notification for one device.
 struct APNsRequest: Sendable {

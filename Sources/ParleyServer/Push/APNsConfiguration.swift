@@ -1,7 +1,6 @@
 import Foundation
 import ParleyProtocol
 import ParleyStorage
-import ParleyRules
 
 /// How the server reaches Apple Push Notification service (token-based authentication).
 ///

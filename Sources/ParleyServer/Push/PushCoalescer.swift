@@ -1,7 +1,5 @@
 import Foundation
 import ParleyProtocol
-import ParleyStorage
-import ParleyRules
 
 /// Decides when a new message becomes a notification, so a burst into one conversation
 /// does not buzz a phone once per message.

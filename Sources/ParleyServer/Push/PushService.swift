@@ -4,7 +4,6 @@ import ParleyProtocol
 import ServiceLifecycle
 import Synchronization
 import ParleyStorage
-import ParleyRules
 
 /// Sends APNs notifications for committed messages, in the background.
 ///

@@ -1,7 +1,6 @@
 import Hummingbird
 import ParleyProtocol
 import ParleyStorage
-import ParleyRules
 
 /// Conversations: create or open, list, show, rename, and change participants.
 struct ConversationController: Sendable {

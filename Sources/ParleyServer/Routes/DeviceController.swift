@@ -2,7 +2,6 @@ import Foundation
 import Hummingbird
 import ParleyProtocol
 import ParleyStorage
-import ParleyRules
 
 /// `POST /devices` (idempotent; a token moves to whoever registers it last) and
 /// `DELETE /devices/{token}`: where push notifications go.

@@ -1,5 +1,3 @@
-import ParleyStorage
-import ParleyRules
 /// Reads an image's type and size from its first bytes, where that is cheap (PNG, GIF, JPEG, WebP).
 enum ImageSniffer {
     struct Info: Equatable {

@@ -2,7 +2,6 @@ import Foundation
 import Hummingbird
 import ParleyProtocol
 import ParleyStorage
-import ParleyRules
 
 /// A user's own data: `GET /users/me/export` streams it as a ZIP, and `DELETE
 /// /users/me {password}` erases the account (GDPR articles 15, 17 and 20).

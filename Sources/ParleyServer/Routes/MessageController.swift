@@ -2,7 +2,6 @@ import Foundation
 import Hummingbird
 import ParleyProtocol
 import ParleyStorage
-import ParleyRules
 
 /// Messages: send, history pages, and the `/changes` catch-up feed.
 struct MessageController: Sendable {

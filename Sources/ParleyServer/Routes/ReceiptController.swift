@@ -1,7 +1,5 @@
 import Hummingbird
 import ParleyProtocol
-import ParleyStorage
-import ParleyRules
 
 /// Read and delivery receipts over HTTP (the same as the `read` and `delivered` commands).
 struct ReceiptController: Sendable {

@@ -5,7 +5,6 @@ import NIOCore
 import NIOPosix
 import ParleyProtocol
 import ParleyStorage
-import ParleyRules
 
 /// Resumable uploads in chunks, for flaky mobile networks and upload progress:
 /// `POST /attachments/uploads` opens one, `PUT /attachments/uploads/{id}?offset=` appends a

@@ -1,7 +1,6 @@
 import Hummingbird
 import ParleyProtocol
 import ParleyStorage
-import ParleyRules
 
 /// `GET /users/me`, `GET /users?q=` (the caller's organization only), and the caller's blocks:
 /// `POST`/`DELETE /users/{id}/block`, `GET /users/blocked`.

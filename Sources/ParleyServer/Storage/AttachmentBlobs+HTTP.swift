@@ -1,6 +1,5 @@
 import Hummingbird
 import ParleyStorage
-import ParleyRules
 
 extension AttachmentBlobs {
     /// A response body that streams `range` of a blob.

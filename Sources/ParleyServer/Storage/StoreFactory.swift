@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import ParleyStorage
-import ParleyRules
 
 extension ServerConfiguration {
     /// Whether `databaseURL` names a PostgreSQL database (`postgres://` or `postgresql://`).

@@ -16,11 +16,3 @@ public struct SQLiteFiles: Sendable, Equatable {
         self.attachmentsDirectory = attachmentsDirectory
     }
 }
-
-extension Duration {
-    /// The duration in seconds, as Foundation counts time.
-    package var timeInterval: TimeInterval {
-        let (seconds, attoseconds) = components
-        return Double(seconds) + Double(attoseconds) / 1e18
-    }
-}

@@ -27,15 +27,15 @@ import Testing
     @Test func eachListAnswerChangesTheCacheAsItShould() {
         let a = Self.conversation(lastSeq: 3), gone = EntityID()
         let all = SyncSchedule.listUpdate(for: .all([a], token: "t1"))
-        #expect(all == .init(conversations: [a], replacingAll: true, removed: [], syncToken: "t1", olderPage: .some(nil)),
+        #expect(all == .init(conversations: [a], replacingAll: true, removed: [], syncToken: "t1", olderPage: .set(nil)),
                 "the whole list drops what it lacks and forgets older pages")
         let first = SyncSchedule.listUpdate(for: .firstPage([a], token: "t2", nextBefore: "c"))
-        #expect(first == .init(conversations: [a], replacingAll: true, removed: [], syncToken: "t2", olderPage: .some("c")),
+        #expect(first == .init(conversations: [a], replacingAll: true, removed: [], syncToken: "t2", olderPage: .set("c")),
                 "a first page keeps the cursor of the pages behind it")
         let last = SyncSchedule.listUpdate(for: .firstPage([a], token: "t2", nextBefore: nil))
-        #expect(last.olderPage == .some(nil), "a first page with nothing behind it says so")
+        #expect(last.olderPage == .set(nil), "a first page with nothing behind it says so")
         let changes = SyncSchedule.listUpdate(for: .changes([a], removed: [gone], token: "t3"))
-        #expect(changes == .init(conversations: [a], replacingAll: false, removed: [gone], syncToken: "t3", olderPage: nil),
+        #expect(changes == .init(conversations: [a], replacingAll: false, removed: [gone], syncToken: "t3", olderPage: .kept),
                 "changes merge, drop the ones left, and leave the page cursor alone")
     }
 

@@ -11,8 +11,7 @@ import Testing
             ServeProcess.binary,
             ["bench", "connections", "--count", "40", "--users", "20", "--idle", "2.5", "--heartbeat-seconds", "1", "--no-floor", "--settle", "0.5"])
         #expect(status == 0, "\(output)")
-        let line = try #require(output.split(separator: "\n").first { $0.hasPrefix("JSON ") }, "\(output)")
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(line.dropFirst(5).utf8)) as? [String: Any])
+        let json = try CLIBenchCommandTests.json(output, prefix: "JSON ")
         let parley = try #require(json["parley"] as? [String: Any])
         #expect(parley["failed"] as? Int == 0, "\(parley)")
         #expect((parley["kb_per_connection"] as? Double ?? 0) > 0, "\(parley)")
