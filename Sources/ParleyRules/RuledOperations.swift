@@ -18,7 +18,7 @@ extension ParleyStore {
         let pending = enqueueWrite(in: draft.conversationId, sending: draft, onCommit: onCommit) { tx in
             try await SendRules.send(draft, in: tx)
         }
-        return PendingSend {
+        return PendingSend(trace: pending.trace) {
             do {
                 return try await pending.result()
             } catch is SendRaceLost {

@@ -15,6 +15,8 @@ extension ParleyApp {
         let chat = self.chat, signals = self.signals
         let authenticator = Authenticator(tokens: tokens, accounts: accounts, revocations: revocations)
         let router = Router(context: ParleyRequestContext.self)
+        // A span per request, joining a caller's `traceparent` (only while tracing is on).
+        if ServerTracing.isEnabled { router.add(middleware: TracingMiddleware()) }
         router.add(middleware: ConnectionCloseMiddleware())
         router.add(middleware: HTTPMetricsMiddleware(metrics: metrics))
         router.add(middleware: ErrorMiddleware(health: health))

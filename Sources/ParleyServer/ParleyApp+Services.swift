@@ -12,8 +12,10 @@ import ParleyStorage
 
 extension ParleyApp {
     /// Serves until a shutdown signal; `onRunning` gets the bound port (useful with port 0).
-    public func run(onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
-        let group = try await makeServiceGroup(shutdownSignals: [.sigterm, .sigint], onRunning: onRunning)
+    /// `alongside` run in the same group and stop after everything else (a span exporter,
+    /// which then flushes what the server recorded last).
+    public func run(alongside: [any Service] = [], onRunning: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        let group = try await makeServiceGroup(shutdownSignals: [.sigterm, .sigint], alongside: alongside, onRunning: onRunning)
         try await group.run()
         do {
             try await store.close()
@@ -24,7 +26,7 @@ extension ParleyApp {
 
     /// The server as a service group, for callers (tests, benchmarks) that stop it themselves.
     public func makeServiceGroup(
-        shutdownSignals: [UnixSignal] = [], onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        shutdownSignals: [UnixSignal] = [], alongside: [any Service] = [], onRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws -> ServiceGroup {
         let router = try await buildRouter()
         let logger = self.logger
@@ -72,7 +74,7 @@ extension ParleyApp {
             logger: logger)
         // Services stop in reverse order: connections are told "going away" before the
         // HTTP server stops, push stops after both, and the store closes last.
-        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = alongside.map { .init(service: $0) }
         if let cluster { services.append(.init(service: cluster)) }
         if let push { services.append(.init(service: push)) }
         if let previews { services.append(.init(service: previews)) }

@@ -49,6 +49,9 @@ public struct ServerConfiguration: Sendable {
     public var maxAttachmentBytes: Int64 = 25 * 1024 * 1024
     /// Log level of the server's logger.
     public var logLevel: Logger.Level = .info
+    /// Where spans go: `.off`, or `.otlp` (OTLP/HTTP to the collector the standard
+    /// `OTEL_EXPORTER_OTLP_*` variables name; `http://localhost:4318` by default).
+    public var tracing: TracingExport = .off
     /// APNs credentials; nil turns push off (the server says so once at start).
     public var apns: APNsConfiguration?
     /// Whether stored messages' links are previewed (`--link-previews off` turns it off).
@@ -151,4 +154,12 @@ public enum DomainJoins: String, Sendable, Equatable {
     case proven = "verify"
     /// Joined at once, trusting the address as given.
     case trusted = "trust"
+}
+
+/// Whether and where `parley serve` exports its spans (see ``ServerTracing``).
+public enum TracingExport: String, Sendable, Equatable {
+    /// No spans: no per-message cost.
+    case off
+    /// Spans exported over OTLP/HTTP.
+    case otlp
 }

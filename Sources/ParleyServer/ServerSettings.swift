@@ -79,6 +79,10 @@ extension ServerConfiguration {
             throw ConfigurationError("log level must be one of trace, debug, info, notice, warning, error, critical")
         }
         logLevel = level
+        guard let tracing = TracingExport(rawValue: settings.text("PARLEY_TRACING", default: "off").lowercased()) else {
+            throw ConfigurationError("--tracing is off or otlp")
+        }
+        self.tracing = tracing
     }
 
     /// Passwords, tokens and joining.

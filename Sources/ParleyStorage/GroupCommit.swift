@@ -1,3 +1,5 @@
+import Foundation
+import ParleyProtocol
 import Synchronization
 
 /// The answer to one queued job, once its transaction has committed.
@@ -44,7 +46,7 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
     /// caller is answered (fan-out in seq order hangs here).
     typealias OnCommit = @Sendable (Output) -> Void
 
-    private typealias Entry = (job: Job, ticket: CommitTicket<Output>, onCommit: OnCommit?)
+    private typealias Entry = (job: Job, ticket: CommitTicket<Output>, onCommit: OnCommit?, trace: WriteTrace?)
 
     private struct Lane {
         var queue: [Entry] = []
@@ -57,6 +59,8 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
     private let maxBatch: Int
     /// How many transactions ran and how many jobs they carried (for benchmarks).
     private let counters = Mutex<(batches: Int, jobs: Int)>((0, 0))
+    /// Numbers the transactions, for the traces of the writes they carried.
+    private let batchNumbers = Atomic<Int>(0)
     /// Told each batch's size and how long its transaction took (metrics).
     private let observer = HandlerSlot<@Sendable (Int, Duration) -> Void>()
 
@@ -79,12 +83,12 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
 
     /// Queues a job now (jobs with the same key commit in this order) and returns its ticket;
     /// `onCommit` runs once its transaction has committed, in commit order among the jobs of
-    /// its lane.
-    func enqueue(_ job: Job, key: Int = 0, onCommit: OnCommit? = nil) -> CommitTicket<Output> {
+    /// its lane. A `trace` is told the transaction the job rode in.
+    func enqueue(_ job: Job, key: Int = 0, trace: WriteTrace? = nil, onCommit: OnCommit? = nil) -> CommitTicket<Output> {
         let ticket = CommitTicket<Output>()
         let index = Int(UInt(bitPattern: key) % UInt(laneCount))
         let startCommitting = lanes.withLock { lanes in
-            lanes[index].queue.append((job, ticket, onCommit))
+            lanes[index].queue.append((job, ticket, onCommit, trace))
             guard !lanes[index].committing else { return false }
             lanes[index].committing = true
             return true
@@ -113,8 +117,17 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
             }
             guard !batch.isEmpty else { return }
             let started = ContinuousClock.now
+            // Wall-clock times only when a write of the batch is traced (spans carry them).
+            let traced = batch.contains { $0.trace != nil }
+            let startedAt = traced ? WriteTrace.wallClock() : 0
             let results = await execute(batch.map(\.job))
             observer.function?(batch.count, ContinuousClock.now - started)
+            if traced {
+                let carried = CommitBatch(
+                    number: batchNumbers.add(1, ordering: .relaxed).newValue, size: batch.count,
+                    startedAt: startedAt, committedAt: WriteTrace.wallClock())
+                for item in batch { item.trace?.committed(in: carried) }
+            }
             counters.withLock {
                 $0.batches += 1
                 $0.jobs += batch.count
@@ -125,6 +138,75 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
                 if case .success(let output) = outcome { item.onCommit?(output) }
             }
             for (item, outcome) in zip(batch, outcomes) { item.ticket.complete(outcome) }
+        }
+    }
+}
+
+/// The transaction a traced write committed in: how many writes it carried and when it ran
+/// (nanoseconds since 1970, as spans take them).
+public struct CommitBatch: Sendable, Equatable {
+    /// The transaction's number among this store's group commits.
+    public let number: Int
+    /// How many writes it carried.
+    public let size: Int
+    /// When it began and when it committed.
+    public let startedAt: UInt64, committedAt: UInt64
+}
+
+/// What a traced write went through: when its rule ran inside the transaction, and which
+/// transaction committed it. Made only while writes are traced (``enabled``), so an untraced
+/// write pays one relaxed load.
+public final class WriteTrace: Sendable {
+    private static let on = Atomic<Bool>(false)
+    private let state = Mutex<(ran: (start: UInt64, end: UInt64)?, batch: CommitBatch?)>((nil, nil))
+
+    /// Whether queued writes are traced (the server turns it on with its spans).
+    public static var enabled: Bool {
+        get { on.load(ordering: .relaxed) }
+        set { on.store(newValue, ordering: .relaxed) }
+    }
+
+    /// A trace for a write queued now, or nil when writes are not traced.
+    static func begin() -> WriteTrace? { enabled ? WriteTrace() : nil }
+
+    /// When the write's rule ran inside its transaction (nanoseconds since 1970).
+    public var ran: (start: UInt64, end: UInt64)? { state.withLock { $0.ran } }
+    /// The transaction that committed it (nil until it has, or if it failed).
+    public var batch: CommitBatch? { state.withLock { $0.batch } }
+
+    /// Runs the write's rule, noting when it started and ended.
+    func timing<T>(_ body: () async throws -> T) async rethrows -> T {
+        let start = Self.wallClock()
+        defer {
+            let end = Self.wallClock()
+            state.withLock { $0.ran = (start, end) }
+        }
+        return try await body()
+    }
+
+    func committed(in batch: CommitBatch) { state.withLock { $0.batch = batch } }
+
+    /// Nanoseconds since 1970 (the time spans are stamped with).
+    static func wallClock() -> UInt64 { UInt64(Date().timeIntervalSince1970 * 1_000_000_000) }
+}
+
+/// The stores' queued writes: a job on the group commit, answered as a typed pending write.
+extension GroupCommit where Job == QueuedWrite, Output == any Sendable {
+    func enqueueWrite<T: Sendable>(
+        in conversationId: EntityID, sending draft: MessageDraft?, key: Int, onCommit: @escaping @Sendable (T) -> Void,
+        _ body: @escaping @Sendable (any StoreTransaction) async throws -> T
+    ) -> PendingWrite<T> {
+        let trace = WriteTrace.begin()
+        let job = QueuedWrite(conversationId: conversationId, sending: draft) { tx in
+            guard let trace else { return try await body(tx) }
+            return try await trace.timing { try await body(tx) }
+        }
+        let ticket = enqueue(job, key: key, trace: trace) { output in
+            if let output = output as? T { onCommit(output) }
+        }
+        return PendingWrite(trace: trace) {
+            guard let output = try await ticket.value as? T else { throw ChatError(.internal, "A queued write answered the wrong type") }
+            return output
         }
     }
 }

@@ -236,9 +236,12 @@ public struct SendRaceLost: Error, Sendable {
 /// A write queued for group commit; its answer comes once it has committed.
 public struct PendingWrite<Output: Sendable>: Sendable {
     private let wait: @Sendable () async throws -> Output
+    /// When its rule ran and the transaction it committed in, while writes are traced.
+    public let trace: WriteTrace?
 
     /// A pending write whose `wait` returns the result once the write has committed.
-    public init(_ wait: @escaping @Sendable () async throws -> Output) {
+    public init(trace: WriteTrace? = nil, _ wait: @escaping @Sendable () async throws -> Output) {
+        self.trace = trace
         self.wait = wait
     }
 

@@ -32,6 +32,10 @@ struct Serve: AsyncParsableCommand {
     var databaseURL: String?
     @Option(help: "trace, debug, info, notice, warning, error or critical (env PARLEY_LOG_LEVEL; default info).")
     var logLevel: String?
+    @Option(help: """
+        off, or otlp: spans of each message's path (command, rules, commit, fan-out, relay to another node)         exported over OTLP/HTTP to the collector OTEL_EXPORTER_OTLP_ENDPOINT names (default http://localhost:4318;         the other OTEL_* variables apply too), and a trace_id in the logs (env PARLEY_TRACING; default off).
+        """)
+    var tracing: String?
     @Option(help: "bcrypt cost for new passwords (env PARLEY_BCRYPT_COST; default 10).") var bcryptCost: UInt8?
     @Option(name: .customLong("access-token-minutes"), help: "How long an access token is valid, in minutes; clients renew it with their refresh token (env PARLEY_ACCESS_TOKEN_MINUTES; default 15).")
     var accessTokenMinutes: Int?
@@ -128,7 +132,7 @@ struct Serve: AsyncParsableCommand {
     var options: [String: String] {
         var given: [String: String?] = [
             "PARLEY_HOST": host, "PARLEY_PORT": port.map(String.init), "PARLEY_DATA_DIR": dataDirectory,
-            "PARLEY_DATABASE_URL": databaseURL, "PARLEY_LOG_LEVEL": logLevel, "PARLEY_BCRYPT_COST": bcryptCost.map(String.init),
+            "PARLEY_DATABASE_URL": databaseURL, "PARLEY_LOG_LEVEL": logLevel, "PARLEY_TRACING": tracing, "PARLEY_BCRYPT_COST": bcryptCost.map(String.init),
             "PARLEY_ACCESS_TOKEN_MINUTES": accessTokenMinutes.map(String.init), "PARLEY_REFRESH_TOKEN_DAYS": refreshTokenDays.map(String.init),
             "PARLEY_DOMAIN_JOINS": domainJoins, "PARLEY_SMTP_URL": smtpURL, "PARLEY_SMTP_FROM": smtpFrom, "PARLEY_PUBLIC_URL": publicURL,
             "PARLEY_HEARTBEAT_SECONDS": heartbeatSeconds.map(String.init), "PARLEY_MAX_ATTACHMENT_BYTES": maxAttachmentBytes.map(String.init),
@@ -158,11 +162,13 @@ struct Serve: AsyncParsableCommand {
         } catch {
             throw fail(error.description)
         }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
+        // Spans first: the logs then carry the trace id of the span they were written in.
+        let exporter = try configuration.tracing == .otlp ? SpanExport.start(configuration) : nil
+        LoggingSystem.bootstrap({ label, metadataProvider in
+            var handler = StreamLogHandler.standardError(label: label, metadataProvider: metadataProvider)
             handler.logLevel = configuration.logLevel
             return handler
-        }
+        }, metadataProvider: exporter?.metadataProvider)
         let logger = Logger(label: "parley")
         let app: ParleyApp
         do {
@@ -174,7 +180,7 @@ struct Serve: AsyncParsableCommand {
             "database": "\(configuration.databaseDescription)", "host": "\(configuration.host)", "port": "\(configuration.port)",
         ])
         do {
-            try await app.run()
+            try await app.run(alongside: exporter.map { [$0.service] } ?? [])
         } catch {
             throw fail("server stopped: \(ServeFailure.describe(error, host: configuration.host, port: configuration.port))")
         }

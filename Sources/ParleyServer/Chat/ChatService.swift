@@ -2,6 +2,7 @@ import Foundation
 import ParleyProtocol
 import ParleyStorage
 import ParleyRules
+import Tracing
 
 /// The rules of chat in one place, shared by the HTTP routes and the WebSocket gateway:
 /// validate, commit to the store, and only then fan out.
@@ -97,10 +98,23 @@ public struct ChatService: Sendable {
     public func beginSend(
         _ request: SendMessageRequest, in conversationId: EntityID, by identity: Identity
     ) throws -> @Sendable () async throws -> SendResult {
-        let draft = try MessageValidation.draft(
-            request, conversationId: conversationId, senderId: identity.userId, now: now())
-        // Throttled before anything is queued: nothing stored, the client retries after.
-        try limits?.enforce(.send, identity.userId.description)
+        // Spans (nil while tracing is off): the send under the caller's command, its checks,
+        // its commit and its fan-out.
+        let span = ServerTracing.start("chat.send")
+        let checks = ServerTracing.start("rules.validate", context: span?.context)
+        let draft: MessageDraft
+        do {
+            draft = try MessageValidation.draft(
+                request, conversationId: conversationId, senderId: identity.userId, now: now())
+            // Throttled before anything is queued: nothing stored, the client retries after.
+            try limits?.enforce(.send, identity.userId.description)
+        } catch {
+            ServerTracing.fail(checks, error)
+            ServerTracing.fail(span, error)
+            throw error
+        }
+        checks?.end()
+        let commit = ServerTracing.start("store.commit", context: span?.context)
         // At commit, in commit order, the orderer learns which seq comes (cheap: the commit
         // path does no more); the event itself is encoded and handed on by this send's own
         // task, in parallel with the others, and the orderer puts them back in seq order.
@@ -109,34 +123,57 @@ public struct ChatService: Sendable {
         }
         let queuedAt = ContinuousClock.now
         return { [self] in
-            let result = try await pending.result()
+            let result: SendResult
+            do {
+                result = try await pending.result()
+            } catch {
+                ServerTracing.fail(commit, error)
+                ServerTracing.fail(span, error)
+                throw error
+            }
+            ServerTracing.recordCommit(commit, of: pending.trace, rule: "rules.send")
             let committedAt = ContinuousClock.now
             metrics?.observe("parley_send_commit_seconds", duration: committedAt - queuedAt)
             if result.created {
-                // Those who block the sender get the message marked, and no push.
-                let blockers = await blocks.blockers(of: result.message.senderId)
-                deliver(result.message, created: true, to: result.participantIds, blockers: blockers)
-                if let root = result.rootUpdate {
-                    // The thread's root took the next seq for its new count: after the reply.
-                    deliver(root, created: false, to: result.participantIds, blockers: await blocks.blockers(of: root.senderId))
-                }
-                // Offline recipients: queued for APNs, never awaited.
-                push?.messageCommitted(
-                    result.message,
-                    participants: blockers.isEmpty ? result.participantIds : result.participantIds.filter { !blockers.contains($0) })
-                // A link in the text: previewed in the background, never awaited.
-                previews?.messageStored(result.message)
-                // List screens get the new activity too, off the send's path (the reply does not
-                // wait), folded per conversation under load. A thread reply is no activity of the
-                // conversation's, but its members' unread counts moved: they get their rows.
-                if let root = result.message.threadRootId {
-                    threadActivity.touch(conversationId, ThreadActivity(roots: [root], participants: Set(result.participantIds)))
-                } else {
-                    activity.touch(conversationId, NewActivity(participants: result.participantIds, newest: result.message))
-                }
+                let fanning = ServerTracing.start("fanout", context: span?.context)
+                fanning?.attributes["parley.recipients"] = result.participantIds.count
+                await ServerTracing.within(fanning) { await fanOut(result, in: conversationId) }
+                fanning?.end()
                 metrics?.observe("parley_send_fanout_seconds", duration: ContinuousClock.now - committedAt)
             }
+            if let span {
+                span.attributes["parley.conversation"] = conversationId.description
+                span.attributes["parley.seq"] = Int(result.message.seq)
+                span.attributes["parley.created"] = result.created
+                span.end()
+            }
             return result
+        }
+    }
+
+    /// A committed new message to its conversation's participants (here and on other nodes),
+    /// to push for those offline, to the link previewer and to the list screens.
+    private func fanOut(_ result: SendResult, in conversationId: EntityID) async {
+        // Those who block the sender get the message marked, and no push.
+        let blockers = await blocks.blockers(of: result.message.senderId)
+        deliver(result.message, created: true, to: result.participantIds, blockers: blockers)
+        if let root = result.rootUpdate {
+            // The thread's root took the next seq for its new count: after the reply.
+            deliver(root, created: false, to: result.participantIds, blockers: await blocks.blockers(of: root.senderId))
+        }
+        // Offline recipients: queued for APNs, never awaited.
+        push?.messageCommitted(
+            result.message,
+            participants: blockers.isEmpty ? result.participantIds : result.participantIds.filter { !blockers.contains($0) })
+        // A link in the text: previewed in the background, never awaited.
+        previews?.messageStored(result.message)
+        // List screens get the new activity too, off the send's path (the reply does not
+        // wait), folded per conversation under load. A thread reply is no activity of the
+        // conversation's, but its members' unread counts moved: they get their rows.
+        if let root = result.message.threadRootId {
+            threadActivity.touch(conversationId, ThreadActivity(roots: [root], participants: Set(result.participantIds)))
+        } else {
+            activity.touch(conversationId, NewActivity(participants: result.participantIds, newest: result.message))
         }
     }
 

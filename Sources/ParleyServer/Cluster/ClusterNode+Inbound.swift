@@ -4,6 +4,7 @@ import NIOCore
 import ParleyProtocol
 import PostgresNIO
 import Synchronization
+import Tracing
 
 /// What arrives from the other nodes: one ``ClusterRecord`` per line, decoded whole (a line
 /// that does not decode is refused and counted, never half-applied).
@@ -30,10 +31,18 @@ extension ClusterNode {
         switch record {
         case .users(_, let users, let frame):
             fanOut.deliverHere(ByteBuffer(string: frame), to: users)
-        case .sequenced(_, let conversation, let seq, let users, let frame):
+        case .sequenced(let origin, let conversation, let seq, let users, let frame, let trace):
             // An event of a conversation's sequence: this node's orderer puts it in seq order
-            // with the ones committed here and on every other node.
+            // with the ones committed here and on every other node. A traced send's span
+            // continues here, under the sender's fan-out on the origin node.
+            let span = trace.flatMap { ServerTracing.start("cluster.deliver", kind: .consumer, context: ServerTracing.context(traceparent: $0)) }
+            if let span {
+                span.attributes["parley.origin"] = origin
+                span.attributes["parley.seq"] = Int(seq)
+                span.attributes["parley.recipients"] = users.count
+            }
             fanOut.order.publish(conversation, .init(seq: seq, frame: ByteBuffer(string: frame), recipients: users), fromAnotherNode: true)
+            span?.end()
         case .deactivated(_, let user, let organization):
             // Another node deactivated a user: refuse their token here too, close their sockets.
             onDeactivated.function?(user, organization)

@@ -29,7 +29,9 @@ extension ClusterNode {
     /// shared notifications, it costs little; the receiving node keeps its own connections.
     public func forward(_ frame: ByteBuffer, to userIds: [EntityID], conversation conversationId: EntityID, seq: Int64) {
         guard !userIds.isEmpty else { return }
-        send(.sequenced(origin: nodeId, conversation: conversationId, seq: seq, users: userIds, frame: String(buffer: frame)))
+        send(.sequenced(
+            origin: nodeId, conversation: conversationId, seq: seq, users: userIds, frame: String(buffer: frame),
+            trace: ServerTracing.currentTraceparent()))
     }
 
     /// Sends the frame to every other node as an `O` record, for the organization's connections

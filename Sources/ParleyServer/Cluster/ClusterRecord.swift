@@ -5,7 +5,10 @@ import ParleyProtocol
 /// NOTIFY, one line per record, records packed into shared notifications.
 ///
 /// The line format is `KIND ORIGIN FIELDS…` separated by single spaces, the frame (compact
-/// JSON, which has no raw line break) last so it may hold spaces:
+/// JSON, which has no raw line break) last so it may hold spaces. A `Q` record of a traced
+/// send writes its origin as `NODE;TRACEPARENT` (the W3C trace context of the sender's
+/// fan-out span), so the receiving node's span joins the trace; a node that does not trace
+/// reads the whole field as an origin that is not its own, and applies the record as usual.
 ///
 /// | kind | record | fields |
 /// |---|---|---|
@@ -24,8 +27,9 @@ import ParleyProtocol
 enum ClusterRecord: Equatable, Sendable {
     /// A frame for some users' connections.
     case users(origin: String, users: [EntityID], frame: String)
-    /// An event of a conversation's sequence, for every node's orderer.
-    case sequenced(origin: String, conversation: EntityID, seq: Int64, users: [EntityID], frame: String)
+    /// An event of a conversation's sequence, for every node's orderer; `trace` is the
+    /// sender's W3C `traceparent` while tracing is on.
+    case sequenced(origin: String, conversation: EntityID, seq: Int64, users: [EntityID], frame: String, trace: String? = nil)
     /// A frame for an organization's connections, except some users'.
     case organization(origin: String, organization: EntityID, excluding: [EntityID], frame: String)
     /// A user was deactivated: refuse their token, close their connections.
@@ -48,7 +52,7 @@ enum ClusterRecord: Equatable, Sendable {
     /// The node that wrote it.
     var origin: String {
         switch self {
-        case .users(let origin, _, _), .sequenced(let origin, _, _, _, _), .organization(let origin, _, _, _),
+        case .users(let origin, _, _), .sequenced(let origin, _, _, _, _, _), .organization(let origin, _, _, _),
             .deactivated(let origin, _, _), .presence(let origin, _, _, _), .nodeDied(let origin, _), .spilled(let origin, _),
             .blocksChanged(let origin, _, _):
             origin
@@ -57,7 +61,13 @@ enum ClusterRecord: Equatable, Sendable {
 
     /// Whether a node id can travel in a record (no separator in it).
     static func isValidNodeId(_ id: String) -> Bool {
-        !id.isEmpty && !id.contains(" ") && !id.contains("\n") && !id.contains(",")
+        !id.isEmpty && !id.contains(" ") && !id.contains("\n") && !id.contains(",") && !id.contains(";")
+    }
+
+    /// Whether a trace context can travel in an origin field: a W3C `traceparent` is lowercase
+    /// hex and dashes; anything else is left behind, never a reason to refuse the record.
+    static func isValidTrace(_ trace: Substring) -> Bool {
+        !trace.isEmpty && trace.count <= 128 && trace.utf8.allSatisfy { ($0 >= 48 && $0 <= 57) || ($0 >= 97 && $0 <= 102) || $0 == 45 }
     }
 
     /// The line; nil when it cannot be written as one (a line break in the frame, a node id with
@@ -68,9 +78,10 @@ enum ClusterRecord: Equatable, Sendable {
         case .users(let origin, let users, let frame):
             guard !users.isEmpty else { return nil }
             line = "U \(origin) \(Self.list(users)) \(frame)"
-        case .sequenced(let origin, let conversation, let seq, let users, let frame):
+        case .sequenced(let origin, let conversation, let seq, let users, let frame, let trace):
             guard !users.isEmpty else { return nil }
-            line = "Q \(origin) \(conversation) \(seq) \(Self.list(users)) \(frame)"
+            let traced = trace.map { Self.isValidTrace($0[...]) ? "\(origin);\($0)" : origin } ?? origin
+            line = "Q \(traced) \(conversation) \(seq) \(Self.list(users)) \(frame)"
         case .organization(let origin, let organization, let excluded, let frame):
             line = "O \(origin) \(organization) \(excluded.isEmpty ? "-" : Self.list(excluded)) \(frame)"
         case .deactivated(let origin, let user, let organization):
@@ -92,8 +103,12 @@ enum ClusterRecord: Equatable, Sendable {
     /// The record of a line, or why it is refused.
     static func decode(_ line: Substring) -> Result<ClusterRecord, Malformed> {
         let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, isValidNodeId(String(parts[1])) else { return .failure(Malformed(reason: "no origin node")) }
-        let origin = String(parts[1])
+        guard parts.count >= 2 else { return .failure(Malformed(reason: "no origin node")) }
+        // The origin, and the trace context a traced send's record carries after it.
+        let originField = parts[1].split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
+        guard isValidNodeId(String(originField[0])) else { return .failure(Malformed(reason: "no origin node")) }
+        let origin = String(originField[0])
+        let trace = originField.count > 1 && isValidTrace(originField[1]) ? String(originField[1]) : nil
         let rest = parts.count > 2 ? parts[2] : ""
         func id(_ text: Substring, _ what: String) throws(Malformed) -> EntityID {
             guard let id = EntityID(String(text)) else { throw Malformed(reason: "\(what) is not an id") }
@@ -122,7 +137,8 @@ enum ClusterRecord: Equatable, Sendable {
                 let f = try fields(4, frameLast: true)
                 guard let seq = Int64(f[1]), seq > 0 else { throw Malformed(reason: "Q's seq is not a positive number") }
                 return .success(.sequenced(
-                    origin: origin, conversation: try id(f[0], "conversation"), seq: seq, users: try ids(f[2], "user"), frame: String(f[3])))
+                    origin: origin, conversation: try id(f[0], "conversation"), seq: seq, users: try ids(f[2], "user"), frame: String(f[3]),
+                    trace: trace))
             case "O":
                 let f = try fields(3, frameLast: true)
                 var excluded: [EntityID] = []

@@ -6,6 +6,7 @@ import NIOCore
 import NIOWebSocket
 import ParleyProtocol
 import ParleyStorage
+import Tracing
 
 /// The WebSocket endpoint: `hello`, commands with exactly one reply each, and event delivery.
 ///
@@ -135,30 +136,42 @@ struct Gateway: Sendable {
         }
         if case .sendMessage(let request) = frame.command, let conversationId = request.conversationId {
             // Queued now, in arrival order; answered after its commit without holding the reader.
+            let span = ServerTracing.start("WebSocket send_message", kind: .server)
             let finish: @Sendable () async throws -> SendResult
             do {
-                finish = try chat.beginSend(request, in: conversationId, by: connection.identity)
+                finish = try ServerTracing.within(span) { try chat.beginSend(request, in: conversationId, by: connection.identity) }
             } catch {
+                ServerTracing.fail(span, error)
                 return fail(id, error, frame: frame, on: connection, logger: logger)
             }
             await window.acquire()
             fanOut.awaitingCommit.add(1, ordering: .relaxed)
             Task {
-                do {
-                    let result = try await finish()
-                    connection.enqueue(ByteBuffer(bytes: FastWire.messageReply(replyTo: id, result.message)))
-                } catch {
-                    fail(id, error, frame: frame, on: connection, logger: logger)
+                await ServerTracing.within(span) {
+                    do {
+                        let result = try await finish()
+                        connection.enqueue(ByteBuffer(bytes: FastWire.messageReply(replyTo: id, result.message)))
+                        span?.end()
+                    } catch {
+                        // Logged (when it is no contract error) with the span's trace id.
+                        fail(id, error, frame: frame, on: connection, logger: logger)
+                        ServerTracing.fail(span, error)
+                    }
                 }
                 fanOut.awaitingCommit.subtract(1, ordering: .relaxed)
                 await window.release()
             }
             return
         }
-        do {
-            try await execute(frame, on: connection)
-        } catch {
-            fail(id, error, frame: frame, on: connection, logger: logger)
+        let span = ServerTracing.start("WebSocket \(frame.command.type)", kind: .server)
+        await ServerTracing.within(span) {
+            do {
+                try await execute(frame, on: connection)
+                span?.end()
+            } catch {
+                fail(id, error, frame: frame, on: connection, logger: logger)
+                ServerTracing.fail(span, error)
+            }
         }
     }
 

@@ -31,14 +31,7 @@ extension PostgresStore {
         in conversationId: EntityID, sending draft: MessageDraft?, onCommit: @escaping @Sendable (T) -> Void,
         _ body: @escaping @Sendable (any StoreTransaction) async throws -> T
     ) -> PendingWrite<T> {
-        let job = QueuedWrite(conversationId: conversationId, sending: draft) { tx in try await body(tx) }
-        let ticket = writes.enqueue(job, key: conversationId.hashValue) { output in
-            if let output = output as? T { onCommit(output) }
-        }
-        return PendingWrite {
-            guard let output = try await ticket.value as? T else { throw ChatError(.internal, "A queued write answered the wrong type") }
-            return output
-        }
+        writes.enqueueWrite(in: conversationId, sending: draft, key: conversationId.hashValue, onCommit: onCommit, body)
     }
 
     /// Writes of a group commit in one transaction. Conversations are locked in id order

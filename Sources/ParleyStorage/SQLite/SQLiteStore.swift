@@ -159,13 +159,7 @@ public struct SQLiteStore: ParleyStore {
         in conversationId: EntityID, sending draft: MessageDraft?, onCommit: @escaping @Sendable (T) -> Void,
         _ body: @escaping @Sendable (any StoreTransaction) async throws -> T
     ) -> PendingWrite<T> {
-        let ticket = writes.enqueue(QueuedWrite(conversationId: conversationId) { tx in try await body(tx) }) { output in
-            if let output = output as? T { onCommit(output) }
-        }
-        return PendingWrite {
-            guard let output = try await ticket.value as? T else { throw ChatError(.internal, "A queued write answered the wrong type") }
-            return output
-        }
+        writes.enqueueWrite(in: conversationId, sending: draft, key: 0, onCommit: onCommit, body)
     }
 
     /// Closes the checkpointer, folds the WAL back into the database file (truncating it),

@@ -11,10 +11,12 @@ import Testing
 @Suite struct ClusterRecordTests {
     static let user = EntityID(), other = EntityID(), organization = EntityID(), conversation = EntityID()
     static let frame = #"{"type":"message.created","data":{"text":"two words, and more"}}"#
+    static let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
     static let every: [ClusterRecord] = [
         .users(origin: "node-a", users: [user, other], frame: frame),
         .sequenced(origin: "node-a", conversation: conversation, seq: 42, users: [user], frame: frame),
+        .sequenced(origin: "node-a", conversation: conversation, seq: 43, users: [user], frame: frame, trace: traceparent),
         .organization(origin: "node-a", organization: organization, excluding: [], frame: frame),
         .organization(origin: "node-a", organization: organization, excluding: [user, other], frame: frame),
         .deactivated(origin: "node-b", user: user, organization: organization),
@@ -43,6 +45,25 @@ import Testing
         #expect(ClusterRecord.nodeDied(origin: "n1", node: "n2").encoded() == "D n1 n2")
         #expect(ClusterRecord.spilled(origin: "n1", id: 12).encoded() == "S n1 12")
         #expect(ClusterRecord.blocksChanged(origin: "n1", blocker: u, blocked: o).encoded() == "B n1 \(u) \(o)")
+    }
+
+    /// A traced send's record carries the sender's trace context after its origin, where a
+    /// node that does not trace reads an origin that is not its own; a context that is not one
+    /// is left behind, and the record still applies.
+    @Test func aTracedRecordCarriesItsContextAfterTheOrigin() throws {
+        let c = Self.conversation, u = Self.user, tp = Self.traceparent
+        let traced = ClusterRecord.sequenced(origin: "n1", conversation: c, seq: 3, users: [u], frame: "{} x", trace: tp)
+        #expect(traced.encoded() == "Q n1;\(tp) \(c) 3 \(u) {} x")
+        #expect(traced.origin == "n1")
+        #expect(try ClusterRecord.decode("Q n1;NOT_A_TRACE \(c) 3 \(u) {}").get()
+            == .sequenced(origin: "n1", conversation: c, seq: 3, users: [u], frame: "{}"))
+        #expect(try ClusterRecord.decode("Q n1; \(c) 3 \(u) {}").get().origin == "n1")
+        // A context that could break the line is not written with it.
+        #expect(ClusterRecord.sequenced(origin: "n1", conversation: c, seq: 3, users: [u], frame: "{}", trace: "a b").encoded()
+            == "Q n1 \(c) 3 \(u) {}")
+        // A node id never holds the separator.
+        #expect(ClusterRecord.nodeDied(origin: "n1", node: "a;b").encoded() == nil)
+        #expect(ClusterRecord.decode("Q ;\(tp) \(c) 3 \(u) {}") == .failure(.init(reason: "no origin node")))
     }
 
     /// What cannot travel as one line is not written: a line break in a frame, a node id with

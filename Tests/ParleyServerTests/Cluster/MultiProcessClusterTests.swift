@@ -18,15 +18,12 @@ import FoundationNetworking
         let database = try await TestDatabase.create()
         // No PARLEY_JWT_SECRET: the nodes share their signing keys through the database, so the
         // client that moves from the killed node to the survivor keeps its token.
-        let a = try Node(name: "node-a", databaseURL: database.url)
-        let b = try Node(name: "node-b", databaseURL: database.url)
+        let (a, b) = try await Node.readyPair(databaseURL: database.url)
         defer {
             a.stop()
             b.stop()
             Task { await database.drop() }
         }
-        try await a.waitUntilReady()
-        try await b.waitUntilReady()
 
         let apiA = ParleyAPI(baseURL: a.url), apiB = ParleyAPI(baseURL: b.url)
         let alice = try await apiA.register(RegisterRequest(organization: "acme", email: "alice@x.io", password: TestUser.password, displayName: "Alice"))

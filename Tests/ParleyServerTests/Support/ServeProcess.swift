@@ -14,9 +14,11 @@ final class ServeProcess: Sendable {
 
     /// Starts `parley serve`; with `databaseURL` on PostgreSQL, else on SQLite in a fresh data
     /// directory; `secret` sets PARLEY_JWT_SECRET (none: keys shared through the store);
-    /// `openOrganizations` lets tests register several users into one organization by name.
+    /// `openOrganizations` lets tests register several users into one organization by name;
+    /// `environment` adds variables, and `output` takes what it prints (a file descriptor).
     init(name: String, databaseURL: String? = nil, secret: String? = nil, dataDirectory: String? = nil, port: Int? = nil, openOrganizations: Bool = true,
-         drainSeconds: Double = 0, arguments: [String] = [], scheme: String = "http", host: String = "127.0.0.1") throws {
+         drainSeconds: Double = 0, arguments: [String] = [], scheme: String = "http", host: String = "127.0.0.1",
+         environment extra: [String: String] = [:], output: Int32? = nil) throws {
         let binary = Self.binary
         guard FileManager.default.isExecutableFile(atPath: binary.path) else {
             throw ClientError(kind: .transport, message: "\(binary.path) is missing: run swift build first")
@@ -34,10 +36,33 @@ final class ServeProcess: Sendable {
         environment["PARLEY_CLUSTER_HEARTBEAT_MS"] = "200"
         environment["PARLEY_CLUSTER_DEAD_AFTER_MS"] = "1500"
         environment["PARLEY_DRAIN_SECONDS"] = "\(drainSeconds)"
+        environment.merge(extra) { _, given in given }
         self.process = try ChildProcess(
-            executable: binary.path, arguments: arguments, environment: environment.compactMapValues { $0 })
+            executable: binary.path, arguments: arguments, environment: environment.compactMapValues { $0 }, output: output)
         self.url = URL(string: "\(scheme)://\(host):\(port)")!
         self.name = name
+    }
+
+    /// Two nodes, `node-a` and `node-b`, on one PostgreSQL database, both answering; the
+    /// caller stops them.
+    static func readyPair(databaseURL: String, environment: [String: String] = [:]) async throws -> (ServeProcess, ServeProcess) {
+        let a = try ServeProcess(name: "node-a", databaseURL: databaseURL, environment: environment)
+        let b: ServeProcess
+        do {
+            b = try ServeProcess(name: "node-b", databaseURL: databaseURL, environment: environment)
+        } catch {
+            a.stop()
+            throw error
+        }
+        do {
+            try await a.waitUntilReady()
+            try await b.waitUntilReady()
+        } catch {
+            a.stop()
+            b.stop()
+            throw error
+        }
+        return (a, b)
     }
 
     /// Waits until the node answers its health check.
