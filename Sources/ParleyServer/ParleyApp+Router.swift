@@ -36,8 +36,8 @@ extension ParleyApp {
         ).addRoutes(to: api, authenticated: authenticated)
         let gateway = Gateway(
             authenticator: authenticator, store: store, chat: chat, fanOut: fanOut, signals: signals,
-            heartbeatSeconds: configuration.heartbeatSeconds, storeId: try await store.storeIdentity(),
-            clock: configuration.clock, health: health)
+            heartbeatSeconds: configuration.heartbeatSeconds, heartbeats: heartbeats, storeId: try await store.storeIdentity(),
+            health: health)
         let logger = self.logger
         api.ws("ws") { request, _ in
             _ = try await authenticator.grant(for: request, allowingQueryToken: true, consumingTicket: false)

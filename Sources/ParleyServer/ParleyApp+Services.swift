@@ -82,6 +82,7 @@ extension ParleyApp {
             services.append(.init(service: TLSReloader(box: tls, logger: logger), successTerminationBehavior: .ignore))
         }
         services += [.init(service: app), .init(service: ConnectionCloser(fanOut: fanOut))]
+        if let heartbeats { services.append(.init(service: heartbeats, successTerminationBehavior: .ignore)) }
         services.append(.init(
             service: RetentionSweeper(lifecycle: lifecycle, interval: configuration.retentionInterval, clock: configuration.clock, logger: logger),
             successTerminationBehavior: .ignore))

@@ -22,6 +22,8 @@ public struct ParleyApp: Sendable {
     public let store: any ParleyStore
     /// This node's live connections.
     public let fanOut: FanOut
+    /// Every WebSocket's heartbeat, one timer for all (nil when `heartbeatSeconds` is 0).
+    let heartbeats: HeartbeatWheel?
     /// Messages and conversations: validate, commit, fan out.
     public let chat: ChatService
     /// Typing, presence and receipts.
@@ -67,6 +69,8 @@ public struct ParleyApp: Sendable {
         self.logger = logger
         tlsContext = try configuration.tls.map(TLSContextBox.init(files:))
         fanOut = FanOut(logger: logger, clock: configuration.clock, holdBound: configuration.orderHoldBound)
+        heartbeats = configuration.heartbeatSeconds > 0
+            ? HeartbeatWheel(period: .seconds(configuration.heartbeatSeconds), clock: configuration.clock, fanOut: fanOut) : nil
         let blocks = BlockDirectory(store: store)
         fanOut.order.attach(missingEvents: Self.missingEvents(store: store, blocks: blocks, logger: logger))
         metrics = Metrics()

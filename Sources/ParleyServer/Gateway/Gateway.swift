@@ -22,10 +22,10 @@ struct Gateway: Sendable {
     let fanOut: FanOut
     let signals: LiveSignals
     let heartbeatSeconds: Int
+    /// Pings every connection once a period (nil: no heartbeat).
+    let heartbeats: HeartbeatWheel?
     /// Which copy of the data this server serves (see ``ParleyStore/storeIdentity()``).
     let storeId: String
-    /// What the heartbeat beats on.
-    let clock: ServerClock
     /// Told of storage trouble, which answers `unavailable` with `retryAfter`.
     let health: StoreHealth?
     /// Largest WebSocket message read at all; bigger ones close the connection (1009).
@@ -67,14 +67,11 @@ struct Gateway: Sendable {
         logger[metadataKey: "connection"] = "\(connection.id)"
         logger.debug("WebSocket connected")
 
-        let heartbeat: Task<Void, Never>?
-        if heartbeatSeconds > 0, let liveness = await LivenessHandler.liveness(of: channel) {
-            let beat = Heartbeat(period: .seconds(heartbeatSeconds), liveness: liveness, channel: channel, clock: clock, fanOut: fanOut)
-            heartbeat = Task { await beat.run(outbound: outbound, logger: logger) }
-        } else {
-            heartbeat = nil
+        var heartbeat: Int?
+        if let heartbeats, let liveness = await LivenessHandler.liveness(of: channel) {
+            heartbeat = heartbeats.add(liveness: liveness, channel: channel, outbound: outbound, logger: logger)
         }
-        defer { heartbeat?.cancel() }
+        defer { if let heartbeat { heartbeats?.remove(heartbeat) } }
         let window = ConcurrencyGate(limit: Self.maxPipelinedSends)
         let decoder = WireCoding.makeDecoder()
         do {
