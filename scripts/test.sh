@@ -26,6 +26,8 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium fonts-dejavu-core)
 dpkg -s fonts-noto-color-emoji >/dev/null 2>&1 || missing+=(fonts-noto-color-emoji)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+# `bench partition` (PartitionBenchTests) makes network namespaces with iproute2.
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 # unzip reads the exports (v1.4) as people's tools will.
 command -v unzip >/dev/null 2>&1 || missing+=(unzip)
 # promtool checks and unit-tests deploy/prometheus's alert rules.

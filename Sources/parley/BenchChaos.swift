@@ -95,44 +95,15 @@ struct Chaos: AsyncParsableCommand {
         let elapsed = Date().timeIntervalSince(started)
         let failedClients = children.filter { $0.terminationStatus != 0 }.count
 
-        // The server's truth, paged from the start.
-        let reader = ParleyAPI(baseURL: urls[0], token: sessions[0].token)
-        var server: [Message] = []
-        var after: Int64 = 0
-        while true {
-            let page = try await reader.messages(group.id, after: after, limit: 200).messages
-            guard let last = page.last else { break }
-            server += page
-            after = last.seq
-        }
-        let texts = server.filter { $0.type == .text }
-        let expected = Set((0..<clients).flatMap { client in (0..<messages).map { "c\(client)-\($0)" } })
-        let ids = texts.map(\.clientMessageId)
-        let lost = expected.subtracting(ids).count
-        let doubled = ids.count - Set(ids).count
-        let gapless = server.map(\.seq) == Array(1...Int64(server.count))
-        var mismatched = 0
-        for index in 0..<clients {
-            let dump = try Data(contentsOf: URL(fileURLWithPath: work + "/client\(index).json"))
-            let local = try JSONDecoder().decode([ChaosClient.Row].self, from: dump)
-            let truth = server.map { ChaosClient.Row(seq: $0.seq, clientMessageId: $0.clientMessageId) }
-            if local != truth {
-                mismatched += 1
-                let localSeqs = local.map(\.seq), truthSeqs = Set(truth.map(\.seq))
-                let missing = truthSeqs.subtracting(localSeqs).sorted()
-                let twice = Dictionary(grouping: localSeqs, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
-                let wrong = zip(local, truth).filter { $0 != $1 }.prefix(3)
-                print("client \(index): \(local.count) local vs \(truth.count); missing seqs \(missing.prefix(10)) (\(missing.count)); twice \(twice.prefix(10)); first differences \(Array(wrong))")
-            }
-        }
+        let verdict = try await ChaosVerdict.read(
+            server: urls[0], token: sessions[0].token, conversation: group.id, clients: clients, messages: messages, work: work)
         for node in nodes { node.process.terminate(); node.process.waitUntilExit() }
         print("""
-            chaos: \(texts.count) messages stored (\(expected.count) sent) in \(String(format: "%.1f", elapsed)) s; \
+            chaos: \(verdict.stored) messages stored (\(clients * messages) sent) in \(String(format: "%.1f", elapsed)) s; \
             \(kills) kills with SIGKILL and restarts
-            lost: \(lost), stored twice: \(doubled), gapless seq 1…\(server.count): \(gapless), \
-            clients whose copy differs from the server's: \(mismatched) of \(clients), clients that failed: \(failedClients)
+            \(verdict.summary(clients: clients, failedClients: failedClients))
             """)
-        guard lost == 0, doubled == 0, gapless, mismatched == 0, failedClients == 0 else { throw ExitCode(1) }
+        guard verdict.holds, failedClients == 0 else { throw ExitCode(1) }
         try? FileManager.default.removeItem(atPath: work)
     }
 
@@ -162,6 +133,58 @@ struct Chaos: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(50))
         }
         throw fail("\(url) did not start")
+    }
+}
+
+/// What a fault run ends with: the server's messages against what the clients sent and what
+/// each client's local copy holds (every one, once, in seq order, or the run failed).
+struct ChaosVerdict {
+    var stored = 0, lost = 0, doubled = 0, mismatched = 0
+    var gapless = true
+    var lastSeq: Int64 = 0
+
+    var holds: Bool { lost == 0 && doubled == 0 && gapless && mismatched == 0 }
+
+    func summary(clients: Int, failedClients: Int) -> String {
+        "lost: \(lost), stored twice: \(doubled), gapless seq 1…\(lastSeq): \(gapless), "
+            + "clients whose copy differs from the server's: \(mismatched) of \(clients), clients that failed: \(failedClients)"
+    }
+
+    /// Pages the conversation from the start on `server` and compares it with the clients'
+    /// sends (`c<client>-<n>`) and with each client's dump in `work`.
+    static func read(server url: URL, token: String, conversation: EntityID, clients: Int, messages: Int, work: String) async throws -> ChaosVerdict {
+        let reader = ParleyAPI(baseURL: url, token: token)
+        var server: [Message] = []
+        var after: Int64 = 0
+        while true {
+            let page = try await reader.messages(conversation, after: after, limit: 200).messages
+            guard let last = page.last else { break }
+            server += page
+            after = last.seq
+        }
+        var verdict = ChaosVerdict()
+        let texts = server.filter { $0.type == .text }
+        let expected = Set((0..<clients).flatMap { client in (0..<messages).map { "c\(client)-\($0)" } })
+        let ids = texts.map(\.clientMessageId)
+        verdict.stored = texts.count
+        verdict.lost = expected.subtracting(ids).count
+        verdict.doubled = ids.count - Set(ids).count
+        verdict.gapless = server.map(\.seq) == (0..<server.count).map { Int64($0 + 1) }
+        verdict.lastSeq = Int64(server.count)
+        for index in 0..<clients {
+            let dump = try Data(contentsOf: URL(fileURLWithPath: work + "/client\(index).json"))
+            let local = try JSONDecoder().decode([ChaosClient.Row].self, from: dump)
+            let truth = server.map { ChaosClient.Row(seq: $0.seq, clientMessageId: $0.clientMessageId) }
+            if local != truth {
+                verdict.mismatched += 1
+                let localSeqs = local.map(\.seq), truthSeqs = Set(truth.map(\.seq))
+                let missing = truthSeqs.subtracting(localSeqs).sorted()
+                let twice = Dictionary(grouping: localSeqs, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
+                let wrong = zip(local, truth).filter { $0 != $1 }.prefix(3)
+                print("client \(index): \(local.count) local vs \(truth.count); missing seqs \(missing.prefix(10)) (\(missing.count)); twice \(twice.prefix(10)); first differences \(Array(wrong))")
+            }
+        }
+        return verdict
     }
 }
 
@@ -220,13 +243,29 @@ struct ChaosClient: AsyncParsableCommand {
         // and the server's last seq, twice in a row (the others may still be sending).
         let api = ParleyAPI(baseURL: url, token: token)
         var stable = 0
+        var lastWord = Date()
         while stable < 2 {
             let report = await client.synchronize()
             await client.catchUp(conversationId)
             let serverLast = try? await api.conversation(conversationId).lastSeq
             let local = try await client.database.syncedSeq(conversationId)
-            let texts = try await client.database.messages(in: conversationId, viewer: user, from: 0, limit: Int.max / 2)
-                .count { $0.type == .text && $0.seq != nil }
+            let held = try await client.database.messages(in: conversationId, viewer: user, from: 0, limit: Int.max / 2)
+            let texts = held.count { $0.type == .text && $0.seq != nil }
+            // A client that opened the conversation after the others had sent (its node was
+            // cut off at the start) holds the newest page and what came after; older history
+            // is read on demand, as its user scrolling back would.
+            if texts < expect, let oldest = held.compactMap(\.seq).min(), oldest > 1 {
+                _ = try? await client.loadOlder(conversationId, before: oldest, limit: 200)
+            }
+            if Date().timeIntervalSince(lastWord) > 15 {
+                // Still catching up after a while: say where it stands (the run's log).
+                lastWord = Date()
+                FileHandle.standardError.write(Data("""
+                    chaos-client \(prefix): reached server \(report.reachedServer), queued \(report.queued), failed \(report.failed), \
+                    local seq \(local.map(String.init) ?? "none"), server's \(serverLast.map(String.init) ?? "unknown"), \(texts) of \(expect) texts
+
+                    """.utf8))
+            }
             if report.reachedServer, report.queued == 0, report.failed == 0, let serverLast, local == serverLast, texts >= expect {
                 stable += 1
             } else {

@@ -21,6 +21,8 @@ public final class StoreHealth: Sendable {
         var troubleSince: Date?
         var probing = false
         var lastProbe: (at: ContinuousClock.Instant, ok: Bool)?
+        /// Since when a probe has been waiting for the store.
+        var probeSince: ContinuousClock.Instant?
     }
 
     private let state = Mutex(State())
@@ -28,9 +30,12 @@ public final class StoreHealth: Sendable {
     private let metrics: Metrics
     private let logger: Logger
     private let probeInterval: Duration
+    /// How long `canWrite` waits for the store before it answers no.
+    let probeTimeout: Duration
 
     /// Health of `store`, reported to `metrics` and `logger`.
-    public init(store: any ParleyStore, metrics: Metrics, logger: Logger, probeInterval: Duration = .seconds(2)) {
+    public init(store: any ParleyStore, metrics: Metrics, logger: Logger, probeInterval: Duration = .seconds(2), probeTimeout: Duration = .seconds(2)) {
+        self.probeTimeout = probeTimeout
         self.store = store
         self.metrics = metrics
         self.logger = logger
@@ -61,6 +66,37 @@ public final class StoreHealth: Sendable {
     public func canWrite() async -> Bool {
         // A good answer is reused for a second; a bad one is asked again (recovery shows at once).
         if let last = state.withLock({ $0.lastProbe }), last.ok, ContinuousClock.now - last.at < .seconds(1) { return true }
+        // A probe still waiting from an earlier call (a database behind a silent partition
+        // answers nothing, and the connection waits for TCP to give up) is not joined by another.
+        if let since = state.withLock({ $0.probeSince }), ContinuousClock.now - since >= probeTimeout { return false }
+        let answer = FirstAnswer()
+        let timeout = probeTimeout
+        return await withCheckedContinuation { continuation in
+            answer.set(continuation)
+            // The probe answers, or its time runs out first: "cannot write", said in time for a
+            // load balancer's health check. The probe goes on and is heard when it ends.
+            Task {
+                self.state.withLock { $0.probeSince = $0.probeSince ?? .now }
+                let ok = await self.probe()
+                self.state.withLock { $0.probeSince = nil }
+                answer.settle(ok)
+            }
+            Task {
+                try? await Task.sleep(for: timeout)
+                answer.settle(false)
+            }
+        }
+    }
+
+    /// Resumes a waiting caller once, with whichever answer comes first.
+    private final class FirstAnswer: Sendable {
+        private let waiting = Mutex<CheckedContinuation<Bool, Never>?>(nil)
+        func set(_ continuation: CheckedContinuation<Bool, Never>) { waiting.withLock { $0 = continuation } }
+        func settle(_ ok: Bool) { waiting.withLock { $0.take() }?.resume(returning: ok) }
+    }
+
+    /// One write probe; its answer is kept for the next caller.
+    private func probe() async -> Bool {
         let ok: Bool
         do {
             try await store.probeWrite(now: Date())

@@ -120,23 +120,8 @@ import Testing
         let (alice, _, direct) = try await server.directPair()
         let socket = try await alice.connect()
         try await waitFor("the heartbeat asleep") { server.app.heartbeats?.isAsleep == true }
-        // Another writer holds SQLite's write lock, on a thread of its own (not the tests' pool).
-        let blocker = try DatabaseQueue(path: server.dataDirectory + "/parley.sqlite")
-        let locked = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let released = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            try? blocker.writeWithoutTransaction { db in
-                try db.execute(sql: "BEGIN IMMEDIATE")
-                locked.signal()
-                release.wait()
-                try db.execute(sql: "COMMIT")
-            }
-            released.signal()
-        }
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { locked.wait(); continuation.resume() }
-        }
+        // Another writer holds SQLite's write lock.
+        let lock = try await HeldWriteLock.take(server.dataDirectory + "/parley.sqlite")
         let count = Gateway.maxPipelinedSends * 3
         let sends = Task {
             try await withThrowingTaskGroup(of: Int64.self) { tasks in
@@ -159,10 +144,7 @@ import Testing
         }
         // Beats with the store stuck (these take no real time).
         for _ in 0..<3 { try await Self.beat(clock, server, connections: 1) }
-        release.signal()
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { released.wait(); continuation.resume() }
-        }
+        await lock.letGo()
         let seqs = try await sends.value
         #expect(Set(seqs) == Set(1...Int64(count)), "every send answered once, none lost to a closed connection")
         try await Self.beat(clock, server, connections: 1, answering: [socket])

@@ -1,0 +1,31 @@
+import Foundation
+import ParleyTestSupport
+import Testing
+
+/// A short `parley bench partition` in the suite: two nodes and PostgreSQL in network
+/// namespaces of the run's own, links cut and healed, PostgreSQL restarted and nodes killed
+/// while two SDK client processes send; the bench fails unless nothing is lost, doubled or out
+/// of order and every client ends with the server's copy. It needs root, iproute2 and
+/// PostgreSQL's binaries (`scripts/test.sh` and `.ci/run` have them); docs/benchmarks.md has
+/// the long runs.
+@Suite(.enabled(if: getuid() == 0 && TestTools.mayRun("ip") && TestTools.mayRun("pg_config"), "needs root, iproute2 and PostgreSQL"))
+struct PartitionBenchTests {
+    @Test(.heavy) func cutLinksAndRestartsLoseDoubleAndReorderNothing() async throws {
+        let (status, output) = try await runToEndOffPool(
+            ServeProcess.binary, [
+                "bench", "partition", "--clients", "2", "--messages", "300", "--min-fault", "1", "--max-fault", "3", "--seed", "3",
+                "--timeout", "240", "--json",
+            ])
+        #expect(status == 0, "\(output)")
+        let report = try CLIBenchCommandTests.json(output, prefix: "JSON ")
+        #expect(report["lost"] as? Int == 0 && report["doubled"] as? Int == 0, "\(output)")
+        #expect(report["gapless"] as? Bool == true && report["mismatched"] as? Int == 0, "\(output)")
+        #expect(report["failedClients"] as? Int == 0 && report["stored"] as? Int == 600, "\(output)")
+        let faults = report["faults"] as? [String: Any] ?? [:]
+        let count = faults.values.compactMap { ($0 as? [String: Any])?["count"] as? Int }.reduce(0, +)
+        #expect(count >= 1, "at least one fault while the clients sent: \(output)")
+        // Nothing of the run is left behind: no namespace, no bridge.
+        let (_, namespaces) = try runToEnd(URL(fileURLWithPath: TestTools.path(of: "ip") ?? "/usr/sbin/ip"), ["netns", "list"])
+        #expect(!namespaces.split(separator: "\n").contains { $0.hasPrefix("pf") && $0.contains("-n") }, "\(namespaces)")
+    }
+}
