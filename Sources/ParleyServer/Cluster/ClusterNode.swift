@@ -119,9 +119,9 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
     /// elsewhere. Called once before the server accepts connections.
     public func join() async throws {
         try await client.withConnection { connection in
-            try await connection.query("BEGIN", logger: logger)
+            try await connection.checkedQuery("BEGIN", logger)
             do {
-                try await connection.query("SELECT pg_advisory_xact_lock(7412019)", logger: logger)
+                try await connection.checkedQuery("SELECT pg_advisory_xact_lock(7412019)", logger)
                 try await connection.query("""
                     CREATE TABLE IF NOT EXISTS parley_nodes (
                         node_id TEXT PRIMARY KEY, started_at TIMESTAMPTZ NOT NULL DEFAULT now(),
@@ -138,9 +138,9 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
                     CREATE TABLE IF NOT EXISTS parley_cluster_spill (
                         id BIGSERIAL PRIMARY KEY, payload TEXT NOT NULL, created_at TIMESTAMPTZ NOT NULL DEFAULT now())
                     """, logger: logger)
-                try await connection.query("COMMIT", logger: logger)
+                try await connection.checkedQuery("COMMIT", logger)
             } catch {
-                _ = try? await connection.query("ROLLBACK", logger: logger)
+                _ = try? await connection.checkedQuery("ROLLBACK", logger)
                 throw error
             }
         }
@@ -298,7 +298,7 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
     /// node does it), tells the others, and hands over the users now online nowhere.
     private func expireDeadNodes(olderThanSeconds seconds: Int) async throws {
         let lost: [(node: String, user: String, organization: String)] = try await client.withConnection { connection in
-            try await connection.query("BEGIN", logger: logger)
+            try await connection.checkedQuery("BEGIN", logger)
             do {
                 var dead: [String] = []
                 let nodes = try await connection.query(
@@ -313,10 +313,10 @@ public final class ClusterNode: FanOutRelay, Service, Sendable {
                     for try await row in users.decode((String, String, String).self) { lost.append(row) }
                     for node in dead { lost.append((node, "", "")) }
                 }
-                try await connection.query("COMMIT", logger: logger)
+                try await connection.checkedQuery("COMMIT", logger)
                 return lost
             } catch {
-                _ = try? await connection.query("ROLLBACK", logger: logger)
+                _ = try? await connection.checkedQuery("ROLLBACK", logger)
                 throw error
             }
         }

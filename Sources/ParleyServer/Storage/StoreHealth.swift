@@ -23,6 +23,11 @@ public final class StoreHealth: Sendable {
         var lastProbe: (at: ContinuousClock.Instant, ok: Bool)?
         /// Since when a probe has been waiting for the store.
         var probeSince: ContinuousClock.Instant?
+        /// Probes started so far.
+        var probes = 0
+        /// Callers waiting for the probe in flight, by number.
+        var waiters: [Int: CheckedContinuation<Bool, Never>] = [:]
+        var nextWaiter = 0
     }
 
     private let state = Mutex(State())
@@ -32,6 +37,8 @@ public final class StoreHealth: Sendable {
     private let probeInterval: Duration
     /// How long `canWrite` waits for the store before it answers no.
     let probeTimeout: Duration
+    /// How long a probe may wait before another one is started beside it.
+    static let abandonProbeAfter: Duration = .seconds(30)
 
     /// Health of `store`, reported to `metrics` and `logger`.
     public init(store: any ParleyStore, metrics: Metrics, logger: Logger, probeInterval: Duration = .seconds(2), probeTimeout: Duration = .seconds(2)) {
@@ -41,6 +48,9 @@ public final class StoreHealth: Sendable {
         self.logger = logger
         self.probeInterval = probeInterval
     }
+
+    /// Probe writes started so far (a caller that finds one waiting past its time starts none).
+    var probesStarted: Int { state.withLock { $0.probes } }
 
     /// Whether storage trouble was seen and has not been followed by a good write yet.
     public var isTroubled: Bool { state.withLock { $0.troubleSince != nil } }
@@ -62,37 +72,44 @@ public final class StoreHealth: Sendable {
     }
 
     /// Whether the store can write now: one small write (a good answer is shared by callers
-    /// within a second).
+    /// within a second), and never more than one probe at a time: callers meanwhile wait for
+    /// its answer, each no longer than `probeTimeout` from the probe's start.
     public func canWrite() async -> Bool {
         // A good answer is reused for a second; a bad one is asked again (recovery shows at once).
         if let last = state.withLock({ $0.lastProbe }), last.ok, ContinuousClock.now - last.at < .seconds(1) { return true }
-        // A probe still waiting from an earlier call (a database behind a silent partition
-        // answers nothing, and the connection waits for TCP to give up) is not joined by another.
-        if let since = state.withLock({ $0.probeSince }), ContinuousClock.now - since >= probeTimeout { return false }
-        let answer = FirstAnswer()
-        let timeout = probeTimeout
         return await withCheckedContinuation { continuation in
-            answer.set(continuation)
-            // The probe answers, or its time runs out first: "cannot write", said in time for a
-            // load balancer's health check. The probe goes on and is heard when it ends.
-            Task {
-                self.state.withLock { $0.probeSince = $0.probeSince ?? .now }
-                let ok = await self.probe()
-                self.state.withLock { $0.probeSince = nil }
-                answer.settle(ok)
+            let (waiter, startProbe, remaining) = state.withLock { state -> (Int, Bool, Duration) in
+                let now = ContinuousClock.now
+                // A probe still waiting past its time (a database behind a silent partition
+                // answers nothing, and the connection waits for TCP to give up): no at once.
+                // One that has waited that long is given up on, and another probe tries.
+                if let since = state.probeSince, now - since >= probeTimeout, now - since < Self.abandonProbeAfter { return (0, false, .zero) }
+                state.nextWaiter += 1
+                state.waiters[state.nextWaiter] = continuation
+                if let since = state.probeSince, now - since < probeTimeout { return (state.nextWaiter, false, probeTimeout - (now - since)) }
+                state.probeSince = now
+                state.probes += 1
+                return (state.nextWaiter, true, probeTimeout)
             }
+            guard remaining > .zero else { return continuation.resume(returning: false) }
+            if startProbe {
+                // The probe goes on past the callers' time and is heard when it ends.
+                Task {
+                    let ok = await self.probe()
+                    let waiting = self.state.withLock { state in
+                        state.probeSince = nil
+                        defer { state.waiters = [:] }
+                        return Array(state.waiters.values)
+                    }
+                    for caller in waiting { caller.resume(returning: ok) }
+                }
+            }
+            // Its time runs out first: "cannot write", said in time for a load balancer's check.
             Task {
-                try? await Task.sleep(for: timeout)
-                answer.settle(false)
+                try? await Task.sleep(for: remaining)
+                self.state.withLock { $0.waiters.removeValue(forKey: waiter) }?.resume(returning: false)
             }
         }
-    }
-
-    /// Resumes a waiting caller once, with whichever answer comes first.
-    private final class FirstAnswer: Sendable {
-        private let waiting = Mutex<CheckedContinuation<Bool, Never>?>(nil)
-        func set(_ continuation: CheckedContinuation<Bool, Never>) { waiting.withLock { $0 = continuation } }
-        func settle(_ ok: Bool) { waiting.withLock { $0.take() }?.resume(returning: ok) }
     }
 
     /// One write probe; its answer is kept for the next caller.
@@ -152,6 +169,7 @@ public enum StorageTrouble {
                 return false
             }
         }
+        if error is ConnectionClosed { return true }
         if let error = error as? PSQLError {
             let gone: [PSQLError.Code] = [.serverClosedConnection, .connectionError, .poolClosed, .clientClosedConnection, .uncleanShutdown]
             if gone.contains(error.code) { return true }

@@ -8,7 +8,7 @@ extension PostgresRows {
     /// batch takes them in, so two batches never wait on each other in a cycle); returns the
     /// ids that exist.
     static func lockConversations(_ c: PostgresConnection, _ ids: [UUID], _ logger: Logger) async throws -> Set<UUID> {
-        try await c.execute(LockConversations(ids: ids), logger: logger).reduce(into: Set<UUID>()) { $0.insert($1) }
+        try await c.checkedExecute(LockConversations(ids: ids), logger).reduce(into: Set<UUID>()) { $0.insert($1) }
     }
 
     /// `SELECT … ORDER BY id FOR UPDATE` of several conversations, prepared once per connection.
@@ -169,7 +169,7 @@ extension PostgresRows {
             metadataJSON: metadataJSON, forwardedFromId: draft.forwardedFromId?.uuid, threadRootId: draft.threadRootId?.uuid,
             mentionsJSON: SQLiteRows.idList(draft.mentions))
         // Read to the end (one row), so the connection is free for the next statement.
-        let rows = try await c.execute(statement, logger: logger).reduce(into: [InsertMessage.Row]()) { $0.append($1) }
+        let rows = try await c.checkedExecute(statement, logger).reduce(into: [InsertMessage.Row]()) { $0.append($1) }
         guard let row = rows.first else { throw ChatError(.internal, "The send statement returned no row") }
         let (members, existingId, insertedSeq, takenSeq, blocked) = row
         var insertion = Insertion(

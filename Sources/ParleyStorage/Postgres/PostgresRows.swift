@@ -6,9 +6,35 @@ import PostgresNIO
 extension PostgresConnection {
     /// Runs a query and returns every row (always read to the end, so the connection is free after).
     func all(_ query: PostgresQuery, _ logger: Logger) async throws -> [PostgresRow] {
-        try await self.query(query, logger: logger).collect()
+        try await checkedQuery(query, logger).collect()
     }
 
+    /// Runs a query, unless the connection has closed: PostgresNIO (1.33) loses a statement
+    /// written to a connection whose channel has already closed (the write never reaches its
+    /// handler, so nothing ever answers it), and a write transaction caught by a PostgreSQL
+    /// restart between two statements then waits forever, holding its conversations' lane.
+    /// Seen as a node that stopped committing for good after `pg_ctl restart -m fast`.
+    package func checkedQuery(_ query: PostgresQuery, _ logger: Logger) async throws -> PostgresRowSequence {
+        guard !isClosed else { throw ConnectionClosed() }
+        return try await self.query(query, logger: logger)
+    }
+
+    /// Executes a prepared statement, unless the connection has closed (see ``checkedQuery(_:_:)``).
+    func checkedExecute<Statement: PostgresPreparedStatement, Row>(
+        _ statement: Statement, _ logger: Logger
+    ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Row> where Row == Statement.Row {
+        guard !isClosed else { throw ConnectionClosed() }
+        return try await execute(statement, logger: logger)
+    }
+}
+
+/// A statement was not sent: its connection to PostgreSQL had closed (the server restarted or
+/// went away). Storage trouble: the write is answered `503 unavailable` and tried again.
+public struct ConnectionClosed: Error, CustomStringConvertible {
+    public var description: String { "The connection to PostgreSQL closed before the statement was sent" }
+}
+
+extension PostgresConnection {
     /// Runs a query and returns its first row.
     func first(_ query: PostgresQuery, _ logger: Logger) async throws -> PostgresRow? {
         try await all(query, logger).first
@@ -230,7 +256,7 @@ enum PostgresRows {
     /// takes it first, so they run one after the other like SQLite's single writer. False when
     /// the conversation does not exist.
     static func lockConversation(_ c: PostgresConnection, _ conversationId: UUID, _ logger: Logger) async throws -> Bool {
-        try await c.execute(LockConversation(id: conversationId), logger: logger).reduce(false) { _, _ in true }
+        try await c.checkedExecute(LockConversation(id: conversationId), logger).reduce(false) { _, _ in true }
     }
 
     /// The database's clock in milliseconds, as SQL: list changes are stamped and compared on

@@ -45,31 +45,35 @@ extension PostgresStore {
     /// two more round trips per send). Anything else that fails (a retry that raced its
     /// original, a database error) aborts the transaction, and the batch runs again with a
     /// savepoint per write, so one failure cannot undo the others.
-    static func writeBatch(_ jobs: [QueuedWrite], client: PostgresClient, logger: Logger) async -> [Result<any Sendable, any Error>] {
+    static func writeBatch(
+        _ jobs: [QueuedWrite], client: PostgresClient, stranded: StrandedWrites, logger: Logger
+    ) async -> [Result<any Sendable, any Error>] {
         let order = jobs.indices.sorted {
             (jobs[$0].conversationId.uuid.uuidString, $0) < (jobs[$1].conversationId.uuid.uuidString, $1)
         }
         do {
             return try await client.withConnection { c in
-                try await c.inTransaction(logger: logger) { c -> [Result<any Sendable, any Error>] in
-                    var results = [Result<any Sendable, any Error>](repeating: .failure(GroupCommitError()), count: jobs.count)
-                    let locked = try await lockAll(jobs, on: c, logger: logger)
-                    // Plain sends in one statement: each rule then finds its draft's outcome.
-                    let plain = PlainSends.drafts(of: jobs, in: order)
-                    let prefetched = plain.count > 1 ? try await PostgresRows.insertPlainSends(c, plain, logger) : [:]
-                    let tx = PostgresTransaction(c, logger: logger, locked: locked, prefetched: prefetched)
-                    for index in order {
-                        do {
-                            results[index] = .success(try await jobs[index].run(tx))
-                        } catch let refused as ChatError where jobs.count > 1 {
-                            results[index] = .failure(refused)
+                try await stranded.run(on: c) {
+                    try await c.inTransaction(logger: logger) { c -> [Result<any Sendable, any Error>] in
+                        var results = [Result<any Sendable, any Error>](repeating: .failure(GroupCommitError()), count: jobs.count)
+                        let locked = try await lockAll(jobs, on: c, logger: logger)
+                        // Plain sends in one statement: each rule then finds its draft's outcome.
+                        let plain = PlainSends.drafts(of: jobs, in: order)
+                        let prefetched = plain.count > 1 ? try await PostgresRows.insertPlainSends(c, plain, logger) : [:]
+                        let tx = PostgresTransaction(c, logger: logger, locked: locked, prefetched: prefetched)
+                        for index in order {
+                            do {
+                                results[index] = .success(try await jobs[index].run(tx))
+                            } catch let refused as ChatError where jobs.count > 1 {
+                                results[index] = .failure(refused)
+                            }
                         }
+                        return results
                     }
-                    return results
                 }
             }
         } catch where jobs.count > 1 {
-            return await writeWithSavepoints(jobs, order: order, client: client, logger: logger)
+            return await writeWithSavepoints(jobs, order: order, client: client, stranded: stranded, logger: logger)
         } catch {
             // The transaction itself failed: nothing of the batch was written.
             return jobs.map { _ in .failure(error) }
@@ -79,24 +83,26 @@ extension PostgresStore {
     /// The slow path of a batch whose transaction failed: each write in a savepoint (a failed
     /// one rolls back alone, its seq included).
     private static func writeWithSavepoints(
-        _ jobs: [QueuedWrite], order: [Int], client: PostgresClient, logger: Logger
+        _ jobs: [QueuedWrite], order: [Int], client: PostgresClient, stranded: StrandedWrites, logger: Logger
     ) async -> [Result<any Sendable, any Error>] {
         do {
             return try await client.withConnection { c in
-                try await c.inTransaction(logger: logger) { c -> [Result<any Sendable, any Error>] in
-                    var results = [Result<any Sendable, any Error>](repeating: .failure(GroupCommitError()), count: jobs.count)
-                    let tx = PostgresTransaction(c, logger: logger, locked: try await lockAll(jobs, on: c, logger: logger))
-                    for index in order {
-                        try await c.run("SAVEPOINT write", logger)
-                        do {
-                            results[index] = .success(try await jobs[index].run(tx))
-                            try await c.run("RELEASE SAVEPOINT write", logger)
-                        } catch {
-                            try await c.run("ROLLBACK TO SAVEPOINT write", logger)
-                            results[index] = .failure(error)
+                try await stranded.run(on: c) {
+                    try await c.inTransaction(logger: logger) { c -> [Result<any Sendable, any Error>] in
+                        var results = [Result<any Sendable, any Error>](repeating: .failure(GroupCommitError()), count: jobs.count)
+                        let tx = PostgresTransaction(c, logger: logger, locked: try await lockAll(jobs, on: c, logger: logger))
+                        for index in order {
+                            try await c.run("SAVEPOINT write", logger)
+                            do {
+                                results[index] = .success(try await jobs[index].run(tx))
+                                try await c.run("RELEASE SAVEPOINT write", logger)
+                            } catch {
+                                try await c.run("ROLLBACK TO SAVEPOINT write", logger)
+                                results[index] = .failure(error)
+                            }
                         }
+                        return results
                     }
-                    return results
                 }
             }
         } catch {

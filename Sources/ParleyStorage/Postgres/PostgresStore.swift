@@ -23,6 +23,8 @@ public final class PostgresStore: ParleyStore {
     private let runner: Task<Void, Never>
     /// Concurrent sends and receipts share one transaction (one commit) instead of one each.
     let writes: GroupCommit<QueuedWrite, any Sendable>
+    /// Write transactions whose connection closed under them, given up on (see ``StrandedWrites``).
+    let stranded = StrandedWrites()
 
     /// A store on a pool with this configuration; it connects lazily and does not migrate
     /// (use ``connect(url:logger:startTimeout:)``, or call ``migrate()`` before use).
@@ -32,8 +34,9 @@ public final class PostgresStore: ParleyStore {
         self.client = client
         self.logger = logger
         runner = Task { await client.run() }
+        let stranded = stranded
         writes = GroupCommit(maxBatch: 64, lanes: Self.concurrentSendTransactions) { jobs in
-            await Self.writeBatch(jobs, client: client, logger: logger)
+            await Self.writeBatch(jobs, client: client, stranded: stranded, logger: logger)
         }
     }
 

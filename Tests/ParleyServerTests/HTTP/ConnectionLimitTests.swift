@@ -244,8 +244,12 @@ final class RawSocket: Sendable {
         #expect(server.app.health.isTroubled)
 
         try await Self.uncapGrowth(store)
-        let (_, again) = try await URLSession.shared.data(for: request)
-        #expect((again as! HTTPURLResponse).statusCode == 200)
+        // The next probe writes (on a loaded machine it may take longer than /ready waits).
+        let readyRequest = request
+        try await waitFor("/ready to answer 200", timeout: .seconds(60)) {
+            let (_, again) = try await URLSession.shared.data(for: readyRequest)
+            return (again as! HTTPURLResponse).statusCode == 200
+        }
         #expect(!server.app.health.isTroubled && server.app.metrics.value("parley_storage_available") == 1)
         #expect(server.app.metrics.value("parley_storage_unavailable_spells_total") == 1)
         let sent = try await socket.sendMessage(.init(conversationId: direct.id, clientMessageId: "ws-full", text: "fits now"))

@@ -1,0 +1,101 @@
+import Foundation
+import PostgresNIO
+import Synchronization
+
+/// Stops waiting for a write whose connection has closed under it.
+///
+/// PostgresNIO (1.33) loses a statement written to a connection whose channel closed a moment
+/// before: the write never reaches the connection's handler, so nothing ever answers it. Every
+/// statement checks that its connection is open first (``PostgresConnection/checkedQuery(_:_:)``),
+/// which leaves only a race of microseconds between that check and the write. This covers the
+/// race: a write transaction still running `grace` after its connection closed is answered
+/// with ``ConnectionClosed`` (storage trouble: nothing of it committed, as PostgreSQL rolls
+/// back a transaction whose connection is gone), and its lane goes on with a new connection.
+/// The abandoned task stays parked on the lost statement; the pool has already dropped its
+/// closed connection.
+///
+/// One check every quarter second, only while writes are in flight.
+final class StrandedWrites: Sendable {
+    private struct Watched {
+        let connection: PostgresConnection
+        var closedSince: ContinuousClock.Instant?
+        let abandon: @Sendable () -> Void
+    }
+
+    private struct State {
+        var watched: [Int: Watched] = [:]
+        var next = 0
+        var checking = false
+    }
+
+    private let state = Mutex(State())
+    private let grace: Duration
+    private let interval: Duration
+    /// Writes abandoned so far.
+    private let abandonedCount = Atomic<Int>(0)
+
+    init(grace: Duration = .seconds(2), interval: Duration = .milliseconds(250)) {
+        self.grace = grace
+        self.interval = interval
+    }
+
+    /// Writes given up on because their connection closed under them.
+    var abandoned: Int { abandonedCount.load(ordering: .relaxed) }
+
+    /// Runs `body` on `connection`, and answers ``ConnectionClosed`` if the connection closes
+    /// and `body` has not ended `grace` later.
+    func run<T: Sendable>(on connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        let answer = SingleAnswer<T>()
+        return try await withCheckedThrowingContinuation { continuation in
+            answer.set(continuation)
+            let (key, startChecking) = state.withLock { state -> (Int, Bool) in
+                state.next += 1
+                state.watched[state.next] = Watched(connection: connection, closedSince: nil) {
+                    answer.settle(.failure(ConnectionClosed()))
+                }
+                defer { state.checking = true }
+                return (state.next, !state.checking)
+            }
+            if startChecking { Task { await self.check() } }
+            Task {
+                let result: Result<T, any Error>
+                do { result = .success(try await body()) } catch { result = .failure(error) }
+                _ = self.state.withLock { $0.watched.removeValue(forKey: key) }
+                answer.settle(result)
+            }
+        }
+    }
+
+    /// Looks at the watched writes until none is left.
+    private func check() async {
+        while true {
+            try? await Task.sleep(for: interval)
+            let now = ContinuousClock.now
+            let (given, done) = state.withLock { state -> ([Watched], Bool) in
+                var given: [Watched] = []
+                for (key, var watched) in state.watched where watched.connection.isClosed {
+                    if let since = watched.closedSince {
+                        if now - since >= grace { given.append(watched); state.watched[key] = nil }
+                    } else {
+                        watched.closedSince = now
+                        state.watched[key] = watched
+                    }
+                }
+                if state.watched.isEmpty { state.checking = false }
+                return (given, !state.checking)
+            }
+            for watched in given {
+                abandonedCount.add(1, ordering: .relaxed)
+                watched.abandon()
+            }
+            if done { return }
+        }
+    }
+}
+
+/// Resumes a waiting caller once, with whichever result comes first.
+private final class SingleAnswer<T: Sendable>: Sendable {
+    private let waiting = Mutex<CheckedContinuation<T, any Error>?>(nil)
+    func set(_ continuation: CheckedContinuation<T, any Error>) { waiting.withLock { $0 = continuation } }
+    func settle(_ result: Result<T, any Error>) { waiting.withLock { $0.take() }?.resume(with: result) }
+}
