@@ -36,6 +36,8 @@ struct Partition: AsyncParsableCommand {
         var seconds = 0.0
         /// Cuts from the database during which the cut node's /ready answered 503.
         var readySaid503 = 0
+        /// Seconds from each fault's end until its node stored its clients' messages again.
+        var recoveries: [Double] = []
     }
 
     func run() async throws {
@@ -90,7 +92,8 @@ struct Partition: AsyncParsableCommand {
 
         // The server's last seq, read through whichever node answers twice a second: the longest
         // time it did not move while clients still had sends to make is the run's worst stall.
-        let progress = Progress(nodes: urls, token: sessions[0].token, conversation: group.id)
+        let senders = (0..<2).map { node in Set(sessions.indices.filter { $0 % 2 == node }.map { sessions[$0].user.id }) }
+        let progress = Progress(nodes: urls, token: sessions[0].token, conversation: group.id, senders: senders)
         var random = SplitMix(seed: seed)
         var tallies: [String: Tally] = [:]
         let started = Date()
@@ -134,11 +137,17 @@ struct Partition: AsyncParsableCommand {
             }
             tally.count += 1
             tally.seconds += Date().timeIntervalSince(began)
-            tallies[fault.rawValue] = tally
             lastHeal = Date()
             let took = Date().timeIntervalSince(began)
-            let stored = try? await ParleyAPI(baseURL: urls[1 - node], token: sessions[0].token).conversation(group.id).lastSeq
-            Self.say("  \(fault.rawValue) (node \(node)): \(String(format: "%.1f", took)) s; last seq \(stored.map(String.init) ?? "?")")
+            // The next fault waits until the node stores its clients' messages again.
+            let stored = await progress.currentSeq()
+            var back = ""
+            if let stored, let seconds = try await progress.recovery(of: node, after: stored, limit: 120, while: running) {
+                tally.recoveries.append(seconds)
+                back = String(format: "; node %d writing again after %.1f s", node, seconds)
+            }
+            tallies[fault.rawValue] = tally
+            Self.say("  \(fault.rawValue) (node \(node)): \(String(format: "%.1f", took)) s; last seq \(stored.map(String.init) ?? "?")\(back)")
             try await progress.hold(until: Date().addingTimeInterval(uniform(1, 3)), while: running)
         }
         let finished = Date()
@@ -156,7 +165,9 @@ struct Partition: AsyncParsableCommand {
         for fault in Fault.allCases {
             let tally = tallies[fault.rawValue] ?? Tally()
             let ready = fault == .databaseCut ? ", /ready said 503 in \(tally.readySaid503) of \(tally.count)" : ""
-            Self.say("  \(fault.rawValue): \(tally.count) times, \(String(format: "%.1f", tally.seconds)) s in all\(ready)")
+            let sorted = tally.recoveries.sorted()
+            let back = sorted.isEmpty ? "" : String(format: "; writing again after %.1f s (median), %.1f s (longest)", sorted[sorted.count / 2], sorted.last!)
+            Self.say("  \(fault.rawValue): \(tally.count) times, \(String(format: "%.1f", tally.seconds)) s in all\(ready)\(back)")
         }
         if json {
             struct Report: Codable {
@@ -214,50 +225,6 @@ struct Partition: AsyncParsableCommand {
         fflush(nil)
     }
 
-    /// The conversation's progress over the run, sampled while the schedule waits.
-    final class Progress {
-        let nodes: [URL]
-        let token: String
-        let conversation: EntityID
-        private var lastSeq: Int64 = -1
-        private var movedAt = Date()
-        private var sampledAt = Date.distantPast
-        /// The longest time the last seq stood still, in seconds.
-        private(set) var longestStall = 0.0
-
-        init(nodes: [URL], token: String, conversation: EntityID) {
-            self.nodes = nodes
-            self.token = token
-            self.conversation = conversation
-        }
-
-        /// Reads the last seq through the first node that answers (none may, mid-fault).
-        func sample() async {
-            sampledAt = Date()
-            for node in nodes {
-                // A second at most: a node cut from its database may not answer at all.
-                var request = URLRequest(url: node.appendingPathComponent("api/v1/conversations/\(conversation)"))
-                request.timeoutInterval = 1
-                request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-                guard let (data, _) = try? await URLSession.shared.data(for: request),
-                      let seq = try? WireCoding.makeDecoder().decode(Conversation.self, from: data).lastSeq else { continue }
-                if seq != lastSeq {
-                    lastSeq = seq
-                    movedAt = Date()
-                }
-                break
-            }
-            longestStall = max(longestStall, Date().timeIntervalSince(movedAt))
-        }
-
-        /// Waits until `deadline`, or less if the clients are done, sampling twice a second.
-        func hold(until deadline: Date, while running: () -> Bool) async throws {
-            while Date() < deadline, running(), !StopSignals.any {
-                if Date().timeIntervalSince(sampledAt) >= 0.5 { await sample() }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-        }
-    }
 }
 
 /// SIGINT and SIGTERM noted instead of ending the process, so a run cleans up after itself.

@@ -144,6 +144,9 @@ public final class PostgresStore: ParleyStore {
             username: components.user.flatMap { $0.isEmpty ? nil : $0 } ?? "postgres",
             password: components.password, database: database.isEmpty ? nil : database, tls: tls)
         configuration.options.maximumConnections = 20
+        // A transaction the server abandoned (StrandedWrites gave up on it: its connection
+        // went silent) ends on PostgreSQL's side too, releasing its conversations' locks.
+        configuration.options.additionalStartupParameters = [("idle_in_transaction_session_timeout", "20s")]
         return configuration
     }
 

@@ -14,10 +14,18 @@ import Synchronization
 /// The abandoned task stays parked on the lost statement; the pool has already dropped its
 /// closed connection.
 ///
+/// A write still running `deadline` after it began (a database behind a silent partition: its
+/// statement waits in TCP's retransmissions, whose timer doubles at every try, for minutes)
+/// has its connection closed, and is given up on the same way; the lane's next attempt takes a
+/// new connection, which connects as soon as the network heals. PostgreSQL ends the abandoned
+/// transaction on its side once it has sat idle for `idle_in_transaction_session_timeout`
+/// (``PostgresStore/configuration(url:)``), releasing its locks.
+///
 /// One check every quarter second, only while writes are in flight.
 final class StrandedWrites: Sendable {
     private struct Watched {
         let connection: PostgresConnection
+        let started: ContinuousClock.Instant
         var closedSince: ContinuousClock.Instant?
         let abandon: @Sendable () -> Void
     }
@@ -30,12 +38,14 @@ final class StrandedWrites: Sendable {
 
     private let state = Mutex(State())
     private let grace: Duration
+    private let deadline: Duration
     private let interval: Duration
     /// Writes abandoned so far.
     private let abandonedCount = Atomic<Int>(0)
 
-    init(grace: Duration = .seconds(2), interval: Duration = .milliseconds(250)) {
+    init(grace: Duration = .seconds(2), deadline: Duration = .seconds(10), interval: Duration = .milliseconds(250)) {
         self.grace = grace
+        self.deadline = deadline
         self.interval = interval
     }
 
@@ -50,7 +60,7 @@ final class StrandedWrites: Sendable {
             answer.set(continuation)
             let (key, startChecking) = state.withLock { state -> (Int, Bool) in
                 state.next += 1
-                state.watched[state.next] = Watched(connection: connection, closedSince: nil) {
+                state.watched[state.next] = Watched(connection: connection, started: .now, closedSince: nil) {
                     answer.settle(.failure(ConnectionClosed()))
                 }
                 defer { state.checking = true }
@@ -71,19 +81,22 @@ final class StrandedWrites: Sendable {
         while true {
             try? await Task.sleep(for: interval)
             let now = ContinuousClock.now
-            let (given, done) = state.withLock { state -> ([Watched], Bool) in
-                var given: [Watched] = []
-                for (key, var watched) in state.watched where watched.connection.isClosed {
+            let (given, overdue, done) = state.withLock { state -> ([Watched], [PostgresConnection], Bool) in
+                var given: [Watched] = [], overdue: [PostgresConnection] = []
+                for (key, var watched) in state.watched {
                     if let since = watched.closedSince {
                         if now - since >= grace { given.append(watched); state.watched[key] = nil }
-                    } else {
+                    } else if watched.connection.isClosed || now - watched.started >= deadline {
+                        if !watched.connection.isClosed { overdue.append(watched.connection) }
                         watched.closedSince = now
                         state.watched[key] = watched
                     }
                 }
                 if state.watched.isEmpty { state.checking = false }
-                return (given, !state.checking)
+                return (given, overdue, !state.checking)
             }
+            // Closing fails the statement the connection still holds, if it holds one.
+            for connection in overdue { connection.close().whenComplete { _ in } }
             for watched in given {
                 abandonedCount.add(1, ordering: .relaxed)
                 watched.abandon()

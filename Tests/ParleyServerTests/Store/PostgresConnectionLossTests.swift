@@ -1,6 +1,8 @@
 import Foundation
+import Logging
 import ParleyClient
 import ParleyProtocol
+import ParleyServer
 import ParleyTestSupport
 import PostgresNIO
 import Synchronization
@@ -89,6 +91,44 @@ struct PostgresConnectionLossTests {
         try await waitFor("/ready to answer 200", timeout: .seconds(60)) {
             await server.app.health.canWrite()
         }
+    }
+
+    /// A write that waits on a database which says nothing (here a session holding the
+    /// conversation's row and going silent; behind a partition, TCP's retransmissions) is given
+    /// up 10 s after it began: answered 503, nothing stored and no seq taken, its connection
+    /// closed, and the conversation writes again as soon as the row is free.
+    @Test(.heavy) func aWriteWaitingPastItsDeadlineIsAnswered503AndTheConversationGoesOn() async throws {
+        let server = try await TestServer.start(store: .postgres)
+        defer { Task { await server.stop() } }
+        let url = try #require(server.database?.url)
+        let (alice, _, direct) = try await server.directPair()
+        var logger = Logger(label: "parley.test.holder")
+        logger.logLevel = .critical
+        let holder = PostgresClient(configuration: try PostgresStore.configuration(url: url), backgroundLogger: logger)
+        let running = Task { await holder.run() }
+        defer { running.cancel() }
+        let locked = Counts()
+        let release = Counts()
+        let holding = Task {
+            try await holder.withConnection { c in
+                _ = try await c.query("BEGIN", logger: logger).collect()
+                _ = try await c.query("SELECT 1 FROM conversations WHERE id = \(direct.id.uuid) FOR UPDATE", logger: logger).collect()
+                locked.acknowledged.withLock { $0 = 1 }
+                try await waitFor("the test to let go", timeout: .seconds(120)) { release.acknowledged.withLock { $0 } == 1 }
+                _ = try await c.query("COMMIT", logger: logger).collect()
+            }
+        }
+        try await waitFor("the row held") { locked.acknowledged.withLock { $0 } == 1 }
+        let refused = await #expect(throws: ClientError.self) {
+            _ = try await alice.api.send(SendMessageRequest(clientMessageId: "held", text: "waits"), to: direct.id)
+        }
+        #expect(refused?.code == .unavailable, "\(String(describing: refused))")
+        release.acknowledged.withLock { $0 = 1 }
+        try await holding.value
+        // Nothing of the refused send was stored; tried again, it takes the first seq.
+        let sent = try await alice.api.send(SendMessageRequest(clientMessageId: "held", text: "waits"), to: direct.id)
+        #expect(sent.seq == direct.lastSeq + 1)
+        #expect(try await alice.api.messages(direct.id).messages.map(\.clientMessageId) == ["held"])
     }
 }
 
