@@ -23,6 +23,7 @@ struct Partition: AsyncParsableCommand {
     @Option(help: "Longest fault, in seconds.") var maxFault: Double = 30
     @Option(help: "Seed of the fault schedule.") var seed: UInt64 = 1
     @Option(help: "Give up after this many seconds.") var timeout: Double = 1800
+    @Flag(help: "Put HAProxy in front of the nodes, reading their /ready: clients move to a node that can write.") var balancer = false
     @Flag(help: "Print the result as JSON on a last line starting with JSON.") var json = false
 
     enum Fault: String, CaseIterable {
@@ -54,8 +55,10 @@ struct Partition: AsyncParsableCommand {
         var database: RunDatabase?
         var nodes: [Process?] = [nil, nil]
         var children: [Process] = []
+        var front: Balancer?
         defer {
             for child in children where child.isRunning { child.terminate() }
+            front?.stop()
             for node in nodes.compactMap({ $0 }) where node.isRunning { kill(node.processIdentifier, SIGKILL); node.waitUntilExit() }
             database?.stop()
             network.remove()
@@ -67,6 +70,10 @@ struct Partition: AsyncParsableCommand {
         for node in 0..<2 { nodes[node] = try startNode(node, binary: binary, network: network, database: database, port: port) }
         let urls = (0..<2).map { URL(string: "http://\(network.frontAddress($0)):\(port)")! }
         for url in urls { try await Chaos.waitReady(url) }
+        if balancer {
+            front = try Balancer.start(in: work, addresses: (0..<2).map(network.frontAddress), port: port)
+            try await Chaos.waitReady(front!.url)
+        }
 
         let api = ParleyAPI(baseURL: urls[0])
         var sessions: [AuthResponse] = []
@@ -80,7 +87,7 @@ struct Partition: AsyncParsableCommand {
             let child = Process()
             child.executableURL = binary
             child.arguments = [
-                "bench", "chaos-client", "--server", urls[index % 2].absoluteString, "--token", session.token,
+                "bench", "chaos-client", "--server", (front?.url ?? urls[index % 2]).absoluteString, "--token", session.token,
                 "--user-id", session.user.id.description, "--conversation", group.id.description, "--count", "\(messages)",
                 "--prefix", "c\(index)", "--expect", "\(clients * messages)", "--database-path", work + "/client\(index).sqlite",
                 "--dump", work + "/client\(index).json",
@@ -88,11 +95,12 @@ struct Partition: AsyncParsableCommand {
             try child.run()
             children.append(child)
         }
-        Self.say("partition: \(clients) clients × \(messages) messages over 2 nodes and PostgreSQL in namespaces \(network.tag)-*, faults of \(minFault)–\(maxFault) s, seed \(seed)")
+        Self.say("partition: \(clients) clients × \(messages) messages over 2 nodes\(balancer ? " behind HAProxy" : "") and PostgreSQL in namespaces \(network.tag)-*, faults of \(minFault)–\(maxFault) s, seed \(seed)")
 
         // The server's last seq, read through whichever node answers twice a second: the longest
         // time it did not move while clients still had sends to make is the run's worst stall.
-        let senders = (0..<2).map { node in Set(sessions.indices.filter { $0 % 2 == node }.map { sessions[$0].user.id }) }
+        // Each node's own clients; behind the balancer any client may be on either node.
+        let senders = (0..<2).map { node in Set(sessions.indices.filter { balancer || $0 % 2 == node }.map { sessions[$0].user.id }) }
         let progress = Progress(nodes: urls, token: sessions[0].token, conversation: group.id, senders: senders)
         var random = SplitMix(seed: seed)
         var tallies: [String: Tally] = [:]

@@ -146,7 +146,7 @@ public final class PostgresStore: ParleyStore {
         configuration.options.maximumConnections = 20
         // A transaction the server abandoned (StrandedWrites gave up on it: its connection
         // went silent) ends on PostgreSQL's side too, releasing its conversations' locks.
-        configuration.options.additionalStartupParameters = [("idle_in_transaction_session_timeout", "20s")]
+        configuration.options.additionalStartupParameters = [("idle_in_transaction_session_timeout", "10s")]
         return configuration
     }
 

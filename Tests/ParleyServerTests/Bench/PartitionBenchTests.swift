@@ -28,4 +28,25 @@ struct PartitionBenchTests {
         let (_, namespaces) = try runToEnd(URL(fileURLWithPath: TestTools.path(of: "ip") ?? "/usr/sbin/ip"), ["netns", "list"])
         #expect(!namespaces.split(separator: "\n").contains { $0.hasPrefix("pf") && $0.contains("-n") }, "\(namespaces)")
     }
+
+    /// The same behind HAProxy reading each node's /ready: the clients share one address, and
+    /// a node that cannot write (or cannot be reached) is taken out and its sessions cut, so
+    /// its clients reconnect to the other node; still nothing lost, doubled or out of order.
+    @Test(.heavy, .enabled(if: TestTools.mayRun("haproxy"), "needs HAProxy"))
+    func behindABalancerClientsMoveAndLoseNothing() async throws {
+        let (status, output) = try await runToEndOffPool(
+            ServeProcess.binary, [
+                "bench", "partition", "--balancer", "--clients", "2", "--messages", "300", "--min-fault", "2", "--max-fault", "4",
+                "--seed", "2", "--timeout", "240", "--json",
+            ])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("behind HAProxy"), "\(output)")
+        let report = try CLIBenchCommandTests.json(output, prefix: "JSON ")
+        #expect(report["lost"] as? Int == 0 && report["doubled"] as? Int == 0, "\(output)")
+        #expect(report["gapless"] as? Bool == true && report["mismatched"] as? Int == 0, "\(output)")
+        #expect(report["failedClients"] as? Int == 0 && report["stored"] as? Int == 600, "\(output)")
+        // Nothing of the run is left behind: HAProxy ended with it.
+        let (_, processes) = try runToEnd(URL(fileURLWithPath: "/bin/sh"), ["-c", "pgrep -x haproxy || true"])
+        #expect(processes.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "\(processes)")
+    }
 }
