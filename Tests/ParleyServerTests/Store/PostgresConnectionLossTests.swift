@@ -111,6 +111,8 @@ struct PostgresConnectionLossTests {
         let release = Counts()
         let holding = Task {
             try await holder.withConnection { c in
+                // Silent for as long as the test wants (the store's sessions end after 10 s).
+                _ = try await c.query("SET idle_in_transaction_session_timeout = 0", logger: logger).collect()
                 _ = try await c.query("BEGIN", logger: logger).collect()
                 _ = try await c.query("SELECT 1 FROM conversations WHERE id = \(direct.id.uuid) FOR UPDATE", logger: logger).collect()
                 locked.acknowledged.withLock { $0 = 1 }
