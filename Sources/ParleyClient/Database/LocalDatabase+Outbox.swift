@@ -49,16 +49,25 @@ extension LocalDatabase {
     /// The oldest queued entry of each conversation, oldest first, due or not.
     package func outboxHeads() async throws -> [OutboxEntry] { try await heads() }
 
+    /// The oldest queued entry of each conversation, oldest first. The conversations with
+    /// something queued are found by one index seek each (a skip scan of `outbox_queued`), then
+    /// each one's oldest queued entry: a few seeks however long the outbox is, where a scan of
+    /// every entry per entry grew with its square (82 % of a client's CPU with 25,000 queued).
+    static let outboxHeadsSQL = """
+        WITH RECURSIVE queued(id) AS (
+            SELECT MIN(conversation_id) FROM outbox WHERE state = 'queued'
+            UNION ALL
+            SELECT (SELECT MIN(conversation_id) FROM outbox WHERE state = 'queued' AND conversation_id > queued.id)
+            FROM queued WHERE queued.id IS NOT NULL
+        )
+        SELECT o.* FROM queued JOIN outbox o ON o.position = (
+            SELECT position FROM outbox WHERE state = 'queued' AND conversation_id = queued.id ORDER BY position LIMIT 1)
+        ORDER BY o.position
+        """
+
     private func heads() async throws -> [OutboxEntry] {
         try await writer.read { db in
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
-                    SELECT o.* FROM outbox o
-                    WHERE o.state = 'queued' AND o.position = (
-                        SELECT MIN(position) FROM outbox WHERE conversation_id = o.conversation_id AND state = 'queued')
-                    ORDER BY o.position
-                    """)
+            let rows = try Row.fetchAll(db, sql: Self.outboxHeadsSQL)
             let decoder = WireCoding.makeDecoder()
             return try rows.map { row in
                 OutboxEntry(

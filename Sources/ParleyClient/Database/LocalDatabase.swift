@@ -114,6 +114,11 @@ public struct LocalDatabase: Sendable {
                 );
                 """)
         }
+        migrator.registerMigration("v5-outbox-queued-heads") { db in
+            // Each conversation's oldest queued message by index seeks: with thousands queued,
+            // reading the heads scanned the whole outbox once per entry (82 % of a client's CPU).
+            try db.execute(sql: "CREATE INDEX outbox_queued ON outbox(state, conversation_id, position)")
+        }
         return migrator
     }
 
