@@ -28,6 +28,8 @@ command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 # `bench partition` (PartitionBenchTests) makes network namespaces with iproute2.
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+# Its lossy-link fault drops and queues a node's packets with iptables (statistic, NFQUEUE).
+[ -x /usr/sbin/iptables ] || command -v iptables >/dev/null 2>&1 || missing+=(iptables)
 # `bench partition --balancer` puts HAProxy in front of the nodes.
 [ -x /usr/sbin/haproxy ] || command -v haproxy >/dev/null 2>&1 || missing+=(haproxy)
 # unzip reads the exports (v1.4) as people's tools will.

@@ -10,7 +10,7 @@ struct Bench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Measure Parley: the server over the real protocol, and the SDK's local paths.", subcommands: [
             Latency.self, ClientBench.self, Fanout.self, Durable.self, Connections.self, Catchup.self, Multinode.self, ListBench.self,
-            BareServerCommand.self, ConnectionsWorker.self, Chaos.self, ChaosClient.self, Partition.self, Soak.self, Storm.self, StormWorker.self,
+            BareServerCommand.self, ConnectionsWorker.self, Chaos.self, ChaosClient.self, Partition.self, LinkDelay.self, Soak.self, Storm.self, StormWorker.self,
         ])
 }
 

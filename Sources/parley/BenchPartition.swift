@@ -23,12 +23,27 @@ struct Partition: AsyncParsableCommand {
     @Option(help: "Longest fault, in seconds.") var maxFault: Double = 30
     @Option(help: "Seed of the fault schedule.") var seed: UInt64 = 1
     @Option(help: "Give up after this many seconds.") var timeout: Double = 1800
+    @Option(help: "Only these fault kinds, comma-separated: database-cut, peer-cut, client-link, database-restart, node-kill, lossy-link.")
+    var faults: String?
     @Flag(help: "Put HAProxy in front of the nodes, reading their /ready: clients move to a node that can write.") var balancer = false
     @Flag(help: "Print the result as JSON on a last line starting with JSON.") var json = false
 
     enum Fault: String, CaseIterable {
         case databaseCut = "node↔database cut", peerCut = "node↔node cut", clientLink = "clients' link dropped"
         case databaseRestart = "PostgreSQL restarted", nodeKill = "node SIGKILLed"
+        case lossyLink = "200 ms delay, 5 % loss"
+
+        /// The kind's name in `--faults`.
+        var name: String {
+            switch self {
+            case .databaseCut: "database-cut"
+            case .peerCut: "peer-cut"
+            case .clientLink: "client-link"
+            case .databaseRestart: "database-restart"
+            case .nodeKill: "node-kill"
+            case .lossyLink: "lossy-link"
+            }
+        }
     }
 
     /// What one fault kind did over the run.
@@ -55,9 +70,10 @@ struct Partition: AsyncParsableCommand {
         var database: RunDatabase?
         var nodes: [Process?] = [nil, nil]
         var children: [Process] = []
+        var delayers: [Process] = []
         var front: Balancer?
         defer {
-            for child in children where child.isRunning { child.terminate() }
+            for child in children + delayers where child.isRunning { child.terminate() }
             front?.stop()
             for node in nodes.compactMap({ $0 }) where node.isRunning { kill(node.processIdentifier, SIGKILL); node.waitUntilExit() }
             database?.stop()
@@ -102,6 +118,18 @@ struct Partition: AsyncParsableCommand {
         // Each node's own clients; behind the balancer any client may be on either node.
         let senders = (0..<2).map { node in Set(sessions.indices.filter { balancer || $0 % 2 == node }.map { sessions[$0].user.id }) }
         let progress = Progress(nodes: urls, token: sessions[0].token, conversation: group.id, senders: senders)
+        var faults = Fault.allCases
+        if let chosen = self.faults {
+            let names = chosen.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            faults = Fault.allCases.filter { names.contains($0.name) }
+            if let unknown = names.first(where: { name in !Fault.allCases.contains { $0.name == name } }) { throw fail("no fault kind \(unknown)") }
+        }
+        if let why = FaultNetwork.lossyLinkUnavailable(), faults.contains(.lossyLink) {
+            guard self.faults == nil else { throw fail("partition: lossy-link: \(why)") }
+            faults.removeAll { $0 == .lossyLink }
+            Self.say("partition: no lossy-link faults: \(why)")
+        }
+        guard !faults.isEmpty else { throw fail("no fault kinds to run") }
         var random = SplitMix(seed: seed)
         var tallies: [String: Tally] = [:]
         let started = Date()
@@ -111,7 +139,7 @@ struct Partition: AsyncParsableCommand {
         while running() {
             guard Date().timeIntervalSince(started) < timeout else { throw fail("timed out after \(Int(timeout)) s") }
             guard !stopping.received else { throw fail("stopped by a signal") }
-            let fault = Fault.allCases[Int(random.next() % UInt64(Fault.allCases.count))]
+            let fault = faults[Int(random.next() % UInt64(faults.count))]
             let node = Int(random.next() % 2)
             let length = uniform(minFault, maxFault)
             let began = Date()
@@ -132,6 +160,13 @@ struct Partition: AsyncParsableCommand {
                 try network.clients(of: node, up: false)
                 try await progress.hold(until: began.addingTimeInterval(min(length, 10)), while: running)
                 try network.clients(of: node, up: true)
+            case .lossyLink:
+                // The node's outgoing packets, to clients and database alike, 200 ms late and 5 % lost.
+                let delayer = try network.degrade(node, binary: binary.path, delayMs: 200, lossPercent: 5)
+                delayers.append(delayer)
+                try await progress.hold(until: began.addingTimeInterval(length), while: running)
+                try network.heal(node, delayer: delayer)
+                delayers.removeAll { $0 === delayer }
             case .databaseRestart:
                 try database.restart()
             case .nodeKill:

@@ -113,6 +113,47 @@ struct FaultNetwork {
         try Self.ip(["link", "set", "\(tag)-f\(node)", up ? "up" : "down"])
     }
 
+    /// Whether iptables is here for the lossy link; nil when it is, else why not.
+    static func lossyLinkUnavailable() -> String? {
+        iptablesPath == nil ? "no `iptables` (apt-get install iptables)" : nil
+    }
+
+    static let iptablesPath = ["/usr/sbin/iptables", "/sbin/iptables", "/usr/bin/iptables"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    /// Makes the node's outgoing packets on both its links late and lossy, as `netem delay
+    /// 200ms loss 5%` on its interfaces would (this kernel has no netem): an iptables rule drops
+    /// `lossPercent` of them at random (`statistic`), and the next queues the rest (`NFQUEUE`;
+    /// nftables' own `queue` is not in this kernel) to a `parley bench link-delay` inside the
+    /// namespace, which holds each for `delayMs`. Returns that process; ``heal(_:delayer:)``
+    /// ends both.
+    func degrade(_ node: Int, binary: String, delayMs: Int, lossPercent: Int) throws -> Process {
+        guard let iptables = Self.iptablesPath else { throw CommandFailed(description: Self.lossyLinkUnavailable() ?? "no iptables") }
+        let delayer = Process()
+        delayer.executableURL = URL(fileURLWithPath: Self.ipPath)
+        delayer.arguments = inside(node, [binary, "bench", "link-delay", "--delay-ms", "\(delayMs)"])
+        delayer.standardOutput = FileHandle.nullDevice
+        try delayer.run()
+        do {
+            try Self.ip(inside(node, [iptables, "-A", "OUTPUT", "-o", "eth+", "-m", "statistic", "--mode", "random",
+                                      "--probability", String(format: "%.2f", Double(lossPercent) / 100), "-j", "DROP"]))
+            // `--queue-bypass`: a packet passes undelayed while nothing listens (the delayer's first moments).
+            try Self.ip(inside(node, [iptables, "-A", "OUTPUT", "-o", "eth+", "-j", "NFQUEUE", "--queue-num", "0", "--queue-bypass"]))
+        } catch {
+            _ = try? Self.ip(inside(node, [iptables, "-F", "OUTPUT"]))
+            delayer.terminate()
+            throw error
+        }
+        return delayer
+    }
+
+    /// Ends a lossy link: no packet is queued or dropped any more, and the delayer lets what it
+    /// holds go before it exits.
+    func heal(_ node: Int, delayer: Process) throws {
+        if let iptables = Self.iptablesPath { try Self.ip(inside(node, [iptables, "-F", "OUTPUT"])) }
+        delayer.terminate()
+        delayer.waitUntilExit()
+    }
+
     /// Runs `ip` with the arguments; returns what it printed, throws on failure.
     @discardableResult
     static func ip(_ arguments: [String]) throws -> String {
