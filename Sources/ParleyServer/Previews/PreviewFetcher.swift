@@ -5,6 +5,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import ParleyRules
+import ParleyStorage
 
 /// Why a page gave no preview: the metric's `outcome` label.
 enum PreviewFetchFailure: Error, Equatable {
@@ -274,45 +275,5 @@ private final class PreviewResponseCollector: ChannelInboundHandler, @unchecked 
             promise.fail(PreviewFetchFailure.network)
         }
         context.close(promise: nil)
-    }
-}
-
-/// The first of several outcomes, handed to one waiting continuation; the later ones are dropped.
-private final class FirstOutcome<T: Sendable>: Sendable {
-    private struct State {
-        var continuation: CheckedContinuation<T, any Error>?
-        var result: Result<T, any Error>?
-        var finished: [@Sendable () -> Void] = []
-    }
-    private let state = Mutex(State())
-
-    func wait(_ continuation: CheckedContinuation<T, any Error>) {
-        let ready = state.withLock { state -> Result<T, any Error>? in
-            if let result = state.result { return result }
-            state.continuation = continuation
-            return nil
-        }
-        if let ready { continuation.resume(with: ready) }
-    }
-
-    /// Runs `action` once the outcome is known (at once if it is).
-    func onFinish(_ action: @escaping @Sendable () -> Void) {
-        let now = state.withLock { state -> Bool in
-            if state.result != nil { return true }
-            state.finished.append(action)
-            return false
-        }
-        if now { action() }
-    }
-
-    func finish(_ result: Result<T, any Error>) {
-        let (continuation, actions) = state.withLock { state -> (CheckedContinuation<T, any Error>?, [@Sendable () -> Void]) in
-            guard state.result == nil else { return (nil, []) }
-            state.result = result
-            defer { state.continuation = nil; state.finished = [] }
-            return (state.continuation, state.finished)
-        }
-        continuation?.resume(with: result)
-        for action in actions { action() }
     }
 }

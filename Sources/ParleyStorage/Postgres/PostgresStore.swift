@@ -61,33 +61,27 @@ public final class PostgresStore: ParleyStore {
         let store = PostgresStore(configuration: try configuration(url: url), logger: logger)
         // Whichever comes first, the migration's end or the timeout, answers; the other is not
         // waited for (a pool retrying a refused connection can take its time to wind down).
-        let first = FirstOutcome()
-        let outcome: Result<Void, any Error>? = await withCheckedContinuation { continuation in
-            first.set(continuation)
-            Task {
-                do {
-                    try await store.migrate()
-                    first.resume(.success(()))
-                } catch {
-                    first.resume(.failure(error))
+        let first = FirstOutcome<Void>()
+        do {
+            try await withCheckedThrowingContinuation { continuation in
+                first.wait(continuation)
+                Task {
+                    do {
+                        _ = try await store.migrate()
+                        first.finish(.success(()))
+                    } catch { first.finish(.failure(error)) }
+                }
+                Task {
+                    try? await Task.sleep(for: startTimeout)
+                    first.finish(.failure(ServerStartError(
+                        "No usable answer from PostgreSQL at \(redacted(url)) within \(startTimeout) (see the log for each attempt)")))
                 }
             }
-            Task {
-                try? await Task.sleep(for: startTimeout)
-                first.resume(nil)
-            }
-        }
-        switch outcome {
-        case .success?:
             return store
-        case .failure(let error)?:
+        } catch {
+            // The pool stops in the background; a migration still waiting then fails and ends.
             Task { try? await store.close() }
             throw error
-        case nil:
-            // The pool stops in the background; the waiting migration then fails and ends.
-            Task { try? await store.close() }
-            throw ServerStartError(
-                "No usable answer from PostgreSQL at \(redacted(url)) within \(startTimeout) (see the log for each attempt)")
         }
     }
 
@@ -237,21 +231,3 @@ public final class PostgresStore: ParleyStore {
     }
 }
 
-/// The first of several racing outcomes, delivered once to one waiting continuation.
-private final class FirstOutcome: Sendable {
-    private let state = Mutex<(continuation: CheckedContinuation<Result<Void, any Error>?, Never>?, done: Bool)>((nil, false))
-
-    package func set(_ continuation: CheckedContinuation<Result<Void, any Error>?, Never>) {
-        state.withLock { $0.continuation = continuation }
-    }
-
-    func resume(_ outcome: Result<Void, any Error>?) {
-        let continuation = state.withLock { state -> CheckedContinuation<Result<Void, any Error>?, Never>? in
-            guard !state.done else { return nil }
-            state.done = true
-            defer { state.continuation = nil }
-            return state.continuation
-        }
-        continuation?.resume(returning: outcome)
-    }
-}

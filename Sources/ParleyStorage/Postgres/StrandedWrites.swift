@@ -40,8 +40,6 @@ final class StrandedWrites: Sendable {
     private let grace: Duration
     private let deadline: Duration
     private let interval: Duration
-    /// Writes abandoned so far.
-    private let abandonedCount = Atomic<Int>(0)
 
     init(grace: Duration = .seconds(2), deadline: Duration = .seconds(10), interval: Duration = .milliseconds(250)) {
         self.grace = grace
@@ -49,19 +47,16 @@ final class StrandedWrites: Sendable {
         self.interval = interval
     }
 
-    /// Writes given up on because their connection closed under them.
-    var abandoned: Int { abandonedCount.load(ordering: .relaxed) }
-
     /// Runs `body` on `connection`, and answers ``ConnectionClosed`` if the connection closes
     /// and `body` has not ended `grace` later.
     func run<T: Sendable>(on connection: PostgresConnection, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-        let answer = SingleAnswer<T>()
+        let answer = FirstOutcome<T>()
         return try await withCheckedThrowingContinuation { continuation in
-            answer.set(continuation)
+            answer.wait(continuation)
             let (key, startChecking) = state.withLock { state -> (Int, Bool) in
                 state.next += 1
                 state.watched[state.next] = Watched(connection: connection, started: .now, closedSince: nil) {
-                    answer.settle(.failure(ConnectionClosed()))
+                    answer.finish(.failure(ConnectionClosed()))
                 }
                 defer { state.checking = true }
                 return (state.next, !state.checking)
@@ -71,7 +66,7 @@ final class StrandedWrites: Sendable {
                 let result: Result<T, any Error>
                 do { result = .success(try await body()) } catch { result = .failure(error) }
                 _ = self.state.withLock { $0.watched.removeValue(forKey: key) }
-                answer.settle(result)
+                answer.finish(result)
             }
         }
     }
@@ -97,18 +92,10 @@ final class StrandedWrites: Sendable {
             }
             // Closing fails the statement the connection still holds, if it holds one.
             for connection in overdue { connection.close().whenComplete { _ in } }
-            for watched in given {
-                abandonedCount.add(1, ordering: .relaxed)
-                watched.abandon()
-            }
+            // Each is answered ConnectionClosed, counted with every other storage failure
+            // (parley_storage_failures_total) where the server reports it.
+            for watched in given { watched.abandon() }
             if done { return }
         }
     }
-}
-
-/// Resumes a waiting caller once, with whichever result comes first.
-private final class SingleAnswer<T: Sendable>: Sendable {
-    private let waiting = Mutex<CheckedContinuation<T, any Error>?>(nil)
-    func set(_ continuation: CheckedContinuation<T, any Error>) { waiting.withLock { $0 = continuation } }
-    func settle(_ result: Result<T, any Error>) { waiting.withLock { $0.take() }?.resume(with: result) }
 }

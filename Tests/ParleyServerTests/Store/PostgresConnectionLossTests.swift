@@ -107,25 +107,25 @@ struct PostgresConnectionLossTests {
         let holder = PostgresClient(configuration: try PostgresStore.configuration(url: url), backgroundLogger: logger)
         let running = Task { await holder.run() }
         defer { running.cancel() }
-        let locked = Counts()
-        let release = Counts()
+        let locked = Latch()
+        let release = Latch()
         let holding = Task {
             try await holder.withConnection { c in
                 // Silent for as long as the test wants (the store's sessions end after 10 s).
                 _ = try await c.query("SET idle_in_transaction_session_timeout = 0", logger: logger).collect()
                 _ = try await c.query("BEGIN", logger: logger).collect()
                 _ = try await c.query("SELECT 1 FROM conversations WHERE id = \(direct.id.uuid) FOR UPDATE", logger: logger).collect()
-                locked.acknowledged.withLock { $0 = 1 }
-                try await waitFor("the test to let go", timeout: .seconds(120)) { release.acknowledged.withLock { $0 } == 1 }
+                locked.open()
+                try await waitFor("the test to let go", timeout: .seconds(120)) { release.isOpen }
                 _ = try await c.query("COMMIT", logger: logger).collect()
             }
         }
-        try await waitFor("the row held") { locked.acknowledged.withLock { $0 } == 1 }
+        try await waitFor("the row held") { locked.isOpen }
         let refused = await #expect(throws: ClientError.self) {
             _ = try await alice.api.send(SendMessageRequest(clientMessageId: "held", text: "waits"), to: direct.id)
         }
         #expect(refused?.code == .unavailable, "\(String(describing: refused))")
-        release.acknowledged.withLock { $0 = 1 }
+        release.open()
         try await holding.value
         // Nothing of the refused send was stored; tried again, it takes the first seq.
         let sent = try await alice.api.send(SendMessageRequest(clientMessageId: "held", text: "waits"), to: direct.id)
@@ -139,4 +139,11 @@ private final class Counts: Sendable {
     let acknowledged = Mutex(0)
     let refused = Mutex(0)
     let errors = Mutex<[String: Int]>([:])
+}
+
+/// A flag one task raises and another waits for.
+private final class Latch: Sendable {
+    private let raised = Atomic(false)
+    func open() { raised.store(true, ordering: .releasing) }
+    var isOpen: Bool { raised.load(ordering: .acquiring) }
 }
