@@ -26,6 +26,10 @@ struct Soak: AsyncParsableCommand {
     struct Sample: Codable {
         var at: Double
         var rssMB: Double
+        /// SQLite's allocations, and glibc's in use and freed-but-kept, from /metrics (MB).
+        var sqliteMB: Double?
+        var heapMB: Double?
+        var freeKeptMB: Double?
         var openFiles: Int
         var queuedFrames: Int
         var deepestQueue: Int
@@ -125,7 +129,7 @@ struct Soak: AsyncParsableCommand {
         let memberList = members
         let rate = self.rate
         Self.say("soak: \(users) users in \((users + 9) / 10) groups, \(rate) msgs/s, typing, reads, reconnects, uploads, history; \(Int(seconds)) s, a sample every \(sample) s")
-        Self.say("     t   RSS MB  files  queued  deepest   sends  p50 ms  p99 ms  reconnects  uploads  errors")
+        Self.say("     t   RSS MB  SQLite  in use  kept  files  queued  deepest   sends  p50 ms  p99 ms  reconnects  uploads  errors")
         let load = Task {
             await withTaskGroup(of: Void.self) { group in
                 // Sends: paced, each on its own task (a slow ack does not slow the pace).
@@ -221,12 +225,16 @@ struct Soak: AsyncParsableCommand {
             }
             let point = Sample(
                 at: (ContinuousClock.now - started).seconds, rssMB: Self.rssMB(server.processIdentifier),
+                sqliteMB: metrics["parley_sqlite_memory_bytes"].map { $0 / 1_048_576 },
+                heapMB: metrics["parley_malloc_in_use_bytes"].map { $0 / 1_048_576 },
+                freeKeptMB: metrics["parley_malloc_free_kept_bytes"].map { $0 / 1_048_576 },
                 openFiles: Self.openFiles(server.processIdentifier), queuedFrames: Int(metrics["parley_websocket_queued_frames"] ?? 0),
                 deepestQueue: Int(metrics["parley_websocket_queue_depth_max"] ?? 0), sends: window.latencies.count,
                 p50ms: quantile(0.5), p99ms: quantile(0.99), reconnects: window.reconnects, uploads: window.uploads, errors: window.errors)
             samples.append(point)
             Self.say(String(
-                format: "%6.0f  %7.1f  %5ld  %6ld  %7ld  %6ld  %6.2f  %6.2f  %10ld  %7ld  %6ld", point.at, point.rssMB, point.openFiles,
+                format: "%6.0f  %7.1f  %6.1f  %6.1f  %4.0f  %5ld  %6ld  %7ld  %6ld  %6.2f  %6.2f  %10ld  %7ld  %6ld", point.at, point.rssMB,
+                point.sqliteMB ?? .nan, point.heapMB ?? .nan, point.freeKeptMB ?? .nan, point.openFiles,
                 point.queuedFrames, point.deepestQueue, point.sends, point.p50ms, point.p99ms, point.reconnects, point.uploads, point.errors))
         }
         load.cancel()
@@ -247,6 +255,12 @@ struct Soak: AsyncParsableCommand {
         let rssEarly = mean(settled.prefix(third).map(\.rssMB)), rssLate = mean(settled.suffix(third).map(\.rssMB))
         let filesEarly = mean(settled.prefix(third).map { Double($0.openFiles) }), filesLate = mean(settled.suffix(third).map { Double($0.openFiles) })
         let slope = Self.slope(settled.map { ($0.at, $0.rssMB) }) * 3600
+        // What of the resident size is SQLite's (its page caches fill up to cache_size per
+        // connection), and what is the rest of the heap's, each as a slope after warm-up.
+        let sqliteSlope = Self.slope(settled.compactMap { sample in sample.sqliteMB.map { (sample.at, $0) } }) * 3600
+        let ownSlope = Self.slope(settled.compactMap { sample in
+            sample.heapMB.map { heap in (sample.at, heap - (sample.sqliteMB ?? 0)) }
+        }) * 3600
         let p99Early = mean(settled.prefix(third).map(\.p99ms)), p99Late = mean(settled.suffix(third).map(\.p99ms))
         let deepest = settled.map(\.deepestQueue).max() ?? 0
         let errors = samples.map(\.errors).reduce(0, +)
@@ -261,6 +275,12 @@ struct Soak: AsyncParsableCommand {
             + "open files \(number(filesEarly, 0)) -> \(number(filesLate, 0)) \(state(filesBounded)); "
             + "deepest queue \(deepest), queued frames at the end \(samples.last?.queuedFrames ?? 0) \(state(queuesBounded)); "
             + "p99 \(number(p99Early, 2)) -> \(number(p99Late, 2)) ms")
+        if settled.contains(where: { $0.heapMB != nil }) {
+            let first = settled[0], last = settled[settled.count - 1]
+            Self.say("of which: SQLite \(number(first.sqliteMB ?? 0)) -> \(number(last.sqliteMB ?? 0)) MB (slope \(number(sqliteSlope)) MB/hour); "
+                + "the rest of the heap in use \(number((first.heapMB ?? 0) - (first.sqliteMB ?? 0))) -> \(number((last.heapMB ?? 0) - (last.sqliteMB ?? 0))) MB "
+                + "(slope \(number(ownSlope)) MB/hour); freed but kept by the allocator \(number(first.freeKeptMB ?? 0)) -> \(number(last.freeKeptMB ?? 0)) MB")
+        }
         guard rssBounded, filesBounded, queuesBounded, sentEnough else {
             throw fail(sentEnough ? "something grew without bound (see above)" : "the load did not run: \(sends) sends")
         }

@@ -56,4 +56,23 @@ import FoundationNetworking
         await socket.close()
         await bobSocket.close()
     }
+
+    /// Where the memory is: SQLite's allocations and glibc's heap, as gauges beside the rest.
+    @Test func memoryGaugesSaySQLitesShareAndTheHeaps() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, _, direct) = try await server.directPair()
+        _ = try await alice.api.send(SendMessageRequest(clientMessageId: "m", text: "hello"), to: direct.id)
+        let text = try await Self.scrape(server)
+        func gauge(_ name: String) -> Double? {
+            text.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ")[1]) }
+        }
+        // An open SQLite store has pages and statements cached.
+        #expect((gauge("parley_sqlite_memory_bytes") ?? 0) > 0, "\(text)")
+        #if os(Linux)
+        let inUse = try #require(gauge("parley_malloc_in_use_bytes"))
+        #expect(inUse >= (gauge("parley_sqlite_memory_bytes") ?? 0), "SQLite's allocations are part of the heap")
+        #expect(gauge("parley_malloc_free_kept_bytes") != nil)
+        #endif
+    }
 }

@@ -65,6 +65,11 @@ final class OperationsController: Sendable {
         metrics.set("parley_websocket_queued_frames", to: depths.reduce(0, +))
         metrics.set("parley_websocket_queue_depth_max", to: depths.max() ?? 0)
         metrics.set("parley_websocket_sends_awaiting_commit", to: fanOut.sendsAwaitingCommit)
+        metrics.set("parley_sqlite_memory_bytes", to: ProcessMemory.sqliteBytes)
+        if let heap = ProcessMemory.allocator {
+            metrics.set("parley_malloc_in_use_bytes", to: heap.inUse)
+            metrics.set("parley_malloc_free_kept_bytes", to: heap.freeKept)
+        }
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
             body: .init(byteBuffer: ByteBuffer(string: metrics.prometheusText())))
