@@ -54,6 +54,10 @@ struct Partition: AsyncParsableCommand {
         var readySaid503 = 0
         /// Seconds from each fault's end until its node stored its clients' messages again.
         var recoveries: [Double] = []
+        /// Messages stored from each fault's start to its end (the conversation went on).
+        var stored = 0
+        /// The longest the conversation went without a new message, within a fault or its recovery.
+        var longestStall = 0.0
     }
 
     func run() async throws {
@@ -144,6 +148,8 @@ struct Partition: AsyncParsableCommand {
             let length = uniform(minFault, maxFault)
             let began = Date()
             var tally = tallies[fault.rawValue] ?? Tally()
+            let before = await progress.currentSeq()
+            progress.beginWindow()
             switch fault {
             case .databaseCut:
                 try network.database(of: node, cut: true)
@@ -184,11 +190,13 @@ struct Partition: AsyncParsableCommand {
             let took = Date().timeIntervalSince(began)
             // The next fault waits until the node stores its clients' messages again.
             let stored = await progress.currentSeq()
+            if let before, let stored { tally.stored += Int(stored - before) }
             var back = ""
             if let stored, let seconds = try await progress.recovery(of: node, after: stored, limit: 120, while: running) {
                 tally.recoveries.append(seconds)
                 back = String(format: "; node %d writing again after %.1f s", node, seconds)
             }
+            tally.longestStall = max(tally.longestStall, progress.windowStall)
             tallies[fault.rawValue] = tally
             Self.say("  \(fault.rawValue) (node \(node)): \(String(format: "%.1f", took)) s; last seq \(stored.map(String.init) ?? "?")\(back)")
             try await progress.hold(until: Date().addingTimeInterval(uniform(1, 3)), while: running)
@@ -210,7 +218,8 @@ struct Partition: AsyncParsableCommand {
             let ready = fault == .databaseCut ? ", /ready said 503 in \(tally.readySaid503) of \(tally.count)" : ""
             let sorted = tally.recoveries.sorted()
             let back = sorted.isEmpty ? "" : String(format: "; writing again after %.1f s (median), %.1f s (longest)", sorted[sorted.count / 2], sorted.last!)
-            Self.say("  \(fault.rawValue): \(tally.count) times, \(String(format: "%.1f", tally.seconds)) s in all\(ready)\(back)")
+            Self.say("  \(fault.rawValue): \(tally.count) times, \(String(format: "%.1f", tally.seconds)) s in all, \(tally.stored) stored meanwhile\(ready)\(back)"
+                + String(format: "; longest stall %.1f s", tally.longestStall))
         }
         if json {
             struct Report: Codable {

@@ -19,6 +19,8 @@ extension Partition {
         private var sampledAt = Date.distantPast
         /// The longest time the last seq stood still, in seconds.
         private(set) var longestStall = 0.0
+        /// The same since ``beginWindow()`` (one fault and its recovery).
+        private(set) var windowStall = 0.0
 
         init(nodes: [URL], token: String, conversation: EntityID, senders: [Set<EntityID>]) {
             self.nodes = nodes
@@ -44,7 +46,11 @@ extension Partition {
                 break
             }
             longestStall = max(longestStall, Date().timeIntervalSince(movedAt))
+            windowStall = max(windowStall, Date().timeIntervalSince(movedAt))
         }
+
+        /// Starts measuring one fault's longest stall.
+        func beginWindow() { windowStall = 0 }
 
         /// Waits until `deadline`, or less if the clients are done, sampling twice a second.
         func hold(until deadline: Date, while running: () -> Bool) async throws {

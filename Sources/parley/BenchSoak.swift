@@ -21,6 +21,8 @@ struct Soak: AsyncParsableCommand {
     @Option(help: "Messages per second, all users together.") var rate: Double = 40
     @Option(help: "The share of the run before growth is judged (warm-up).") var warmup: Double = 0.25
     @Option(help: "Write the samples as JSON to this file.") var json: String?
+    @Option(help: "Run the server under this program, split at spaces (a profiler: \"heaptrack -o /tmp/soak\"); RSS is then the wrapper's.")
+    var wrap: String?
 
     /// One sample of the server.
     struct Sample: Codable {
@@ -82,8 +84,9 @@ struct Soak: AsyncParsableCommand {
         try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
         let port = try freeLoopbackPort()
         let server = Process()
-        server.executableURL = binary
-        server.arguments = [
+        let wrapper = (wrap ?? "").split(separator: " ").map(String.init)
+        server.executableURL = wrapper.first.map { URL(fileURLWithPath: Self.executable($0)) } ?? binary
+        server.arguments = wrapper.dropFirst() + (wrapper.isEmpty ? [] : [binary.path]) + [
             "serve", "--port", "\(port)", "--data-dir", work + "/data", "--log-level", "error", "--rate-limits", "off",
             "--drain-seconds", "0", "--open-organizations", "--link-previews", "off",
             // The load's sockets and requests keep their first tokens: they must outlive the run
@@ -96,6 +99,8 @@ struct Soak: AsyncParsableCommand {
         server.standardOutput = FileHandle.nullDevice
         try server.run()
         defer {
+            // A wrapper (a shell script such as heaptrack's) may hold the signal until its child ends.
+            if !wrapper.isEmpty { _ = try? FaultNetwork.run("/usr/bin/pkill", ["-TERM", "-P", "\(server.processIdentifier)"]) }
             server.terminate()
             server.waitUntilExit()
             try? FileManager.default.removeItem(atPath: work)
@@ -299,6 +304,13 @@ struct Soak: AsyncParsableCommand {
         Task { for await _ in connection.events {} }
         let old = member.connection.withLock { slot in defer { slot = connection }; return slot }
         await old?.close()
+    }
+
+    /// A program's path: as given when it has a slash, else the first match on PATH.
+    static func executable(_ name: String) -> String {
+        guard !name.contains("/") else { return name }
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        return path.split(separator: ":").map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) } ?? name
     }
 
     /// The gauges of `/metrics` by name (the first line of each).

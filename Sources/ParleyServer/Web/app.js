@@ -4,6 +4,7 @@ import { api, getToken, getSavedUser, saveSession, clearSession, onUnauthorized 
 import { store, subscribe, resetStore } from '/web/store.js';
 import * as client from '/web/client.js';
 import * as outbox from '/web/outbox.js';
+import * as cache from '/web/cache.js';
 import { initList, renderList } from '/web/views-list.js';
 import { initChat, renderChat, renderTyping, resetComposer, showOpenedChat } from '/web/views-chat.js';
 import { initInvites, closeInvites, readJoinLink } from '/web/views-invites.js';
@@ -140,7 +141,10 @@ function initAuth() {
 }
 
 async function signOut(callServer) {
+  const me = store.me;
   if (callServer) await client.endSession(); else client.socket.stop();
+  // What this tab saved of the account goes with the session (a shared computer).
+  if (me) await cache.clearUser(me.id);
   clearSession();
   resetStore();
   resetComposer();

@@ -3,6 +3,7 @@
 import { api, qs, ApiError, saveSession, renewalDue, renewSession, onTokenRenewed } from '/web/api.js';
 import { Socket } from '/web/socket.js';
 import * as outbox from '/web/outbox.js';
+import * as cache from '/web/cache.js';
 import { flushOutbox } from '/web/sending.js';
 import { loadBlocked } from '/web/actions.js';
 import {
@@ -30,6 +31,8 @@ function setConnection(state) {
 export async function startSession(user) {
   store.me = user;
   for (const item of await outbox.allItems(user.id)) store.pending.set(item.clientMessageId, item);
+  // What the tab knew shows at once, before (or without) the network; hello catches it up.
+  await cache.restore(user.id);
   emit('list');
   socket.start();
 }
@@ -60,7 +63,10 @@ async function onHello(data) {
   if (data.user) { store.me = data.user; saveSession(null, data.user); }
   const restored = !!data.storeId && !!store.storeId && data.storeId !== store.storeId;
   if (data.storeId) store.storeId = data.storeId;
-  if (restored) forgetServerCopy();
+  if (restored) {
+    forgetServerCopy();
+    if (store.me) cache.clearUser(store.me.id, { chatsOnly: true });
+  }
   maybeRefreshToken();
   setConnection('syncing');
   try {

@@ -1,37 +1,8 @@
 // Offline outbox in IndexedDB: messages not yet acknowledged by the server, in send order.
 // Each keeps its clientMessageId, so sending it again is safe (the server dedupes).
-const DB_NAME = 'parley';
-const STORE = 'outbox';
-let dbPromise = null;
+import { tx as dbTx } from '/web/db.js';
 
-function openDb() {
-  if (!dbPromise) {
-    dbPromise = new Promise((resolve, reject) => {
-      const req = indexedDB.open(DB_NAME, 1);
-      req.onupgradeneeded = () => {
-        const db = req.result;
-        if (!db.objectStoreNames.contains(STORE)) db.createObjectStore(STORE, { keyPath: 'clientMessageId' });
-      };
-      req.onsuccess = () => resolve(req.result);
-      req.onerror = () => reject(req.error);
-    });
-  }
-  return dbPromise;
-}
-
-async function tx(mode, fn) {
-  const db = await openDb();
-  return new Promise((resolve, reject) => {
-    const t = db.transaction(STORE, mode);
-    const store = t.objectStore(STORE);
-    let result;
-    const req = fn(store);
-    if (req) req.onsuccess = () => { result = req.result; };
-    t.oncomplete = () => resolve(result);
-    t.onerror = () => reject(t.error);
-    t.onabort = () => reject(t.error);
-  });
-}
+const tx = (mode, fn) => dbTx('outbox', mode, fn);
 
 let counter = 0;
 // item: {clientMessageId, userId, conversationId, type, text, replyToId?, attachmentId?,

@@ -1,0 +1,93 @@
+import Foundation
+import ParleyClient
+import ParleyProtocol
+import ParleyTestSupport
+import Testing
+
+/// The web client opens from what it knew, as the SDK does: the conversation list, the people
+/// and each loaded chat's latest messages kept in IndexedDB. Reloaded with every request to the
+/// API refused (DevTools blocks `/api/`, the WebSocket included), the tab still shows the list
+/// and the chat; let through again, it catches up what was sent meanwhile, each message once.
+/// Signing out deletes what it kept.
+@Suite(.serialized, .needs("chromium")) struct WebCacheEndToEndTests {
+    typealias Web = WebClientEndToEndTests
+
+    /// The records the tab keeps in its cache (a JS promise of a number).
+    static let cachedRecords = """
+        new Promise((resolve, reject) => { const r = indexedDB.open('parley'); r.onerror = () => reject(r.error);
+          r.onsuccess = () => { const q = r.result.transaction('cache').objectStore('cache').count();
+            q.onsuccess = () => { resolve(q.result); r.result.close(); }; q.onerror = () => reject(q.error); }; })
+        """
+
+    /// Empties the tab's cache (a JS promise), as a new device would start.
+    static let emptyCache = """
+        new Promise((resolve, reject) => { const r = indexedDB.open('parley'); r.onerror = () => reject(r.error);
+          r.onsuccess = () => { const t = r.result.transaction('cache', 'readwrite'); t.objectStore('cache').clear();
+            t.oncomplete = () => { resolve(true); r.result.close(); }; t.onerror = () => reject(t.error); }; })
+        """
+
+    @Test(.heavy) func aReloadWithoutTheServerShowsTheListAndTheChatThenCatchesUpOnce() async throws {
+        var server = try ServeProcess(name: "web-cache", dataDirectory: TestServer.temporaryDirectory())
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        let url = server.url
+        let carolAuth = try await ParleyAPI(baseURL: url).register(
+            .init(organization: "Acme", email: "carol@acme.io", password: "correct horse", displayName: "Carol"))
+        let carol = ParleyAPI(baseURL: url, token: carolAuth.token)
+        let browser = try await Chromium.launch()
+        let ada = try await browser.newPage("ada")
+        do {
+            try await Web.register(ada, url, organization: "acme", email: "ada@acme.io", name: "Ada")
+            let adaId = try #require(try await carol.users().first { $0.displayName == "Ada" }?.id)
+            let direct = try await carol.createConversation(.init(type: .direct, participantIds: [adaId]))
+            for (n, text) in ["first words", "second thoughts", "third time"].enumerated() {
+                _ = try await carol.send(.init(clientMessageId: "c\(n)", text: text), to: direct.id)
+            }
+            let row = "#conversation-list [data-conversation-id=\"\(direct.id)\"]"
+            try await ada.click(row)
+            try await ada.waitFor("\(Web.messages("third time")).length === 1")
+            // Written a little after it changed: the list and the chat.
+            try await ada.waitFor("\(Self.cachedRecords).then(n => n >= 2)", "the cache written")
+
+            // Nothing of the API answers now, not even the WebSocket; the page itself still loads.
+            _ = try await ada.call("Network.enable")
+            _ = try await ada.call("Network.setBlockedURLs", ["urls": ["*/api/*"]])
+            #expect(try await ada.eval("fetch('/api/v1/health').then(r => 'answered', e => 'refused')") as? String == "refused")
+            // A reload (the address keeps the open chat, #c=ID): a new document, its state only what the cache gives.
+            #expect(try await ada.eval("location.hash") as? String == "#c=\(direct.id)")
+            try await ada.eval("window.beforeReload = true")
+            _ = try await ada.call("Page.reload")
+            try await ada.waitFor("window.beforeReload === undefined && document.readyState === 'complete'", "the reload")
+            try await ada.waitFor("document.body.dataset.screen === 'main'")
+            try await ada.waitFor(
+                "\(Web.messages("first words")).length === 1 && \(Web.messages("third time")).length === 1",
+                "the chat from the cache", timeout: .seconds(10))
+            try await ada.waitFor("!!document.querySelector(\(BrowserPage.literal(row)))", "the list from the cache")
+            #expect(try await ada.eval("document.querySelector('#banner').dataset.state") as? String != "online")
+            #expect(try await ada.eval("document.querySelector('#chat-title')?.textContent ?? ''") as? String == "Carol")
+            try await ada.screenshot(Web.screens + "/web-offline-from-cache.png")
+
+            // Sent while the tab could not hear; then the network comes back.
+            _ = try await carol.send(.init(clientMessageId: "c3", text: "while you were away"), to: direct.id)
+            _ = try await ada.call("Network.setBlockedURLs", ["urls": [String]()])
+            try await ada.waitFor(
+                "\(Web.messages("while you were away")).length === 1 && document.querySelector('#banner').dataset.state === 'online'",
+                "caught up", timeout: .seconds(40))
+            for text in ["first words", "second thoughts", "third time", "while you were away"] {
+                #expect(try await ada.eval("\(Web.messages(text)).length") as? Int == 1, "\(text) once")
+            }
+            let seqs = try await ada.eval("[...document.querySelectorAll('#messages [data-seq]')].map(e => +e.dataset.seq)") as? [Int]
+            #expect(seqs == seqs?.sorted() && Set(seqs ?? []).count == seqs?.count, "\(String(describing: seqs))")
+
+            // Signing out takes the saved copy with it.
+            try await ada.click("#logout")
+            try await ada.waitFor("document.body.dataset.screen === 'auth'")
+            try await ada.waitFor("\(Self.cachedRecords).then(n => n === 0)", "the cache deleted at sign-out")
+            #expect(ada.problems.isEmpty, "\(ada.problems)")
+        } catch {
+            await browser.close()
+            throw error
+        }
+        await browser.close()
+    }
+}
