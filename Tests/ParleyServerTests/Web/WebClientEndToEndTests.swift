@@ -35,6 +35,18 @@ import Testing
         try await page.waitFor("document.querySelector('#banner').dataset.state === 'online'", "online")
     }
 
+    /// Carol, registered over the API as the first of organization "Acme", and Ada, who
+    /// registers into it in a new page of `browser`; Ada's page and id.
+    static func carolAndAda(_ url: URL, _ browser: Chromium) async throws -> (carol: ParleyAPI, ada: BrowserPage, adaId: EntityID) {
+        let carolAuth = try await ParleyAPI(baseURL: url).register(
+            .init(organization: "Acme", email: "carol@acme.io", password: "correct horse", displayName: "Carol"))
+        let carol = ParleyAPI(baseURL: url, token: carolAuth.token)
+        let ada = try await browser.newPage("ada")
+        try await register(ada, url, organization: "acme", email: "ada@acme.io", name: "Ada")
+        let adaId = try #require(try await carol.users().first { $0.displayName == "Ada" }?.id)
+        return (carol, ada, adaId)
+    }
+
     static func send(_ page: BrowserPage, _ text: String) async throws {
         try await page.type("#composer", text)
         try await page.press("Enter")

@@ -16,14 +16,9 @@ import Testing
         defer { server.stop() }
         try await server.waitUntilReady()
         let url = server.url
-        let carolAuth = try await ParleyAPI(baseURL: url).register(
-            .init(organization: "Acme", email: "carol@acme.io", password: "correct horse", displayName: "Carol"))
-        let carol = ParleyAPI(baseURL: url, token: carolAuth.token)
         let browser = try await Chromium.launch()
-        let ada = try await browser.newPage("ada")
         do {
-            try await Web.register(ada, url, organization: "acme", email: "ada@acme.io", name: "Ada")
-            let adaId = try #require(try await carol.users().first { $0.displayName == "Ada" }?.id)
+            let (carol, ada, adaId) = try await Web.carolAndAda(url, browser)
             let direct = try await carol.createConversation(.init(type: .direct, participantIds: [adaId]))
             _ = try await carol.send(.init(clientMessageId: "b1", text: "before the backup"), to: direct.id)
             try await ada.click("#conversation-list [data-conversation-id=\"\(direct.id)\"]")
