@@ -43,8 +43,9 @@ extension ParleyApp {
             _ = try await authenticator.grant(for: request, allowingQueryToken: true, consumingTicket: false)
             return .upgrade([:])
         } onUpgrade: { inbound, outbound, context in
-            await gateway.serve(
-                inbound: inbound, outbound: outbound, request: context.request, channel: context.requestContext.channel, logger: logger)
+            // Open while its handler runs; a channel already gone has nothing to serve.
+            guard let channel = context.requestContext.channel else { return }
+            await gateway.serve(inbound: inbound, outbound: outbound, request: context.request, channel: channel, logger: logger)
         }
         UserController(store: store, fanOut: fanOut, chat: chat).addRoutes(to: authenticated)
         let membership = MembershipService(

@@ -20,8 +20,11 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
     /// The client's IP address (per-address rate limits): the peer's, or the one a trusted
     /// proxy forwarded (``ClientAddressMiddleware``).
     public internal(set) var clientAddress: String?
-    /// The connection's channel (a WebSocket's heartbeat reads its liveness from it).
-    let channel: any Channel
+    /// The connection's channel (a WebSocket's heartbeat reads its liveness from it), held
+    /// weakly: HummingbirdWebSocket keeps an upgraded request's context in a box that the
+    /// context itself holds (`webSocket`), a cycle never broken. A strong channel here made
+    /// every WebSocket's channel, with its buffers, outlive its connection (about 4.5 KB each).
+    private(set) weak var channel: (any Channel)?
 
     /// A context for a new request: no identity yet, the peer's address as the client's.
     public init(source: ApplicationRequestContextSource) {

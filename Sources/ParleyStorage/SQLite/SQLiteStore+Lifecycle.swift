@@ -128,8 +128,9 @@ extension SQLiteStore {
         }
         // Old page images in the log go when it is truncated (secure_delete zeroed the pages in
         // the file). A reader or the checkpointer at work makes a truncation give up; it is tried
-        // again, the writer free between tries, for up to two seconds.
-        for _ in 0..<100 {
+        // again, the writer free between tries, for up to ten seconds (two were too few on a
+        // loaded machine: the words stayed in the log until a later checkpoint).
+        for _ in 0..<500 {
             let busy = try await writer.writeWithoutTransaction { db in
                 try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)").map { ($0[0] as Int?) ?? 0 } ?? 0
             }
