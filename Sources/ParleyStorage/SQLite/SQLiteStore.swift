@@ -172,7 +172,11 @@ public struct SQLiteStore: ParleyStore {
         // left as it is (tidiness only; every commit is already durable in the WAL).
         for attempt in 1...20 {
             do {
-                try await writer.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+                // A store closed before (twice-called close) has no connection, and SQLite's
+                // checkpoint on none is a crash, not an error.
+                try await writer.writeWithoutTransaction { db in
+                    if db.sqliteConnection != nil { _ = try db.checkpoint(.truncate) }
+                }
                 break
             } catch let error as DatabaseError where error.resultCode == .SQLITE_BUSY || error.resultCode == .SQLITE_LOCKED {
                 if attempt == 20 { break }

@@ -51,14 +51,17 @@ final class WALCheckpointer: Sendable {
     /// A passive checkpoint now, on the connection's own queue (not blocking a thread of the
     /// concurrency pool for the copy and its fsync).
     func checkpoint() async {
-        let go = state.withLock { state -> Bool in
-            state.scheduled = false
-            return !state.closed
-        }
-        guard go else { return }
+        state.withLock { $0.scheduled = false }
         // Passive: never waits for the writer or readers; what it cannot copy yet, the next run will.
-        _ = try? await connection.writeWithoutTransaction { db in try db.checkpoint(.passive) }
-        state.withLock { $0.runs += 1 }
+        // Whether the checkpointer is closed is asked on the connection's queue, which `close()`
+        // also goes through: asked before, a close could land between the question and the
+        // checkpoint, and SQLite's checkpoint on a closed connection is a crash, not an error.
+        let ran = (try? await connection.writeWithoutTransaction { [self] db -> Bool in
+            guard !state.withLock({ $0.closed }), db.sqliteConnection != nil else { return false }
+            try db.checkpoint(.passive)
+            return true
+        }) ?? true
+        if ran { state.withLock { $0.runs += 1 } }
     }
 
     /// Stops scheduling and closes the connection.

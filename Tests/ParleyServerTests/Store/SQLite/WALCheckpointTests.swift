@@ -50,6 +50,34 @@ import Testing
         try await reopened.close()
     }
 
+    /// A checkpoint scheduled by the last writes may run while the store closes. The closed
+    /// check once ran before the checkpoint reached the connection's queue, so a close landing
+    /// between them handed SQLite a closed connection: a segmentation fault in a full run (CI,
+    /// `sqlite3_wal_checkpoint_v2` with a null handle). Many races of the two must all end
+    /// cleanly, and a checkpoint after the close does nothing.
+    @Test func aCheckpointRacingTheCloseNeverTouchesAClosedConnection() async throws {
+        let directory = TestServer.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/parley.sqlite"
+        let store = try SQLiteStore(path: path)
+        try await store.close()
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<1_000 {
+            let checkpointer = try WALCheckpointer(path: path, delay: .zero)
+            async let checkpoints: Void = withTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 { group.addTask { await checkpointer.checkpoint() } }
+            }
+            // The close lands anywhere from before the first checkpoint's start to after the last.
+            let spin = ContinuousClock.now + .microseconds(Int.random(in: 0..<300, using: &generator))
+            while ContinuousClock.now < spin {}
+            try checkpointer.close()
+            await checkpoints
+            let runs = checkpointer.runs
+            await checkpointer.checkpoint()
+            #expect(checkpointer.runs == runs, "no checkpoint after the close")
+        }
+    }
+
     static func size(of path: String) -> UInt64 {
         ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.uint64Value ?? 0
     }
