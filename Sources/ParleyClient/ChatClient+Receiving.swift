@@ -47,6 +47,10 @@ extension ChatClient {
                 presenceApplied[presence.userId] = presenceSerial
                 try await database.apply(presence: presence)
                 notify(.directory)
+            case .userUpdated(let payload):
+                try await database.apply(profile: payload.user)
+                notify(.directory)
+                notify(.conversations)
             case .receiptSummary(let summary):
                 if summary.seq >= receiptSummaries[summary.conversationId]?.seq ?? 0 {
                     receiptSummaries[summary.conversationId] = summary

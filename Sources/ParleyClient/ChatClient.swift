@@ -14,7 +14,7 @@ public enum ChatChange: Sendable, Equatable {
     case syncing(Bool)
     /// Who is typing in a conversation.
     case typing(EntityID)
-    /// Presence in the directory.
+    /// The directory: someone's presence, name or picture.
     case directory
     /// How far a message's preparation (an upload) has come, 0...1; keyed by ``LocalMessage/id``.
     case progress(conversationId: EntityID, messageId: String, fraction: Double)

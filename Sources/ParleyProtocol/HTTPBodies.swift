@@ -116,7 +116,52 @@ public struct UpdateUserRequest: Codable, Sendable, Equatable {
     public init(role: UserRole) { self.role = role }
 }
 
-/// `PATCH /users/{id}` answer.
+/// `PATCH /users/me`: the caller's own name and picture. At least one field; a field left
+/// out is left as it is.
+public struct UpdateProfileRequest: Codable, Sendable, Equatable {
+    /// The new display name (1–100 characters after trimming, no control characters).
+    public var displayName: String?
+    /// What to do with the picture: absent, unchanged.
+    public var avatar: AvatarChange?
+
+    /// How a request changes the picture.
+    public enum AvatarChange: Sendable, Equatable {
+        /// Show this image, which the caller uploaded (`POST /attachments`).
+        case set(EntityID)
+        /// No picture (`avatarId: null` on the wire).
+        case remove
+    }
+
+    /// A request changing these fields.
+    public init(displayName: String? = nil, avatar: AvatarChange? = nil) {
+        self.displayName = displayName
+        self.avatar = avatar
+    }
+
+    private enum CodingKeys: String, CodingKey { case displayName, avatarId }
+
+    /// Reads `avatarId`: an attachment id, `null` (remove), or absent (unchanged).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        displayName = try c.decodeIfPresent(String.self, forKey: .displayName)
+        if c.contains(.avatarId) {
+            avatar = try c.decodeNil(forKey: .avatarId) ? .remove : .set(try c.decode(EntityID.self, forKey: .avatarId))
+        }
+    }
+
+    /// Writes `avatarId` only when it changes.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encodeIfPresent(displayName, forKey: .displayName)
+        switch avatar {
+        case .set(let id): try c.encode(id, forKey: .avatarId)
+        case .remove: try c.encodeNil(forKey: .avatarId)
+        case nil: break
+        }
+    }
+}
+
+/// `PATCH /users/{id}` and `PATCH /users/me` answer.
 public struct UserResponse: Codable, Sendable, Equatable {
     /// The user after the change.
     public var user: User

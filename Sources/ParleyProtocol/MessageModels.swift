@@ -35,6 +35,9 @@ public struct Attachment: Codable, Sendable, Equatable, Identifiable {
     /// Playing time in milliseconds, when known.
     public var durationMs: Int?
 
+    /// Where the attachment `id` is downloaded, relative to the server: `/api/v1/attachments/{id}`.
+    public static func path(of id: EntityID) -> String { "/api/v1/attachments/\(id)" }
+
     /// An attachment as the wire carries it.
     public init(
         id: EntityID, name: String, contentType: String, size: Int64, url: String,

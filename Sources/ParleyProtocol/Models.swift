@@ -76,13 +76,18 @@ public struct User: Codable, Sendable, Equatable, Identifiable {
     public var lastSeenAt: Date?
     /// `admin` or `member` of their organization (absent from older servers).
     public var role: UserRole?
+    /// Their picture: an image attachment every member of the organization may download
+    /// (`/api/v1/attachments/{id}`, immutable, so a new picture is a new URL); absent when
+    /// they have none.
+    public var avatarUrl: String?
 
     /// A user as the wire carries it.
     public init(
         id: EntityID, organizationId: EntityID, email: String, displayName: String,
-        isOnline: Bool = false, lastSeenAt: Date? = nil, role: UserRole? = nil
+        isOnline: Bool = false, lastSeenAt: Date? = nil, role: UserRole? = nil, avatarUrl: String? = nil
     ) {
         self.role = role
+        self.avatarUrl = avatarUrl
         self.id = id
         self.organizationId = organizationId
         self.email = email

@@ -77,6 +77,14 @@ public struct ReceiptEvent: Codable, Sendable, Equatable {
     }
 }
 
+/// Data of the `user.updated` event.
+public struct UserEvent: Codable, Sendable, Equatable {
+    /// The user as they are now (without presence: `presence` events carry that).
+    public var user: User
+    /// An event carrying this user.
+    public init(user: User) { self.user = user }
+}
+
 /// Data of the `presence` event.
 public struct PresenceEvent: Codable, Sendable, Equatable {
     /// The user whose presence changed.
@@ -181,6 +189,8 @@ public enum ServerEvent: Codable, Sendable, Equatable {
     case typingSummary(TypingSummaryEvent)
     /// `conversation.activity`: new messages in a large group.
     case conversationActivity(ConversationActivityEvent)
+    /// `user.updated`: someone in the organization changed their name or picture.
+    case userUpdated(UserEvent)
 
     /// The `type` string of the frame.
     public var type: String {
@@ -195,6 +205,7 @@ public enum ServerEvent: Codable, Sendable, Equatable {
         case .receiptSummary: "receipt.summary"
         case .typingSummary: "typing.summary"
         case .conversationActivity: "conversation.activity"
+        case .userUpdated: "user.updated"
         }
     }
 
@@ -221,6 +232,7 @@ public enum ServerEvent: Codable, Sendable, Equatable {
         case "receipt.summary": self = .receiptSummary(try c.decode(ReceiptSummaryEvent.self, forKey: .data))
         case "typing.summary": self = .typingSummary(try c.decode(TypingSummaryEvent.self, forKey: .data))
         case "conversation.activity": self = .conversationActivity(try c.decode(ConversationActivityEvent.self, forKey: .data))
+        case "user.updated": self = .userUpdated(try c.decode(UserEvent.self, forKey: .data))
         default: throw UnknownType(type: type)
         }
     }
@@ -239,6 +251,7 @@ public enum ServerEvent: Codable, Sendable, Equatable {
         case .receiptSummary(let data): try c.encode(data, forKey: .data)
         case .typingSummary(let data): try c.encode(data, forKey: .data)
         case .conversationActivity(let data): try c.encode(data, forKey: .data)
+        case .userUpdated(let data): try c.encode(data, forKey: .data)
         }
     }
 }

@@ -101,12 +101,18 @@ package enum MessageValidation {
 
     /// A conversation name trimmed, 1–200 characters.
     package static func conversationName(_ name: String) throws -> String {
+        try shownName(name, field: "name", max: Limits.maxConversationNameCharacters)
+    }
+
+    /// A name everyone sees (in browsers, terminals and notifications), trimmed: 1–`max`
+    /// characters, no control characters, no bidirectional overrides.
+    package static func shownName(_ name: String, field: String, max: Int) throws -> String {
         let trimmed = Limits.trimmed(name)
-        guard !trimmed.isEmpty, trimmed.count <= Limits.maxConversationNameCharacters, !Limits.containsNul(trimmed) else {
-            throw ChatError.invalid("name must be 1–\(Limits.maxConversationNameCharacters) characters")
+        guard !trimmed.isEmpty, trimmed.count <= max, !Limits.containsNul(trimmed) else {
+            throw ChatError.invalid("\(field) must be 1–\(max) characters")
         }
         guard !Limits.containsUnsafeCharacters(trimmed) else {
-            throw ChatError.invalid("name must not contain control characters or bidirectional overrides")
+            throw ChatError.invalid("\(field) must not contain control characters or bidirectional overrides")
         }
         return trimmed
     }

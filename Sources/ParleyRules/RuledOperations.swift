@@ -54,6 +54,11 @@ extension ParleyStore {
         try await writing { tx in try await ConversationRules.create(new, in: tx) }
     }
 
+    /// Changes the user's own display name or picture (see ``ProfileRules``).
+    public func updateProfile(of userId: EntityID, _ change: UpdateProfileRequest) async throws {
+        try await writing { tx in try await ProfileRules.update(userId, change, in: tx) }
+    }
+
     /// Renames a group; writes a system message.
     public func rename(conversationId: EntityID, by userId: EntityID, to name: String, now: Date) async throws -> ConversationChange {
         try await writing { tx in try await ConversationRules.rename(conversationId, by: userId, to: name, now: now, in: tx) }

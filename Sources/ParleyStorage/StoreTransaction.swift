@@ -41,6 +41,21 @@ public protocol StoreTransaction: Sendable {
     /// delete, a reaction): the counter moves, the conversation's activity does not.
     func takeNextSeq(in conversationId: EntityID) async throws -> Int64
 
+    // MARK: Profiles
+
+    /// An active user's display name and picture (nil: no such active user).
+    func profile(of userId: EntityID) async throws -> (displayName: String, avatarId: EntityID?)?
+
+    /// Writes a user's display name and picture.
+    func setProfile(of userId: EntityID, displayName: String, avatarId: EntityID?) async throws
+
+    /// Whether the attachment is the picture of a user in `viewer`'s organization.
+    func isAvatar(_ attachmentId: EntityID, visibleTo viewer: EntityID) async throws -> Bool
+
+    /// Leaves an attachment to the collector, which deletes it once no message and no
+    /// profile refers to it.
+    func orphanAttachment(_ attachmentId: EntityID) async throws
+
     // MARK: Pages (read-only)
 
     /// Up to `limit` messages by seq: without `after`, the newest before `before` (or the

@@ -183,7 +183,7 @@ public struct StoredAttachment: Sendable, Equatable {
     /// The wire form.
     public var wire: Attachment {
         Attachment(
-            id: id, name: name, contentType: contentType, size: size, url: "/api/v1/attachments/\(id)",
+            id: id, name: name, contentType: contentType, size: size, url: Attachment.path(of: id),
             width: width, height: height)
     }
 }

@@ -65,7 +65,9 @@ struct Tail: AsyncParsableCommand {
                     if let known = printed[id], seq <= known { continue }
                     printed[id] = seq
                 }
-                emit(line(for: event, names: names))
+                let said = line(for: event, names: names)
+                if case .userUpdated(let updated) = event { names[updated.user.id] = updated.user.displayName }
+                emit(said)
             }
             if await connection.closeCode == MembershipService.deactivatedCloseCode {
                 throw fail("signed out by the server: \(await connection.closedReason?.description ?? "session ended"); `parley login` again")
@@ -145,6 +147,10 @@ struct Tail: AsyncParsableCommand {
             return "[\(event.conversationId.description.prefix(8))] #\(event.seq) read by \(event.readCount), received by \(event.deliveredCount)"
         case .typingSummary(let event): return "[\(event.conversationId.description.prefix(8))] \(event.count) typing"
         case .conversationActivity(let event): return "[\(event.conversationId.description.prefix(8))] activity up to seq \(event.lastSeq)"
+        case .userUpdated(let event):
+            let now = TerminalOutput.inline(event.user.displayName)
+            let before = name(event.user.id)
+            return before == now ? "\(now) changed their picture" : "\(before) is now called \(now)"
         }
     }
 }

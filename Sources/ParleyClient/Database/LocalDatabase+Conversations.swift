@@ -190,59 +190,6 @@ extension LocalDatabase {
         }
     }
 
-    /// Stores the directory (names for offline screens). Users in `keepingPresenceOf` keep the
-    /// presence the cache has (a live event newer than this snapshot set it).
-    public func store(users: [User], keepingPresenceOf fresher: Set<EntityID> = []) async throws {
-        try await writer.write { db in
-            for user in users {
-                if fresher.contains(user.id) {
-                    try db.execute(
-                        sql: """
-                            INSERT INTO users (id, organization_id, email, display_name, is_online, last_seen_at)
-                            VALUES (?, ?, ?, ?, ?, ?)
-                            ON CONFLICT(id) DO UPDATE SET organization_id = excluded.organization_id,
-                                email = excluded.email, display_name = excluded.display_name
-                            """,
-                        arguments: [
-                            user.id.description, user.organizationId.description, user.email, user.displayName, user.isOnline,
-                            user.lastSeenAt?.millisecondsSince1970,
-                        ])
-                    continue
-                }
-                try db.execute(
-                    sql: """
-                        INSERT OR REPLACE INTO users (id, organization_id, email, display_name, is_online, last_seen_at)
-                        VALUES (?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        user.id.description, user.organizationId.description, user.email, user.displayName, user.isOnline,
-                        user.lastSeenAt?.millisecondsSince1970,
-                    ])
-            }
-        }
-    }
-
-    /// The cached directory.
-    public func users() async throws -> [User] {
-        try await writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM users ORDER BY display_name").map {
-                User(
-                    id: try Self.id($0["id"]), organizationId: try Self.id($0["organization_id"]), email: $0["email"],
-                    displayName: $0["display_name"], isOnline: $0["is_online"],
-                    lastSeenAt: ($0["last_seen_at"] as Int64?).map(Date.init(millisecondsSince1970:)))
-            }
-        }
-    }
-
-    /// Applies a presence event to the cached directory.
-    public func apply(presence: PresenceEvent) async throws {
-        try await writer.write { db in
-            try db.execute(
-                sql: "UPDATE users SET is_online = ?, last_seen_at = COALESCE(?, last_seen_at) WHERE id = ?",
-                arguments: [presence.isOnline, presence.lastSeenAt?.millisecondsSince1970, presence.userId.description])
-        }
-    }
-
     /// Applies the answer to our own read: the badge and our watermark, at once. The answer's
     /// `lastSeq` says what its count covers: events up to it that arrive later are not counted
     /// again, and what the row applied after it is added (see ``ReadState``). An answer without

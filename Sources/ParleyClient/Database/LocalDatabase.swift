@@ -11,7 +11,7 @@ import ParleyProtocol
 /// outbox), so an app update never crashes on an old cache and never loses an unsent message.
 public struct LocalDatabase: Sendable {
     /// Bump when the cache tables change shape: old caches are rebuilt, not migrated.
-    public static let cacheVersion = 5
+    public static let cacheVersion = 6
 
     /// How much history the cache keeps (the newest 500, at most 7 days: enough to open any
     /// recent chat offline without the cache growing without bound).
@@ -136,7 +136,8 @@ public struct LocalDatabase: Sendable {
                 email TEXT NOT NULL,
                 display_name TEXT NOT NULL,
                 is_online INTEGER NOT NULL DEFAULT 0,
-                last_seen_at INTEGER
+                last_seen_at INTEGER,
+                avatar_url TEXT
             );
             CREATE TABLE conversations (
                 id TEXT PRIMARY KEY NOT NULL,

@@ -79,6 +79,18 @@ public actor MediaCache {
         return data
     }
 
+    /// A person's picture (``User/avatarUrl``), kept like an attachment: its size is not known
+    /// beforehand, so it is fetched whole and checked against its SHA-256 ETag.
+    public func picture(_ url: String) async throws -> Data {
+        guard let last = url.split(separator: "/").last, let id = EntityID(String(last)) else {
+            throw ClientError(kind: .server, code: .invalidRequest, message: "Not a picture's address: \(url)")
+        }
+        return try await data(for: Attachment(id: id, name: "picture", contentType: "image/*", size: Self.unknownSize, url: url))
+    }
+
+    /// The size of a picture before it is downloaded.
+    static let unknownSize: Int64 = -1
+
     /// What is cached for an attachment, without downloading (nil when nothing sound is kept).
     public func cachedData(for attachment: Attachment) -> Data? {
         if let hit = memory[attachment.id] { return hit.data }
@@ -120,7 +132,7 @@ public actor MediaCache {
         var data = Data()
         var etag: String?
         report(attachment.id, 0)
-        if size <= pieceSize {
+        if size <= pieceSize {  // a picture's unknown size included
             let part = try await fetch(attachment.url, nil)
             data = part.data
             etag = part.etag
@@ -134,7 +146,7 @@ public actor MediaCache {
                 report(attachment.id, Double(data.count) / Double(size))
             }
         }
-        guard Int64(data.count) == size else {
+        guard size == Self.unknownSize || Int64(data.count) == size else {
             throw ClientError(kind: .transport, message: "The download of \(attachment.name) stopped at \(data.count) of \(size) bytes")
         }
         if let etag, Self.sha256(data) != etag {
@@ -170,7 +182,8 @@ public actor MediaCache {
         let url = file(attachment.id)
         guard let data = try? Data(contentsOf: url) else { return nil }
         let recorded = try? String(contentsOf: checksumFile(attachment.id), encoding: .utf8)
-        guard Int64(data.count) == attachment.size, recorded == Self.sha256(data) else {
+        let sized = attachment.size == Self.unknownSize || Int64(data.count) == attachment.size
+        guard sized, recorded == Self.sha256(data) else {
             // Partial or damaged: drop it, the caller downloads again.
             try? FileManager.default.removeItem(at: url)
             try? FileManager.default.removeItem(at: checksumFile(attachment.id))

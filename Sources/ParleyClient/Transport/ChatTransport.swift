@@ -63,6 +63,10 @@ public protocol ChatTransport: Sendable {
     func report(messageId: EntityID?, userId: EntityID?, reason: String) async throws -> EntityID
     /// Downloads the caller's data as a ZIP into `file`, with progress; its size.
     func exportData(to file: URL, progress: @Sendable (Int64) -> Void) async throws -> Int64
+    /// Changes the caller's display name or picture; answers the caller as changed.
+    func updateProfile(_ change: UpdateProfileRequest) async throws -> User
+    /// Uploads an image the caller may then make their picture.
+    func uploadPicture(file: URL, contentType: String) async throws -> Attachment
 }
 
 /// One open WebSocket, as the SDK uses it.
@@ -110,6 +114,16 @@ extension ChatTransport {
     /// By default a transport cannot block.
     public func setBlocked(_ blocked: Bool, user: EntityID) async throws {
         throw ClientError(kind: .server, code: .notFound, message: "This server cannot block")
+    }
+
+    /// By default a transport cannot change a profile.
+    public func updateProfile(_ change: UpdateProfileRequest) async throws -> User {
+        throw ClientError(kind: .server, code: .notFound, message: "This server cannot change profiles")
+    }
+
+    /// By default a transport cannot upload a picture.
+    public func uploadPicture(file: URL, contentType: String) async throws -> Attachment {
+        throw ClientError(kind: .server, code: .notFound, message: "This server takes no pictures")
     }
 
     /// By default a transport takes no reports.
@@ -315,6 +329,14 @@ public struct LiveTransport: ChatTransport {
     /// Blocks or unblocks through the REST API.
     public func setBlocked(_ blocked: Bool, user: EntityID) async throws {
         if blocked { try await api.block(user) } else { try await api.unblock(user) }
+    }
+
+    /// Changes the profile through the REST API.
+    public func updateProfile(_ change: UpdateProfileRequest) async throws -> User { try await api.updateProfile(change) }
+
+    /// Uploads a picture in one request (a picture is small; no resumable upload).
+    public func uploadPicture(file: URL, contentType: String) async throws -> Attachment {
+        try await api.upload(file: file, name: file.lastPathComponent, contentType: contentType)
     }
 
     /// Reports through the REST API.

@@ -98,6 +98,12 @@ public struct ParleyAPI: Sendable {
     /// The caller.
     public func me() async throws -> User { try await request("GET", "users/me") }
 
+    /// Changes the caller's display name or picture (`PATCH /users/me`).
+    public func updateProfile(_ change: UpdateProfileRequest) async throws -> User {
+        let answer: UserResponse = try await request("PATCH", "users/me", body: change)
+        return answer.user
+    }
+
     // MARK: Organization
 
     /// The caller's organization.

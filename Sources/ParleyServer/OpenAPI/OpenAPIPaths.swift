@@ -68,6 +68,9 @@ extension OpenAPIDocument {
         ]) { first, _ in first },
         "/api/v1/users/me": [
             "get": op("users", "The caller", ["200": answer("The caller", "User")]),
+            "patch": op("users", "Change the caller's display name or picture (an image they uploaded; null removes it)",
+                        body: jsonBody("UpdateProfileRequest"), ["200": answer("The caller after the change", "UserResponse")],
+                        errors: [400, 404]),
             "delete": op("safety", "Erase the caller's account, confirmed with the password (the last admin cannot)",
                          body: jsonBody("EraseAccountRequest"), ["204": noContent], errors: [403, 409]),
         ],

@@ -72,7 +72,7 @@ enum OpenAPISchemas {
         ], required: ["code", "organizationId", "maxUses", "uses", "expiresAt", "createdBy"]),
         "User": object([
             "id": id, "organizationId": id, "email": string(), "displayName": string(),
-            "isOnline": boolean, "lastSeenAt": date, "role": enumeration(["admin", "member"]),
+            "isOnline": boolean, "lastSeenAt": date, "role": enumeration(["admin", "member"]), "avatarUrl": string(),
         ], required: ["id", "organizationId", "email", "displayName", "isOnline"]),
         "Member": object(["userId": id, "readSeq": seq, "deliveredSeq": seq], required: ["userId", "readSeq", "deliveredSeq"]),
         "Conversation": object([
@@ -143,6 +143,9 @@ enum OpenAPISchemas {
         ], required: ["id", "actorId", "action", "at"]),
         "AuditResponse": object(["entries": array(ref("AuditEntry")), "hasMore": boolean], required: ["entries", "hasMore"]),
         "UpdateUserRequest": object(["role": enumeration(["admin", "member"])], required: ["role"]),
+        "UpdateProfileRequest": object([
+            "displayName": string(min: 1, max: 100), "avatarId": ["anyOf": [id, ["type": "null"] as Schema]] as Schema,
+        ], description: "At least one of the two; avatarId names an image the caller uploaded, null removes the picture"),
         "OrganizationResponse": object(["organization": ref("Organization")], required: ["organization"]),
         "UpdateOrganizationRequest": object([
             "allowedEmailDomains": array(string(min: 1, max: 253), maxItems: 50),

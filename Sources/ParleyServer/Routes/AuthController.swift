@@ -91,14 +91,7 @@ struct AuthController: Sendable {
             throw ChatError.invalid("organization must not contain control characters or bidirectional overrides")
         }
         let email = try Membership.email(body.email)
-        let displayName = Limits.trimmed(body.displayName)
-        guard !displayName.isEmpty, displayName.count <= Limits.maxDisplayNameCharacters, !Limits.containsNul(displayName) else {
-            throw ChatError.invalid("displayName must be 1–\(Limits.maxDisplayNameCharacters) characters")
-        }
-        // Shown to everyone in the organization, in browsers, terminals and notifications.
-        guard !Limits.containsUnsafeCharacters(displayName) else {
-            throw ChatError.invalid("displayName must not contain control characters or bidirectional overrides")
-        }
+        let displayName = try ProfileRules.displayName(body.displayName)
         guard Limits.passwordLength.contains(body.password.count) else {
             throw ChatError.invalid(
                 "password must be \(Limits.passwordLength.lowerBound)–\(Limits.passwordLength.upperBound) characters")

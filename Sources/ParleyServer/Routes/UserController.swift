@@ -1,9 +1,11 @@
 import Hummingbird
 import ParleyProtocol
+import ParleyRules
 import ParleyStorage
 
-/// `GET /users/me`, `GET /users?q=` (the caller's organization only), and the caller's blocks:
-/// `POST`/`DELETE /users/{id}/block`, `GET /users/blocked`.
+/// `GET /users/me`, `PATCH /users/me` (one's own name and picture), `GET /users?q=` (the
+/// caller's organization only), and the caller's blocks: `POST`/`DELETE /users/{id}/block`,
+/// `GET /users/blocked`.
 struct UserController: Sendable {
     let store: any ParleyStore
     let fanOut: FanOut
@@ -11,6 +13,7 @@ struct UserController: Sendable {
 
     func addRoutes(to group: RouterGroup<ParleyRequestContext>) {
         group.get("users/me", use: me)
+        group.patch("users/me", use: updateProfile)
         group.get("users", use: list)
         group.get("users/blocked", use: blocked)
         group.post("users/:id/block", use: block)
@@ -21,6 +24,21 @@ struct UserController: Sendable {
         let identity = try context.requireIdentity()
         guard let user = try await store.user(id: identity.userId) else { throw ChatError.unauthorized }
         return try JSONResponse.make(live(user, hidden: []))
+    }
+
+    /// `PATCH /users/me`: the caller's name or picture (``ProfileRules``). The organization
+    /// learns it through `user.updated`, the caller's other devices too; those who block the
+    /// caller get it without presence.
+    @Sendable func updateProfile(_ request: Request, context: ParleyRequestContext) async throws -> Response {
+        let identity = try context.requireIdentity()
+        var request = request
+        let change = try await request.decodeJSON(UpdateProfileRequest.self)
+        try await store.updateProfile(of: identity.userId, change)
+        guard let user = try await store.user(id: identity.userId) else { throw ChatError.unauthorized }
+        let blockers = await chat.blocks.blockers(of: identity.userId)
+        fanOut.deliver(.userUpdated(UserEvent(user: live(user, hidden: []))), toOrganization: identity.organizationId, excluding: blockers)
+        fanOut.deliver(.userUpdated(UserEvent(user: live(user, hidden: [user.id]))), to: blockers)
+        return try JSONResponse.make(UserResponse(user: live(user, hidden: [])))
     }
 
     @Sendable func list(_ request: Request, context: ParleyRequestContext) async throws -> Response {

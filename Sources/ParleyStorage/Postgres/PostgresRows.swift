@@ -88,14 +88,27 @@ enum PostgresRows {
         """
 
     /// The columns of a user row.
-    static let userColumns = "id, organization_id, email, display_name, last_seen_at, role"
+    static let userColumns = "id, organization_id, email, display_name, last_seen_at, role, avatar_id"
 
-    static func user(_ row: PostgresRow) throws -> User {
-        let (id, organizationId, email, displayName, lastSeen, role) = try row.decode((UUID, UUID, String, String, Int64?, String).self)
+    /// ``userColumns`` of the table aliased `alias`.
+    static func userColumns(of alias: String) -> String {
+        userColumns.split(separator: ",").map { "\(alias)." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+    }
+
+    /// The user in ``userColumns``, which start after the row's first `skipping` columns.
+    static func user(_ row: PostgresRow, skipping: Int) throws -> User {
+        let r = row.makeRandomAccess()
+        let (id, organizationId, email, displayName, lastSeen, role, avatar) = (
+            try r[skipping].decode(UUID.self), try r[skipping + 1].decode(UUID.self), try r[skipping + 2].decode(String.self),
+            try r[skipping + 3].decode(String.self), try r[skipping + 4].decode(Int64?.self), try r[skipping + 5].decode(String.self),
+            try r[skipping + 6].decode(UUID?.self))
         return User(
             id: EntityID(id), organizationId: EntityID(organizationId), email: email, displayName: displayName,
-            isOnline: false, lastSeenAt: lastSeen.map(Date.init(millisecondsSince1970:)), role: UserRole(rawValue: role))
+            isOnline: false, lastSeenAt: lastSeen.map(Date.init(millisecondsSince1970:)), role: UserRole(rawValue: role),
+            avatarUrl: avatar.map { Attachment.path(of: EntityID($0)) })
     }
+
+    static func user(_ row: PostgresRow) throws -> User { try user(row, skipping: 0) }
 
     static func message(_ row: PostgresRow) throws -> Message {
         let r = row.makeRandomAccess()
@@ -108,7 +121,7 @@ enum PostgresRows {
             attachment = Attachment(
                 id: EntityID(attachmentId), name: try r["a_name"].decode(String.self),
                 contentType: try r["a_content_type"].decode(String.self), size: try r["a_size"].decode(Int64.self),
-                url: "/api/v1/attachments/\(EntityID(attachmentId))",
+                url: Attachment.path(of: EntityID(attachmentId)),
                 width: try r["a_width"].decode(Int?.self), height: try r["a_height"].decode(Int?.self))
         }
         let metadata = try r["metadata_json"].decode(String?.self).map {

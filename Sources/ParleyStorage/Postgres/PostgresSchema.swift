@@ -300,6 +300,11 @@ enum PostgresSchema {
             "ALTER TABLE organizations ADD COLUMN message_retention_days integer",
             "CREATE TABLE attachment_orphans (attachment_id uuid PRIMARY KEY)",
         ]),
+        // People's pictures (see SQLiteSchema's v18).
+        Migration(version: 18, name: "v18-avatars", statements: [
+            "ALTER TABLE users ADD COLUMN avatar_id uuid",
+            "CREATE INDEX users_avatar ON users (avatar_id) WHERE avatar_id IS NOT NULL",
+        ]),
     ]
 
     /// Applies the migrations the database lacks, all in one transaction under the advisory lock;

@@ -86,14 +86,15 @@ extension PostgresStore {
         }
     }
 
-    /// Attachments left by deleted messages that nothing refers to.
+    /// Attachments left by deleted messages or replaced pictures that nothing refers to.
     public func orphanedAttachments(limit: Int) async throws -> [StoredAttachment] {
         let logger = self.logger
         return try await single { c in
             let ids = try await c.all(
                 """
                 SELECT o.attachment_id FROM attachment_orphans o
-                WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.attachment_id = o.attachment_id) LIMIT \(limit)
+                WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.attachment_id = o.attachment_id)
+                AND NOT EXISTS (SELECT 1 FROM users u WHERE u.avatar_id = o.attachment_id) LIMIT \(limit)
                 """, logger
             ).map { try $0.decode(UUID.self) }
             let found = try await PostgresRows.attachments(c, ids: ids, logger)
@@ -107,6 +108,7 @@ extension PostgresStore {
         return try await write { c in
             try await c.run("DELETE FROM attachment_orphans WHERE attachment_id = \(id.uuid)", logger)
             guard try await c.first("SELECT 1 FROM messages WHERE attachment_id = \(id.uuid) LIMIT 1", logger) == nil,
+                try await c.first("SELECT 1 FROM users WHERE avatar_id = \(id.uuid) LIMIT 1", logger) == nil,
                 let row = try await c.first("DELETE FROM attachments WHERE id = \(id.uuid) RETURNING sha256", logger)
             else { return (false, true) }
             let sha = try row.decode(String.self)
@@ -122,7 +124,7 @@ extension PostgresStore {
             guard try await c.first(
                 """
                 UPDATE users SET display_name = 'Deleted user', email = 'deleted-' || id::text, password_hash = '',
-                    deactivated_at = COALESCE(deactivated_at, \(now.millisecondsSince1970)), last_seen_at = NULL
+                    deactivated_at = COALESCE(deactivated_at, \(now.millisecondsSince1970)), last_seen_at = NULL, avatar_id = NULL
                 WHERE id = \(userId.uuid) AND organization_id = \(organizationId.uuid) RETURNING id
                 """, logger) != nil
             else { return false }

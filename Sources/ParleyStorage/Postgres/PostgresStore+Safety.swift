@@ -11,7 +11,7 @@ extension PostgresStore {
         return try await single { c in
             try await c.all(
                 """
-                SELECT \(unescaped: PostgresRows.userColumns.split(separator: ",").map { "u." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", "))
+                SELECT \(unescaped: PostgresRows.userColumns(of: "u"))
                 FROM blocks b JOIN users u ON u.id = b.blocked_id
                 WHERE b.blocker_id = \(blocker.uuid) ORDER BY lower(u.display_name COLLATE "C"), u.id
                 """, logger

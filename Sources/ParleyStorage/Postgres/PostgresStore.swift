@@ -174,16 +174,12 @@ public final class PostgresStore: ParleyStore {
         let found: (User, String)? = try await single { c in
             guard let row = try await c.first(
                 """
-                SELECT u.id, u.organization_id, u.email, u.display_name, u.last_seen_at, u.role, u.password_hash
+                SELECT u.password_hash, \(unescaped: PostgresRows.userColumns(of: "u"))
                 FROM users u JOIN organizations o ON o.id = u.organization_id
                 WHERE o.name_key = \(organization.lowercased()) AND u.email = \(email) AND u.deactivated_at IS NULL
                 """, logger)
             else { return nil }
-            let (id, org, email, name, lastSeen, role, hash) = try row.decode((UUID, UUID, String, String, Int64?, String, String).self)
-            return (
-                User(id: EntityID(id), organizationId: EntityID(org), email: email, displayName: name,
-                     lastSeenAt: lastSeen.map(Date.init(millisecondsSince1970:)), role: UserRole(rawValue: role)),
-                hash)
+            return (try PostgresRows.user(row, skipping: 1), try row.makeRandomAccess()[0].decode(String.self))
         }
         return found.map { (user: $0.0, passwordHash: $0.1) }
     }

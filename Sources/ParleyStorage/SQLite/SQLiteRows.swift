@@ -12,7 +12,8 @@ enum SQLiteRows {
             displayName: row["display_name"],
             isOnline: false,
             lastSeenAt: (row["last_seen_at"] as Int64?).map(Date.init(millisecondsSince1970:)),
-            role: (row["role"] as String?).flatMap(UserRole.init(rawValue:)))
+            role: (row["role"] as String?).flatMap(UserRole.init(rawValue:)),
+            avatarUrl: (row["avatar_id"] as String?).flatMap(EntityID.init).map(Attachment.path(of:)))
     }
 
     static func id(_ text: String?) throws -> EntityID {

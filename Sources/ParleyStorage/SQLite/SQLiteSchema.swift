@@ -356,6 +356,14 @@ enum SQLiteSchema {
                 CREATE TABLE attachment_orphans (attachment_id TEXT PRIMARY KEY) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v18-avatars") { db in
+            // A user's picture: an attachment of theirs. Downloads ask whether an attachment is
+            // someone's picture (through the index), and so does the attachment collector.
+            try db.execute(sql: """
+                ALTER TABLE users ADD COLUMN avatar_id TEXT;
+                CREATE INDEX users_avatar ON users(avatar_id) WHERE avatar_id IS NOT NULL;
+                """)
+        }
         return migrator
     }
 }

@@ -71,14 +71,15 @@ extension SQLiteStore {
         }
     }
 
-    /// Attachments left by deleted messages that nothing refers to.
+    /// Attachments left by deleted messages or replaced pictures that nothing refers to.
     public func orphanedAttachments(limit: Int) async throws -> [StoredAttachment] {
         try await writer.read { db in
             let ids = try String.fetchAll(
                 db,
                 sql: """
                     SELECT o.attachment_id FROM attachment_orphans o
-                    WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.attachment_id = o.attachment_id) LIMIT ?
+                    WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.attachment_id = o.attachment_id)
+                    AND NOT EXISTS (SELECT 1 FROM users u WHERE u.avatar_id = o.attachment_id) LIMIT ?
                     """,
                 arguments: [limit])
             let found = try SQLiteRows.attachments(db, ids: ids)
@@ -92,6 +93,7 @@ extension SQLiteStore {
             let key = id.description
             try db.execute(sql: "DELETE FROM attachment_orphans WHERE attachment_id = ?", arguments: [key])
             guard try Bool.fetchOne(db, sql: "SELECT 1 FROM messages WHERE attachment_id = ? LIMIT 1", arguments: [key]) != true,
+                try Bool.fetchOne(db, sql: "SELECT 1 FROM users WHERE avatar_id = ? LIMIT 1", arguments: [key]) != true,
                 let sha = try String.fetchOne(db, sql: "DELETE FROM attachments WHERE id = ? RETURNING sha256", arguments: [key])
             else { return (false, true) }
             let shared = try Bool.fetchOne(db, sql: "SELECT 1 FROM attachments WHERE sha256 = ? LIMIT 1", arguments: [sha]) ?? false
@@ -106,7 +108,7 @@ extension SQLiteStore {
             try db.execute(
                 sql: """
                     UPDATE users SET display_name = 'Deleted user', email = 'deleted-' || id, password_hash = '',
-                        deactivated_at = COALESCE(deactivated_at, ?), last_seen_at = NULL
+                        deactivated_at = COALESCE(deactivated_at, ?), last_seen_at = NULL, avatar_id = NULL
                     WHERE id = ? AND organization_id = ?
                     """,
                 arguments: [now.millisecondsSince1970, id, organizationId.description])
