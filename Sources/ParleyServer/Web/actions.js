@@ -1,9 +1,9 @@
 // What a user does to messages and conversations besides sending: edits, deletes, reactions,
 // forwards, threads, pins, mute, group changes, search, blocks and reports. Each is one REST
 // call; its answer updates the store at once, and the server's events bring it to other devices.
-import { api, qs } from '/web/api.js';
+import { api, qs, saveSession } from '/web/api.js';
 import {
-  store, emit, applyConversation, applyMessageToList, upsertMessage, forgetBlockMarks,
+  store, emit, applyConversation, applyMessageToList, upsertMessage, forgetBlockMarks, applyProfile,
 } from '/web/store.js';
 import { hook, ensureUsers, closeConversation } from '/web/client.js';
 import { sendMessage } from '/web/sending.js';
@@ -75,6 +75,13 @@ export async function setBlocked(userId, blocked) {
   if (blocked) store.blocked.add(userId);
   else { store.blocked.delete(userId); forgetBlockMarks(userId); }
   emit('users'); emit('list'); emit('chat');
+}
+// ---- one's own profile: {displayName?, avatarId?: id | null} → the user as changed ----
+export async function updateProfile(change) {
+  const { user } = await api('PATCH', '/users/me', change);
+  applyProfile(user);
+  saveSession(null, store.me);
+  return user;
 }
 // {messageId?, userId?, reason} → {id, status}
 export const report = (body) => api('POST', '/reports', body);

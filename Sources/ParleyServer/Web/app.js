@@ -211,6 +211,7 @@ function initMenu() {
   menu.addEventListener('keydown', (e) => { if (e.key === 'Escape') { closeMenu(); button.focus(); } });
   document.addEventListener('click', (e) => { if (!menu.hidden && !e.target.closest('.menu-wrap')) closeMenu(); });
   $('#account-open').addEventListener('click', () => { closeMenu(); openAccount(button); });
+  $('#me-open').addEventListener('click', (e) => openAccount(e.currentTarget));
 }
 
 async function accountErased() {

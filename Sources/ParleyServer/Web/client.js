@@ -8,7 +8,7 @@ import { flushOutbox } from '/web/sending.js';
 import { loadBlocked } from '/web/actions.js';
 import {
   store, emit, applyConversation, applyMessageToList, getCache, upsertMessage, setTyping,
-  setTypingSummary, forgetServerCopy, fromBlocked,
+  setTypingSummary, forgetServerCopy, fromBlocked, applyProfile,
 } from '/web/store.js';
 
 let hooks = { onAuthFailed() {}, onError() {}, onIncoming() {}, onOpened() {}, onSending() {} };
@@ -301,6 +301,10 @@ function handleEvent(type, d) {
       break;
     }
     case 'receipt.summary': store.summaries.set(d.conversationId, d); emit('chat', d.conversationId); break;
+    case 'user.updated':
+      applyProfile(d.user);
+      if (d.user.id === store.me?.id) saveSession(null, store.me);
+      break;
     case 'presence': {
       const u = store.users.get(d.userId);
       if (u) { u.isOnline = d.isOnline; if (d.lastSeenAt) u.lastSeenAt = d.lastSeenAt; else if (d.isOnline) delete u.lastSeenAt; } else ensureUsers([d.userId]);

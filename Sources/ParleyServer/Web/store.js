@@ -62,6 +62,26 @@ export function userName(id) {
   return store.users.get(id)?.displayName || 'Unknown user';
 }
 
+// The address of a person's picture, or null (they show as initials).
+export function userPicture(id) {
+  if (store.me && id === store.me.id) return store.me.avatarUrl || null;
+  return store.users.get(id)?.avatarUrl || null;
+}
+
+// A person's new name or picture (the server's answer, or a user.updated event): presence
+// stays as the presence events left it.
+export function applyProfile(user) {
+  if (store.me && user.id === store.me.id) {
+    store.me = { ...store.me, displayName: user.displayName, avatarUrl: user.avatarUrl };
+  }
+  const known = store.users.get(user.id);
+  if (known) {
+    known.displayName = user.displayName;
+    if (user.avatarUrl) known.avatarUrl = user.avatarUrl; else delete known.avatarUrl;
+  } else store.users.set(user.id, user);
+  emit('users');
+}
+
 export function peerId(conv) {
   if (conv.type !== 'direct') return null;
   return (conv.participantIds || []).find((id) => id !== store.me?.id) || null;

@@ -1,7 +1,8 @@
 // The group panel: rename the open group, see its members, add and remove people, leave.
 // Names are text nodes (h() never parses HTML).
 import { $, h, setChildren, debounce } from '/web/dom.js';
-import { store, userName } from '/web/store.js';
+import { store, userName, userPicture } from '/web/store.js';
+import { avatar } from '/web/avatar.js';
 import * as client from '/web/client.js';
 import { openPerson } from '/web/views-safety.js';
 
@@ -41,6 +42,7 @@ function render() {
     (b === store.me.id) - (a === store.me.id) || userName(a).localeCompare(userName(b)));
   $('#group-count').textContent = `(${ids.length})`;
   setChildren($('#group-members'), ids.map((id) => h('li', { class: 'member-row', dataset: { userId: id } },
+    avatar(userName(id), userPicture(id), { small: true }),
     h('span', { class: 'user-name' }, id === store.me.id ? `${userName(id)} (you)` : userName(id)),
     id !== store.me.id && store.blocked.has(id) ? h('span', { class: 'blocked-badge' }, 'blocked') : null,
     id === store.me.id ? null : h('button', {

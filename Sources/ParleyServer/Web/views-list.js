@@ -1,6 +1,7 @@
 // The sidebar: conversation list, message search, the new-chat and forward panels.
 import { h, $, setChildren, clear, formatListTime, debounce } from '/web/dom.js';
-import { store, sortedConversations, conversationName, peerId, typingText, userName, lastPending, fromBlocked } from '/web/store.js';
+import { store, sortedConversations, conversationName, peerId, typingText, userName, userPicture, lastPending, fromBlocked } from '/web/store.js';
+import { avatar } from '/web/avatar.js';
 import * as client from '/web/client.js';
 import { isAdmin, openInvites, renderInviteAccess } from '/web/views-invites.js';
 import { renderAdminAccess } from '/web/views-admin.js';
@@ -70,8 +71,9 @@ export function renderList() {
       onclick: () => openChat(conv.id),
       onkeydown: (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); openChat(conv.id); } },
     },
-    h('div', { class: 'avatar', 'aria-hidden': 'true' }, (name || '?').trim().charAt(0).toUpperCase() || '?',
-      conv.type === 'direct' ? h('span', { class: `presence${online ? ' online' : ''}`, title: online ? 'Online' : 'Offline' }) : null),
+    avatar(name, peer ? userPicture(peer) : null, {
+      presence: conv.type === 'direct' ? h('span', { class: `presence${online ? ' online' : ''}`, title: online ? 'Online' : 'Offline' }) : null,
+    }),
     h('div', { class: 'row-main' },
       h('div', { class: 'row-top' }, h('span', { class: 'name' }, name), h('span', { class: 'time' }, formatListTime(conv.lastMessage?.createdAt || conv.lastActivityAt))),
       h('div', { class: 'row-bottom' }, h('span', { class: `preview ${preview.cls}` }, preview.text),
@@ -83,6 +85,12 @@ export function renderList() {
   if (store.listHasMore) rows.push(h('li', { class: 'list-more' }, h('button', { type: 'button', class: 'link', onclick: () => client.loadMoreConversations().catch(showError) }, 'Load more')));
   setChildren(list, rows);
   $('#me-name').textContent = store.me?.displayName || '';
+  const mine = $('#me-avatar');
+  const picture = store.me?.avatarUrl || '';
+  if (mine.dataset.for !== `${store.me?.displayName}|${picture}`) {
+    mine.replaceChildren(avatar(store.me?.displayName, picture || null, { small: true }));
+    mine.dataset.for = `${store.me?.displayName}|${picture}`;
+  }
   renderInviteAccess();
   renderAdminAccess();
 }

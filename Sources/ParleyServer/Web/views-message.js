@@ -2,7 +2,8 @@
 // preview, time and ticks, reactions, the thread line and the actions. Every text a person
 // typed (and every preview text) is a text node: h() never parses HTML.
 import { h, formatTime, formatSize, formatListTime } from '/web/dom.js';
-import { store, userName, fromBlocked } from '/web/store.js';
+import { store, userName, userPicture, fromBlocked } from '/web/store.js';
+import { avatar } from '/web/avatar.js';
 import { attachmentBlobUrl } from '/web/api.js';
 import { systemText } from '/web/views-list.js';
 
@@ -41,7 +42,7 @@ export function deletedText(m) {
 // What a message's element shows: it is rebuilt only when this changes.
 export function messageSignature(m, conv, status, grouped, reply) {
   return JSON.stringify([m.id, m.updatedSeq, m.text, m.editedAt, m.deletedAt, m.deletedBy, m.reactions, status, grouped,
-    conv?.type, reply && [reply.text, reply.deletedAt], m.attachment?.id, userName(m.senderId), m.thread, m.pinnedAt, m.preview,
+    conv?.type, reply && [reply.text, reply.deletedAt], m.attachment?.id, userName(m.senderId), userPicture(m.senderId), m.thread, m.pinnedAt, m.preview,
     fromBlocked(m), revealed.has(m.id)]);
 }
 
@@ -69,7 +70,10 @@ export function messageElement(m, conv, status, grouped, reply, opts = {}) {
     body.push(h('div', { class: 'blocked-head' }, h('span', { class: 'blocked-note' }, 'From a blocked user'),
       h('button', { type: 'button', class: 'link blocked-toggle', 'aria-label': 'Hide the message from a blocked user' }, 'Hide')));
   }
-  if (!grouped && !own && conv?.type === 'group') body.push(h('div', { class: 'sender' }, userName(m.senderId)));
+  if (!grouped && !own && conv?.type === 'group') {
+    body.push(h('div', { class: 'sender-line' }, avatar(userName(m.senderId), userPicture(m.senderId), { small: true }),
+      h('div', { class: 'sender' }, userName(m.senderId))));
+  }
   if (m.forwardedFromId || m.forwardOf) body.push(h('div', { class: 'forwarded' }, '↪ Forwarded'));
   if (m.replyToId && !deleted) {
     body.push(h('div', { class: 'reply-quote' },

@@ -1,11 +1,12 @@
 // Trust and safety for every member: a person's panel (block / unblock, report), the
 // report dialog (a message or a person, with a reason), and the Account and privacy panel
-// (download my data, the people I block, delete my account). Names, message texts and reasons
+// (one's profile, download my data, the people I block, delete my account). Names, message texts and reasons
 // are text nodes (h() never parses HTML).
 import { h, $, setChildren } from '/web/dom.js';
 import { api, fetchBlob } from '/web/api.js';
 import { store, userName } from '/web/store.js';
 import * as client from '/web/client.js';
+import { initProfile, renderProfile } from '/web/views-profile.js';
 
 let opts = { showError() {}, onErased() {} };
 let personId = null;
@@ -39,6 +40,7 @@ export function initSafety(o) {
   $('#report-cancel').addEventListener('click', closeReport);
   $('#report-form').addEventListener('submit', (e) => { e.preventDefault(); sendReport(); });
   $('#account-close').addEventListener('click', closeAccount);
+  initProfile();
   $('#export-download').addEventListener('click', downloadMyData);
   $('#erase-start').addEventListener('click', () => {
     $('#erase-form').hidden = false; $('#erase-start').hidden = true; $('#erase-password').value = ''; $('#erase-password').focus();
@@ -140,6 +142,8 @@ export function openAccount(from) {
   $('#export-status').textContent = '';
   $('#erase-form').hidden = true;
   $('#erase-start').hidden = false;
+  $('#profile-status').textContent = '';
+  renderProfile();
   showPanel('#account-panel', from);
   renderBlockedList();
   client.loadBlocked().then(renderBlockedList).catch(() => {});
