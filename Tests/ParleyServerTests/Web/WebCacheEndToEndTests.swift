@@ -27,12 +27,7 @@ import Testing
         """
 
     @Test(.heavy) func aReloadWithoutTheServerShowsTheListAndTheChatThenCatchesUpOnce() async throws {
-        var server = try ServeProcess(name: "web-cache", dataDirectory: TestServer.temporaryDirectory())
-        defer { server.stop() }
-        try await server.waitUntilReady()
-        let url = server.url
-        let browser = try await Chromium.launch()
-        do {
+        try await Web.withServerAndBrowser("web-cache") { url, browser in
             let (carol, ada, adaId) = try await Web.carolAndAda(url, browser)
             let direct = try await carol.createConversation(.init(type: .direct, participantIds: [adaId]))
             for (n, text) in ["first words", "second thoughts", "third time"].enumerated() {
@@ -79,10 +74,6 @@ import Testing
             try await ada.waitFor("document.body.dataset.screen === 'auth'")
             try await ada.waitFor("\(Self.cachedRecords).then(n => n === 0)", "the cache deleted at sign-out")
             #expect(ada.problems.isEmpty, "\(ada.problems)")
-        } catch {
-            await browser.close()
-            throw error
         }
-        await browser.close()
     }
 }

@@ -37,6 +37,22 @@ import Testing
 
     /// Carol, registered over the API as the first of organization "Acme", and Ada, who
     /// registers into it in a new page of `browser`; Ada's page and id.
+    /// Runs `body` with a `parley serve` of its own (a new data directory) and a browser, which
+    /// is closed whatever happens.
+    static func withServerAndBrowser(_ name: String, _ body: (URL, Chromium) async throws -> Void) async throws {
+        let server = try ServeProcess(name: name, dataDirectory: TestServer.temporaryDirectory())
+        defer { server.stop() }
+        try await server.waitUntilReady()
+        let browser = try await Chromium.launch()
+        do {
+            try await body(server.url, browser)
+        } catch {
+            await browser.close()
+            throw error
+        }
+        await browser.close()
+    }
+
     static func carolAndAda(_ url: URL, _ browser: Chromium) async throws -> (carol: ParleyAPI, ada: BrowserPage, adaId: EntityID) {
         let carolAuth = try await ParleyAPI(baseURL: url).register(
             .init(organization: "Acme", email: "carol@acme.io", password: "correct horse", displayName: "Carol"))

@@ -20,12 +20,7 @@ import Testing
     }
 
     @Test(.heavy) func aNameAndAPictureChangeEverywhere() async throws {
-        let server = try ServeProcess(name: "web-profile", dataDirectory: TestServer.temporaryDirectory())
-        defer { server.stop() }
-        try await server.waitUntilReady()
-        let url = server.url
-        let browser = try await Chromium.launch()
-        do {
+        try await Web.withServerAndBrowser("web-profile") { url, browser in
             let (carol, ada, adaId) = try await Web.carolAndAda(url, browser)
             let carolId = try await carol.me().id
             // Portraits drawn for the occasion: a face on a coloured ground.
@@ -88,11 +83,7 @@ import Testing
             try await ada.waitFor("!document.querySelector('#me-avatar .avatar').classList.contains('pictured')", "initials in the sidebar")
             #expect(try await carol.users().first { $0.id == adaId }?.avatarUrl == nil)
             #expect(ada.problems.isEmpty, "\(ada.problems)")
-        } catch {
-            await browser.close()
-            throw error
         }
-        await browser.close()
     }
 
     /// A head and shoulders on a ground, as a PNG file.
