@@ -42,6 +42,10 @@ public enum ChatCommand: Sendable, Equatable {
     case report(message: Int?, reason: String)
     /// Reports a person (an email or a name) with a reason.
     case reportPerson(String, reason: String)
+    /// Changes the user's own display name.
+    case myName(String)
+    /// Makes the image at a path the user's picture; nil takes it away.
+    case myPicture(path: String?)
     case invalid(String)
 
     /// The commands and what they do, for `/help`.
@@ -65,6 +69,8 @@ public enum ChatCommand: Sendable, Equatable {
         "/block EMAIL /unblock EMAIL   no direct messages, typing or alerts from someone",
         "/report [N] REASON            report message N to the admins",
         "/report @EMAIL REASON         report a person to the admins",
+        "/name NAME                    change your display name",
+        "/picture PATH  /picture off   your picture (PNG, JPEG, GIF, WebP), or none",
         "@NAME then Tab                complete a name: the person is mentioned",
         "/older                        load older messages (or PgUp)",
         "/resend                       send failed messages again",
@@ -155,6 +161,11 @@ public enum ChatCommand: Sendable, Equatable {
             }
             guard !afterNumber.isEmpty else { return .invalid("/report [N] REASON") }
             return .report(message: number, reason: afterNumber)
+        case "name", "nick":
+            return rest.isEmpty ? .invalid("/name needs your new display name") : .myName(rest)
+        case "picture", "avatar":
+            guard !rest.isEmpty else { return .invalid("/picture PATH, or /picture off") }
+            return .myPicture(path: ["off", "none", "remove"].contains(rest.lowercased()) ? nil : rest)
         default: return .invalid("Unknown command /\(name): /help lists them")
         }
     }

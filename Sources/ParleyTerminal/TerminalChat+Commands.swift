@@ -257,6 +257,16 @@ extension TerminalChat {
             let type = Self.contentType(of: expanded)
             await chat.send(
                 file: URL(fileURLWithPath: expanded), contentType: type, type: type.hasPrefix("image/") ? .image : .file, caption: caption)
+        case .myName(let name):
+            guard let client else { return }
+            do {
+                let me = try await client.setDisplayName(name)
+                screen.status = "You are now \(me.displayName) to everyone"
+            } catch {
+                screen.status = ClientError.readable(error)
+            }
+        case .myPicture(let path):
+            await setPicture(path)
         case .save(let number, let path):
             guard let target = message(number), let chat else { return }
             let expanded = (path as NSString).expandingTildeInPath
@@ -311,6 +321,33 @@ extension TerminalChat {
             screen.status = "\(error)"
         }
         return nil
+    }
+
+    /// `/picture PATH` uploads an image and makes it the user's picture; `/picture off` takes
+    /// it away. A file that is no image is refused here, before anything goes.
+    private func setPicture(_ path: String?) async {
+        guard let client else { return }
+        do {
+            guard let path else {
+                try await client.removeAvatar()
+                screen.status = "Your picture is gone; people see your initials"
+                return
+            }
+            let expanded = (path as NSString).expandingTildeInPath
+            guard FileManager.default.isReadableFile(atPath: expanded) else {
+                screen.status = "Cannot read \(path)"
+                return
+            }
+            let type = Self.contentType(of: expanded)
+            guard type.hasPrefix("image/") else {
+                screen.status = "A picture must be a PNG, JPEG, GIF or WebP image"
+                return
+            }
+            try await client.setAvatar(file: URL(fileURLWithPath: expanded), contentType: type)
+            screen.status = "Your picture is set; everyone in your organization sees it"
+        } catch {
+            screen.status = ClientError.readable(error)
+        }
     }
 
     static func contentType(of path: String) -> String {

@@ -200,6 +200,10 @@ public final class TerminalChat {
     /// Rebuilds the screen from the models and draws what changed.
     func refresh() {
         if let directory { names.set(directory.users) }
+        // The user's own name as the directory has it now (renamed here or on another device).
+        if let me = session?.user, let mine = directory?.users.first(where: { $0.id == me.id }) {
+            screen.account = "\(mine.displayName) <\(me.email)>"
+        }
         if let list {
             let me = session?.user.id
             let users = Dictionary((directory?.users ?? []).map { ($0.id, $0) }, uniquingKeysWith: { $1 })

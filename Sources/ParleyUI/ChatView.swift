@@ -49,7 +49,9 @@ public struct ChatView: View {
     public var body: some View {
         let me = session.user?.id ?? EntityID()
         let names = session.names
-        let items = ChatPresentation.timeline(model.messages, me: me, names: { names.name($0) }, registry: registry, unreadAfter: model.unreadAfter)
+        let items = ChatPresentation.timeline(
+            model.messages, me: me, names: { names.name($0) }, pictures: { names.picture($0) }, registry: registry,
+            unreadAfter: model.unreadAfter)
         ScrollViewReader { proxy in
             MessageTimeline(
                 items: items, canLoadOlder: model.canLoadOlder, imageData: { await session.attachmentData($0) },

@@ -5,13 +5,15 @@ import SwiftUI
 
 /// The conversation list: rows with unread and mention badges, presence and typing, muted rows
 /// (grey badge, bell-slash) with "Mute"/"Unmute" on a swipe or the context menu, the connection
-/// banner, a "new chat" sheet with the organization's people, pull to refresh and signing out.
+/// banner, a "new chat" sheet with the organization's people, the user's profile (name and
+/// picture), pull to refresh and signing out.
 public struct ConversationListView: View {
     /// The signed-in session (its list, directory and client).
     public let session: ChatSession
     /// The open conversation.
     @Binding public var selection: EntityID?
     @State private var choosingPerson = false
+    @State private var editingProfile = false
     /// Why the last mute or unmute failed, for the alert.
     @State private var muteError: String?
 
@@ -72,6 +74,13 @@ public struct ConversationListView: View {
                 }
             }
             ToolbarItem(placement: .secondaryAction) {
+                Button {
+                    editingProfile = true
+                } label: {
+                    Label("Profile", systemImage: "person.crop.circle")
+                }
+            }
+            ToolbarItem(placement: .secondaryAction) {
                 Button("Sign out", role: .destructive) {
                     Task { await session.signOut() }
                 }
@@ -81,6 +90,9 @@ public struct ConversationListView: View {
             Button("OK", role: .cancel) {}
         } message: {
             Text(muteError ?? "")
+        }
+        .sheet(isPresented: $editingProfile) {
+            ProfileView(session: session)
         }
         .sheet(isPresented: $choosingPerson) {
             PeoplePicker(session: session) { userId in
@@ -117,7 +129,7 @@ extension ConversationListView {
     }
 }
 
-/// One row: avatar initials with a presence dot, title, time, preview (or typing), the mention
+/// One row: the picture (or initials) with a presence dot, title, time, preview (or typing), the mention
 /// badge "@" and the unread badge (grey, with a bell-slash, when the chat is muted).
 public struct ConversationRowView: View {
     /// What the row shows, decided by ``ChatPresentation/listRow(_:me:users:typing:now:calendar:)``.
@@ -131,7 +143,7 @@ public struct ConversationRowView: View {
     /// The row.
     public var body: some View {
         HStack(spacing: 12) {
-            AvatarView(initials: item.initials, presence: item.presence)
+            AvatarView(initials: item.initials, presence: item.presence, picture: item.picture)
             VStack(alignment: .leading, spacing: 2) {
                 HStack(alignment: .firstTextBaseline) {
                     Text(item.title)
@@ -185,29 +197,6 @@ struct BadgeView: View {
     }
 }
 
-/// Initials in a circle, with a green dot when the person is online.
-struct AvatarView: View {
-    let initials: String
-    let presence: ChatPresentation.Presence?
-
-    var body: some View {
-        Text(initials)
-            .font(.callout.bold())
-            .foregroundStyle(.white)
-            .frame(width: 44, height: 44)
-            .background(Circle().fill(Color.accentColor.gradient))
-            .overlay(alignment: .bottomTrailing) {
-                if presence == .online {
-                    Circle()
-                        .fill(.green)
-                        .frame(width: 12, height: 12)
-                        .overlay(Circle().stroke(.background, lineWidth: 2))
-                }
-            }
-            .accessibilityHidden(true)
-    }
-}
-
 /// The organization's people, to start a direct chat with.
 struct PeoplePicker: View {
     let session: ChatSession
@@ -228,7 +217,9 @@ struct PeoplePicker: View {
                     pick(person.id)
                 } label: {
                     HStack {
-                        AvatarView(initials: ChatPresentation.initials(person.displayName), presence: person.isOnline ? .online : .offline)
+                        AvatarView(
+                            initials: ChatPresentation.initials(person.displayName), presence: person.isOnline ? .online : .offline,
+                            picture: person.avatarUrl)
                         VStack(alignment: .leading) {
                             Text(person.displayName)
                             Text(person.email).font(.caption).foregroundStyle(.secondary)

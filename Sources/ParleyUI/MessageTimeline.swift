@@ -6,7 +6,7 @@ import SwiftUI
 import MapKit
 #endif
 
-/// The timeline as ``ChatPresentation/timeline(_:me:names:now:calendar:registry:unreadAfter:)`` decided it:
+/// The timeline as ``ChatPresentation/timeline(_:me:names:pictures:now:calendar:registry:unreadAfter:)`` decided it:
 /// day titles, notices and bubbles. It only lays out; previews feed it sample data.
 public struct MessageTimeline: View {
     /// The items, oldest first.
@@ -133,7 +133,10 @@ public struct MessageBubbleView: View {
             if item.isOwn { Spacer(minLength: 48) }
             VStack(alignment: item.isOwn ? .trailing : .leading, spacing: 2) {
                 if item.startsGroup, !item.isOwn {
-                    Text(item.senderName).font(.caption.bold()).foregroundStyle(.secondary)
+                    HStack(spacing: 6) {
+                        AvatarView(initials: ChatPresentation.initials(item.senderName), presence: nil, picture: item.senderPicture, size: 20)
+                        Text(item.senderName).font(.caption.bold()).foregroundStyle(.secondary)
+                    }
                 }
                 VStack(alignment: .leading, spacing: 4) {
                     if let quote = item.replyPreview {

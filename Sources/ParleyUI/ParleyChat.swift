@@ -170,6 +170,7 @@ struct ChatNavigation: View {
                 ContentUnavailableView("No chat selected", systemImage: "bubble.left.and.bubble.right")
             }
         }
+        .environment(\.parleyPictures, PictureLoader { [session] url in await session.pictureData(url) })
     }
 }
 

@@ -38,8 +38,9 @@ public struct ThreadView: View {
         let me = session.user?.id ?? EntityID()
         let names = session.names
         // Two timelines, so the first reply starts a group of its own under the root.
-        let rootItems = ChatPresentation.timeline(model.root.map { [$0] } ?? [], me: me, names: { names.name($0) }, registry: registry)
-        let replyItems = ChatPresentation.timeline(model.replies, me: me, names: { names.name($0) }, registry: registry)
+        let rootItems = ChatPresentation.timeline(
+            model.root.map { [$0] } ?? [], me: me, names: { names.name($0) }, pictures: { names.picture($0) }, registry: registry)
+        let replyItems = ChatPresentation.timeline(model.replies, me: me, names: { names.name($0) }, pictures: { names.picture($0) }, registry: registry)
         ScrollViewReader { proxy in
             ScrollView {
                 LazyVStack(spacing: 2) {

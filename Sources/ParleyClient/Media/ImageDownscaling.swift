@@ -57,6 +57,32 @@ public struct ImageDownscaling: MessagePreparation {
     /// A preparation with these limits.
     public init(sizing: ImageSizing = ImageSizing()) { self.sizing = sizing }
 
+    /// A picked photo made a person's picture: at most `maxPixelSize` on its longer side, as
+    /// JPEG (HEIC and large photos included, so every client can draw it, and it stays small).
+    /// Where ImageIO is missing (Linux), or the bytes are no image it can read, they are
+    /// returned as they are.
+    public static func picture(_ data: Data, contentType: String, maxPixelSize: Int = 512) -> (data: Data, contentType: String) {
+        #if canImport(ImageIO)
+        let options: [CFString: Any] = [
+            kCGImageSourceCreateThumbnailFromImageAlways: true,
+            kCGImageSourceCreateThumbnailWithTransform: true,
+            kCGImageSourceThumbnailMaxPixelSize: maxPixelSize,
+        ]
+        guard let image = CGImageSourceCreateWithData(data as CFData, nil),
+            let scaled = CGImageSourceCreateThumbnailAtIndex(image, 0, options as CFDictionary)
+        else { return (data, contentType) }
+        let output = NSMutableData()
+        guard let destination = CGImageDestinationCreateWithData(output as CFMutableData, "public.jpeg" as CFString, 1, nil) else {
+            return (data, contentType)
+        }
+        CGImageDestinationAddImage(destination, scaled, [kCGImageDestinationLossyCompressionQuality: 0.85] as CFDictionary)
+        guard CGImageDestinationFinalize(destination) else { return (data, contentType) }
+        return (output as Data, "image/jpeg")
+        #else
+        return (data, contentType)
+        #endif
+    }
+
     /// Replaces the context's `file` (and `contentType`, `name`) by a smaller JPEG when the
     /// rule says so; anything it cannot read is left for the upload as it is.
     public func prepare(_ message: PreparedMessage) async throws -> PreparedMessage {

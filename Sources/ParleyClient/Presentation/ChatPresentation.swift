@@ -39,6 +39,9 @@ public enum ChatPresentation {
         public var isOwn: Bool
         /// The sender's name (shown when the group starts).
         public var senderName: String
+        /// The address of the sender's picture (``User/avatarUrl``), shown beside the name;
+        /// nil for one's own messages and for people without one.
+        public var senderPicture: String? = nil
         /// First of a run of one sender's messages within ``groupingWindow`` on one day.
         public var startsGroup: Bool
         /// The text to show: the message's, or "This message was deleted".
@@ -116,9 +119,11 @@ public enum ChatPresentation {
 
     /// The timeline of a conversation: day separators, grouped messages, system notices, and
     /// with `unreadAfter` (the read watermark the chat was opened with) a "New messages" line.
-    /// `registry` decides each message's ``Cell`` (an app's own components included).
+    /// `registry` decides each message's ``Cell`` (an app's own components included);
+    /// `pictures` gives the address of a sender's picture.
     public static func timeline(
-        _ messages: [LocalMessage], me: EntityID, names: (EntityID) -> String?, now: Date = Date(),
+        _ messages: [LocalMessage], me: EntityID, names: (EntityID) -> String?,
+        pictures: (EntityID) -> String? = { _ in nil }, now: Date = Date(),
         calendar: Calendar = .current, registry: MessageComponentRegistry = MessageComponentRegistry(),
         unreadAfter: Int64? = nil
     ) -> [Item] {
@@ -161,7 +166,8 @@ public enum ChatPresentation {
                 }
             }
             items.append(.message(MessageItem(
-                message: message, isOwn: isOwn, senderName: name, startsGroup: startsGroup,
+                message: message, isOwn: isOwn, senderName: name, senderPicture: isOwn ? nil : pictures(message.senderId),
+                startsGroup: startsGroup,
                 body: body(of: message),
                 time: time(message.createdAt, calendar: calendar), status: isOwn ? StatusMark(message.delivery) : nil,
                 isEdited: message.editedAt != nil && message.deletedAt == nil,

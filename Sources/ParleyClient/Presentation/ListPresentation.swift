@@ -87,6 +87,9 @@ extension ChatPresentation {
         public var isMuted: Bool = false
         /// The other person's presence in a direct conversation; nil for groups.
         public var presence: Presence?
+        /// The address of the other person's picture in a direct conversation (shown instead
+        /// of ``initials`` once loaded); nil for groups and people without one.
+        public var picture: String? = nil
         /// "Ada Lovelace, 3 unread, typing" for VoiceOver.
         public var accessibilityLabel: String
     }
@@ -115,7 +118,7 @@ extension ChatPresentation {
             preview: preview, isTyping: typingText != nil,
             time: conversation.lastMessage == nil ? "" : listTime(conversation.lastActivityAt, now: now, calendar: calendar),
             badge: badge(row.unreadCount), mentionBadge: conversation.mentionCount > 0 ? "@" : "", isMuted: conversation.muted,
-            presence: presence, accessibilityLabel: spoken.joined(separator: ", "))
+            presence: presence, picture: peer.flatMap { users[$0]?.avatarUrl }, accessibilityLabel: spoken.joined(separator: ", "))
     }
 
     /// The line under a chat's title: the typing line while someone types, else "online",

@@ -65,20 +65,23 @@ public struct FileSessionStore: SessionStore {
     }
 }
 
-/// Display names by user id, readable from any thread (view models resolve names while the
-/// directory loads in the background).
+/// Display names and pictures by user id, readable from any thread (view models resolve
+/// names while the directory loads in the background).
 public final class NameBook: Sendable {
     // NIOLockedValueBox, not Synchronization.Mutex: this ships at iOS 17 / macOS 14.
-    private let names = NIOLockedValueBox<[EntityID: String]>([:])
+    private let people = NIOLockedValueBox<[EntityID: (name: String, picture: String?)]>([:])
 
     /// A book with no names yet.
     public init() {}
 
     /// The user's display name, if known.
-    public func name(_ id: EntityID) -> String? { names.withLockedValue { $0[id] } }
+    public func name(_ id: EntityID) -> String? { people.withLockedValue { $0[id]?.name } }
 
-    /// Learns the names of these users.
+    /// The address of the user's picture (``User/avatarUrl``), if they have one and are known.
+    public func picture(_ id: EntityID) -> String? { people.withLockedValue { $0[id]?.picture } }
+
+    /// Learns the names and pictures of these users.
     public func learn(_ users: [User]) {
-        names.withLockedValue { names in for user in users { names[user.id] = user.displayName } }
+        people.withLockedValue { people in for user in users { people[user.id] = (user.displayName, user.avatarUrl) } }
     }
 }

@@ -96,6 +96,18 @@ import Testing
         #expect(ChatCommand.parse(line) == expected)
     }
 
+    /// One's own profile: `/name` takes the rest of the line, `/picture` a path or "off".
+    @Test(arguments: [
+        ("/name Ada Lovelace", ChatCommand.myName("Ada Lovelace")), ("/nick  Ada ", .myName("Ada")),
+        ("/name", .invalid("/name needs your new display name")),
+        ("/picture ~/me.png", .myPicture(path: "~/me.png")), ("/avatar /tmp/a b.jpg", .myPicture(path: "/tmp/a b.jpg")),
+        ("/picture off", .myPicture(path: nil)), ("/picture NONE", .myPicture(path: nil)),
+        ("/picture", .invalid("/picture PATH, or /picture off")),
+    ])
+    func profileCommands(line: String, expected: ChatCommand) {
+        #expect(ChatCommand.parse(line) == expected)
+    }
+
     /// Groups: members as emails or names, separated by commas with or without spaces, then
     /// the group's name (which may have several words).
     @Test(arguments: [

@@ -36,6 +36,37 @@ import Testing
         await session.signOut()
     }
 
+    /// The profile screen's actions: a rename and a picked photo reach the user, the names the
+    /// screens read and the organization; a refusal leaves a sentence and changes nothing; the
+    /// picture downloads through the media cache; a change made on another device arrives.
+    @Test func theProfileScreenRenamesAndSetsAPicture() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, bob, _) = try await server.directPair()
+        let folder = TestServer.temporaryDirectory()
+        let session = ChatSession(server: server.baseURL, store: FileSessionStore(path: folder + "/session.json"), databaseDirectory: folder + "/db")
+        await session.signIn(organization: "acme", email: "alice@x.io", password: TestUser.password)
+
+        #expect(await session.rename(to: "Ada Lovelace"))
+        #expect(session.user?.displayName == "Ada Lovelace" && session.names.name(alice.id) == "Ada Lovelace")
+        #expect(await session.rename(to: "  ") == false)
+        #expect(session.profileError?.contains("1–100 characters") == true && session.user?.displayName == "Ada Lovelace", "\(String(describing: session.profileError))")
+        #expect(await session.setPicture(Fixtures.png, contentType: "image/png"))
+        let url = try #require(session.user?.avatarUrl)
+        #expect(session.profileError == nil && session.names.picture(alice.id) == url)
+        #expect(try await bob.api.users().first { $0.id == alice.id }?.avatarUrl == url)
+        #expect(await session.pictureData(url) == Fixtures.png)
+        #expect(await session.setPicture(Data("text".utf8), contentType: "text/plain") == false, "not an image")
+        #expect(session.user?.avatarUrl == url)
+
+        // Renamed on another device: the session's user follows (user.updated).
+        _ = try await alice.api.updateProfile(.init(displayName: "Countess"))
+        try await waitFor("the other device's rename") { await MainActor.run { session.user?.displayName == "Countess" } }
+        #expect(await session.removePicture())
+        #expect(session.user?.avatarUrl == nil && session.names.picture(alice.id) == nil)
+        await session.signOut()
+    }
+
     @Test func signInResumeStartAChatAndSignOut() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
