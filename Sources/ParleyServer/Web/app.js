@@ -278,6 +278,7 @@ function boot() {
   });
   window.parleyDebug = {
     outboxSize: () => outbox.size(store.me?.id),
+    cacheWrites: () => cache.stats.puts,
     state: () => ({
       me: store.me, connection: store.connection, openId: store.openId, socketAuthorizedUntil: store.socketAuthorizedUntil || null,
       conversations: [...store.conversations.values()].map((c) => ({ id: c.id, lastSeq: c.lastSeq, unreadCount: c.unreadCount, readSeq: c.readSeq })),

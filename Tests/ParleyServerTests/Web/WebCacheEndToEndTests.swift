@@ -19,6 +19,13 @@ import Testing
             q.onsuccess = () => { resolve(q.result); r.result.close(); }; q.onerror = () => reject(q.error); }; })
         """
 
+    /// The keys of the records the tab keeps (a JS promise of an array).
+    static let cachedKeys = """
+        new Promise((resolve, reject) => { const r = indexedDB.open('parley'); r.onerror = () => reject(r.error);
+          r.onsuccess = () => { const q = r.result.transaction('cache').objectStore('cache').getAllKeys();
+            q.onsuccess = () => { resolve(q.result); r.result.close(); }; q.onerror = () => reject(q.error); }; })
+        """
+
     /// Empties the tab's cache (a JS promise), as a new device would start.
     static let emptyCache = """
         new Promise((resolve, reject) => { const r = indexedDB.open('parley'); r.onerror = () => reject(r.error);
@@ -37,7 +44,7 @@ import Testing
             try await ada.click(row)
             try await ada.waitFor("\(Web.messages("third time")).length === 1")
             // Written a little after it changed: the list and the chat.
-            try await ada.waitFor("\(Self.cachedRecords).then(n => n >= 2)", "the cache written")
+            try await ada.waitFor("\(Self.cachedKeys).then(k => k.some(key => key.endsWith('|c|\(direct.id)')))", "the chat cached")
 
             // Nothing of the API answers now, not even the WebSocket; the page itself still loads.
             _ = try await ada.call("Network.enable")
@@ -73,6 +80,36 @@ import Testing
             try await ada.click("#logout")
             try await ada.waitFor("document.body.dataset.screen === 'auth'")
             try await ada.waitFor("\(Self.cachedRecords).then(n => n === 0)", "the cache deleted at sign-out")
+            #expect(ada.problems.isEmpty, "\(ada.problems)")
+        }
+    }
+
+    /// One record a conversation, a person and a chat: a message in one chat rewrites that
+    /// chat's records and the list's state, not every conversation and person the tab knows.
+    @Test(.heavy) func aMessageRewritesItsOwnRecordsOnly() async throws {
+        try await Web.withServerAndBrowser("web-cache-records") { url, browser in
+            let (carol, ada, adaId) = try await Web.carolAndAda(url, browser)
+            for n in 1...8 {
+                _ = try await carol.createConversation(.init(type: .group, participantIds: [adaId], name: "Team \(n)"))
+            }
+            let direct = try await carol.createConversation(.init(type: .direct, participantIds: [adaId]))
+            _ = try await carol.send(.init(clientMessageId: "c0", text: "first"), to: direct.id)
+            try await ada.click("#conversation-list [data-conversation-id=\"\(direct.id)\"]")
+            try await ada.waitFor("\(Web.messages("first")).length === 1")
+            try await ada.waitFor("\(Self.cachedKeys).then(k => k.filter(key => key.includes('|v|')).length === 9 && k.some(key => key.endsWith('|c|\(direct.id)')))", "nine conversations and the chat cached")
+            #expect(try await ada.eval("\(Self.cachedKeys).then(k => k.every(key => key.startsWith('\(adaId)|')))") as? Bool == true)
+            // Settled: nothing more to write.
+            try await ada.waitFor(
+                "new Promise(r => { const a = window.parleyDebug.cacheWrites(); setTimeout(() => r(window.parleyDebug.cacheWrites() === a), 700); })",
+                "the writes settle")
+            let before = try await ada.eval("window.parleyDebug.cacheWrites()") as? Int ?? 0
+            _ = try await carol.send(.init(clientMessageId: "c1", text: "second"), to: direct.id)
+            try await ada.waitFor("\(Web.messages("second")).length === 1")
+            try await ada.waitFor("new Promise(r => setTimeout(() => r(true), 700))", "past the save delay")
+            let after = try await ada.eval("window.parleyDebug.cacheWrites()") as? Int ?? 0
+            // The state record, the conversation and its messages (receipts may add a write or two
+            // of the same records): far fewer than the nine conversations and two people.
+            #expect(after - before >= 2 && after - before <= 6, "\(after - before) records written for one message")
             #expect(ada.problems.isEmpty, "\(ada.problems)")
         }
     }
