@@ -159,7 +159,9 @@ extension ChatScreen {
                     lines.append(lead + styledLine)
                 }
                 if !message.reactions.isEmpty {
-                    lines.append("   " + TerminalText.truncate(TerminalText.sanitize(message.reactions), to: textWidth))
+                    // The highlighted message says who reacted; the others only count.
+                    let reactions = selected ? message.reactionPeople : message.reactions
+                    lines.append("   " + TerminalText.truncate(TerminalText.sanitize(reactions), to: textWidth))
                 }
                 lines += Self.extraLines(message, width: textWidth)
             }

@@ -202,6 +202,7 @@ struct PeoplePicker: View {
     let session: ChatSession
     let pick: (EntityID) -> Void
     @State private var query = ""
+    @Environment(\.dismiss) private var dismiss
 
     private var people: [User] {
         let me = session.user?.id
@@ -229,6 +230,12 @@ struct PeoplePicker: View {
             }
             .searchable(text: $query)
             .navigationTitle("New chat")
+            .toolbar {
+                // A macOS sheet has no swipe to close: this is its way out (a phone's too).
+                ToolbarItem(placement: .cancellationAction) {
+                    Button("Cancel") { dismiss() }
+                }
+            }
         }
     }
 }

@@ -125,7 +125,10 @@ public struct MessageBubbleView: View {
         self.isInThread = isInThread
     }
 
-    private static let quickReactions = ["👍", "❤️", "😂", "🎉", "😮"]
+    static let quickReactions = ["👍", "❤️", "😂", "🎉", "😮"]
+    /// Whether the "any emoji" field is up, and what it holds.
+    @State var choosingEmoji = false
+    @State var otherEmoji = ""
 
     /// The bubble.
     public var body: some View {
@@ -163,7 +166,10 @@ public struct MessageBubbleView: View {
                     }
                 }
                 if !item.reactions.isEmpty {
-                    Text(item.reactions).font(.caption)
+                    Text(item.reactions)
+                        .font(.caption)
+                        .help(item.reactionPeople)
+                        .accessibilityLabel(item.reactionPeople)
                 }
                 if let line = item.threadLine, !isInThread {
                     Button {
@@ -203,62 +209,17 @@ public struct MessageBubbleView: View {
             if item.status?.canResend == true { actions.resend(item.message) }
         }
         .contextMenu { menu }
+        .alert("React with any emoji", isPresented: $choosingEmoji) {
+            TextField("Emoji", text: $otherEmoji)
+            Button("React") {
+                let emoji = otherEmoji.trimmingCharacters(in: .whitespaces)
+                otherEmoji = ""
+                if !emoji.isEmpty, !item.myReactions.contains(emoji) { actions.react(item.message, emoji) }
+            }
+            Button("Cancel", role: .cancel) { otherEmoji = "" }
+        }
     }
 
-    @ViewBuilder private var menu: some View {
-        let message = item.message
-        if item.cell != .deleted, message.isConfirmed {
-            if !isInThread {
-                Button { actions.reply(message) } label: { Label("Reply", systemImage: "arrowshape.turn.up.left") }
-                // A thread hangs off a root in the timeline: a reply in one starts none of its own.
-                if let openThread = actions.openThread, message.serverId != nil, message.threadRootId == nil {
-                    Button { openThread(message) } label: { Label("Reply in thread", systemImage: "bubble.left.and.bubble.right") }
-                }
-            }
-            Menu {
-                ForEach(Self.quickReactions, id: \.self) { emoji in
-                    let mine = item.myReactions.contains(emoji)
-                    Button(mine ? "\(emoji) ✓" : emoji) { mine ? actions.unreact(message, emoji) : actions.react(message, emoji) }
-                }
-            } label: {
-                Label("React", systemImage: "face.smiling")
-            }
-            if let pin = actions.pin {
-                let pinned = item.isPinned
-                Button { pin(message, !pinned) } label: { Label(pinned ? "Unpin" : "Pin", systemImage: pinned ? "pin.slash" : "pin") }
-            }
-            Button { copy(item.body) } label: { Label("Copy", systemImage: "doc.on.doc") }
-            if item.isOwn {
-                Button { actions.edit(message) } label: { Label("Edit", systemImage: "pencil") }
-                Button(role: .destructive) { actions.revoke(message) } label: { Label("Delete for everyone", systemImage: "trash") }
-            }
-        }
-        if !item.isOwn, message.isConfirmed, item.cell != .system {
-            if let report = actions.report, item.cell != .deleted {
-                Button { report(message) } label: { Label("Report…", systemImage: "exclamationmark.bubble") }
-            }
-            if let block = actions.block {
-                let blocked = message.senderBlocked
-                Button(role: blocked ? nil : .destructive) { block(message, !blocked) } label: {
-                    Label(blocked ? "Unblock \(item.senderName)" : "Block \(item.senderName)", systemImage: blocked ? "person.badge.plus" : "hand.raised")
-                }
-            }
-        }
-        if item.status?.canResend == true {
-            Button { actions.resend(message) } label: { Label("Resend", systemImage: "arrow.clockwise") }
-            Button(role: .destructive) { actions.discard(message) } label: { Label("Discard", systemImage: "xmark") }
-        }
-        Button(role: .destructive) { actions.deleteForMe(message) } label: { Label("Delete for me", systemImage: "eye.slash") }
-    }
-
-    private func copy(_ text: String) {
-        #if os(iOS)
-        UIPasteboard.general.string = text
-        #elseif os(macOS)
-        NSPasteboard.general.clearContents()
-        NSPasteboard.general.setString(text, forType: .string)
-        #endif
-    }
 }
 
 /// How an app draws the message kinds it registered in the interaction layer's component

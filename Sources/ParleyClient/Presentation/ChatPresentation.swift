@@ -54,6 +54,8 @@ public enum ChatPresentation {
         public var isEdited: Bool
         /// "👍 2  ❤️ 1", reactions in a stable order; empty when none.
         public var reactions: String
+        /// Who reacted: "👍 You, Ada Lovelace; ❤️ Bob Byte", in ``reactions``' order; empty when none.
+        public var reactionPeople: String = ""
         /// The emoji the signed-in user reacted with (a second tap takes one back).
         public var myReactions: Set<String>
         /// "↪ Ada: the quoted text", when it replies to a message found in the timeline.
@@ -172,6 +174,7 @@ public enum ChatPresentation {
                 time: time(message.createdAt, calendar: calendar), status: isOwn ? StatusMark(message.delivery) : nil,
                 isEdited: message.editedAt != nil && message.deletedAt == nil,
                 reactions: reactionLine(message.reactions),
+                reactionPeople: reactionPeople(message.reactions, me: me, names: names),
                 myReactions: Set(message.reactions.filter { $0.value.contains(me) }.keys), replyPreview: reply,
                 attachmentLine: message.deletedAt == nil && !message.senderBlocked ? message.attachment.map(attachmentLine) : nil,
                 cell: cell(for: message, registry: registry),
@@ -228,9 +231,22 @@ public enum ChatPresentation {
 
     /// Reactions as "👍 2  ❤️ 1", most first, then by emoji.
     public static func reactionLine(_ reactions: [String: [EntityID]]) -> String {
+        ordered(reactions).map { "\($0.key) \($0.value.count)" }.joined(separator: "  ")
+    }
+
+    /// "👍 You, Ada Lovelace; ❤️ Bob Byte": who reacted with what, the user first as "You",
+    /// then the others in the order they reacted.
+    public static func reactionPeople(_ reactions: [String: [EntityID]], me: EntityID, names: (EntityID) -> String?) -> String {
+        ordered(reactions).map { emoji, users in
+            let people = users.contains(me) ? [me] + users.filter { $0 != me } : users
+            return "\(emoji) " + people.map { $0 == me ? "You" : names($0) ?? "Someone" }.joined(separator: ", ")
+        }.joined(separator: "; ")
+    }
+
+    /// Reactions with someone behind them, the most chosen first (then by emoji).
+    private static func ordered(_ reactions: [String: [EntityID]]) -> [(key: String, value: [EntityID])] {
         reactions.filter { !$0.value.isEmpty }
             .sorted { $0.value.count != $1.value.count ? $0.value.count > $1.value.count : $0.key < $1.key }
-            .map { "\($0.key) \($0.value.count)" }.joined(separator: "  ")
     }
 
     /// "📎 report.pdf (12 KB)" or "🖼 photo.png (1.2 MB)".

@@ -4,7 +4,7 @@ import { h, $, formatTime, formatDay, dayKey } from '/web/dom.js';
 import {
   store, orderedMessages, messageStatus, conversationName, peerId, userName, findMessage, msgKey, typingText, getCache, emit, fromBlocked,
 } from '/web/store.js';
-import { messageElement, messageSignature, toggleRevealed } from '/web/views-message.js';
+import { messageElement, messageSignature, toggleRevealed, onReactInputKey } from '/web/views-message.js';
 import { openReport, openPerson } from '/web/views-safety.js';
 import { openThread, initThread, renderThread } from '/web/views-thread.js';
 import { attachMentionCompletion, mentionsIn } from '/web/mentions.js';
@@ -29,6 +29,7 @@ export function initChat(opts) {
   window.addEventListener('focus', updateRead);
   box.addEventListener('scroll', onScroll);
   box.addEventListener('click', (e) => onMessageClick(e, store.openId));
+  box.addEventListener('keydown', onReactInputKey);
   $('#jump-latest').addEventListener('click', scrollToLatest);
   $('#mute-toggle').addEventListener('click', () => {
     const conv = store.conversations.get(store.openId);
@@ -240,6 +241,14 @@ async function onMessageClick(e, convId) {
   else if (cls.contains('action-forward')) openForward(m.id);
   else if (cls.contains('action-report')) { el.classList.remove('show-actions'); openReport({ message: m }, btn); }
   else if (cls.contains('action-react')) { const p = el.querySelector('.react-picker'); p.hidden = !p.hidden; if (!p.hidden) p.querySelector('button').focus(); }
+  else if (cls.contains('react-other-go')) {
+    const input = el.querySelector('.react-other-input');
+    const emoji = (input.value || '').trim();
+    if (!emoji) { input.focus(); return; }
+    el.querySelector('.react-picker').hidden = true;
+    input.value = '';
+    if (!(m.reactions?.[emoji] || []).includes(store.me.id)) await client.addReaction(convId, m.id, emoji);
+  }
   else if (cls.contains('react-choice') || cls.contains('reaction')) {
     const emoji = btn.dataset.emoji;
     const mine = (m.reactions?.[emoji] || []).includes(store.me.id);

@@ -119,7 +119,10 @@ export function messageElement(m, conv, status, grouped, reply, opts = {}) {
     }
   }
   const picker = h('div', { class: 'react-picker', hidden: true, role: 'group', 'aria-label': 'Pick a reaction' },
-    EMOJI.map((e) => h('button', { type: 'button', class: 'react-choice', dataset: { emoji: e }, 'aria-label': `React with ${e}` }, e)));
+    EMOJI.map((e) => h('button', { type: 'button', class: 'react-choice', dataset: { emoji: e }, 'aria-label': `React with ${e}` }, e)),
+    // Any other emoji: typed or picked from the system's emoji keyboard, then Enter or +.
+    h('input', { class: 'react-other-input', 'aria-label': 'Another emoji', placeholder: '🙂…', maxlength: '16', autocomplete: 'off', enterkeyhint: 'send' }),
+    h('button', { type: 'button', class: 'react-other-go', 'aria-label': 'React with the emoji typed', title: 'React with the emoji typed' }, '+'));
   const mentionsMe = !own && (m.mentions || []).includes(store.me?.id);
   const thread = m.thread && !opts.inThread
     ? h('button', { type: 'button', class: 'thread-link', 'aria-label': `Open thread, ${threadLine(m.thread)}` }, `💬 ${threadLine(m.thread)}`)
@@ -171,3 +174,9 @@ function localBlobUrl(blob) {
   return localUrls.get(blob);
 }
 
+// Enter in a picker's emoji field reacts with what it holds (its + button does the same).
+export function onReactInputKey(e) {
+  if (e.key !== 'Enter' || !e.target.classList?.contains('react-other-input')) return;
+  e.preventDefault();
+  e.target.closest('.react-picker')?.querySelector('.react-other-go')?.click();
+}

@@ -3,7 +3,7 @@
 import { h, $, setChildren } from '/web/dom.js';
 import { store, orderedMessages, messageStatus, findMessage } from '/web/store.js';
 import * as client from '/web/client.js';
-import { messageElement } from '/web/views-message.js';
+import { messageElement, onReactInputKey } from '/web/views-message.js';
 import { attachMentionCompletion, mentionsIn } from '/web/mentions.js';
 
 let open = null; // {conversationId, rootId}
@@ -19,6 +19,7 @@ export function initThread(options) {
   });
   $('#thread-send').addEventListener('click', send);
   $('#thread-messages').addEventListener('click', (e) => options.onMessageClick(e, open?.conversationId));
+  $('#thread-messages').addEventListener('keydown', onReactInputKey);
 }
 
 export async function openThread(conversationId, rootId) {

@@ -103,6 +103,18 @@ import Testing
         #expect(ChatPresentation.cell(for: location, registry: registry) == .custom("poll"))
     }
 
+    /// Who reacted: the user first as "You", then the others in the order they reacted; the
+    /// emoji in the order of the counts line; any emoji, not only the quick ones.
+    @Test func whoReactedReadsInTheCountsOrder() {
+        let me = PresentationSamples.me.id, ada = PresentationSamples.ada.id, bob = PresentationSamples.bob().id
+        let names = PresentationSamples.names(now: Self.now)
+        let reactions: [String: [EntityID]] = ["🦄": [bob], "👍": [ada, me, bob], "❤️": [], "🎉": [ada]]
+        #expect(ChatPresentation.reactionLine(reactions) == "👍 3  🎉 1  🦄 1")
+        #expect(ChatPresentation.reactionPeople(reactions, me: me, names: names) == "👍 You, Ada Lovelace, Bob Byte; 🎉 Ada Lovelace; 🦄 Bob Byte")
+        #expect(ChatPresentation.reactionPeople([:], me: me, names: names) == "")
+        #expect(ChatPresentation.reactionPeople(["👀": [EntityID()]], me: me, names: names) == "👀 Someone")
+    }
+
     @Test func listRowsSayWhoWhatWhenAndHowManyUnread() throws {
         let users = PresentationSamples.users(now: Self.now)
         let rows = PresentationSamples.rows(now: Self.now)

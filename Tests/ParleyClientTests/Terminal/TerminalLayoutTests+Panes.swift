@@ -115,6 +115,17 @@ extension TerminalLayoutTests {
         #expect(text[agreed + 1] == "   ❤️ 2  👍 1" + String(repeating: " ", count: 27))
     }
 
+    /// The highlighted message says who reacted (the user as "You" first); the others count.
+    @Test func theHighlightedMessageSaysWhoReacted() throws {
+        let messages = [Self.message(1, from: Self.bob, "ship it", at: -20, reactions: ["🦄": [Self.bob, Self.me], "👍": [Self.bob]])]
+        var screen = Self.chat(messages)
+        #expect(screen.render(width: 50, height: 12).map(ChatScreen.stripStyles).contains { $0.hasPrefix("   🦄 2  👍 1") })
+        screen.selectedMessage = messages[0].id
+        screen.focus = .messages
+        let text = screen.render(width: 50, height: 12).map(ChatScreen.stripStyles)
+        #expect(text.contains { $0.hasPrefix("   🦄 You, Bob; 👍 Bob") }, "\(text)")
+    }
+
     /// Scrolling up shows older lines; scrolling past the oldest keeps it at the top instead of
     /// blanking the pane.
     @Test(arguments: [(0, 33), (5, 28), (30, 3), (43, 1), (500, 1)])
