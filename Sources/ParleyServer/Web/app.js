@@ -266,7 +266,7 @@ function boot() {
     onSending: askForNotificationsOnce,
   });
   onUnauthorized(() => client.socket.onAuthFailed());
-  $('#logout').addEventListener('click', () => signOut(true));
+  $('#logout').addEventListener('click', () => { closeMenu(); signOut(true); });
   $('#back').addEventListener('click', () => client.closeConversation());
   document.addEventListener('keydown', (e) => {
     if (e.key === 'Escape') {
