@@ -246,7 +246,7 @@ extension TerminalChat {
             let results = await chat.search(query)
             screen.overlayTitle = "\(results.count) found for \"\(query)\" (Esc closes)"
             screen.overlay = results.map { result in
-                ChatPresentation.searchLine(result, sender: names.lookup(result.message.senderId) ?? "Someone")
+                ChatPresentation.searchLine(result, sender: names.lookup(result.message.senderId) ?? "Someone", calendar: Self.calendar)
             }
         case .attach(let path, let caption):
             let expanded = (path as NSString).expandingTildeInPath

@@ -229,13 +229,13 @@ public final class TerminalChat {
         if let chat, let me = session?.user.id {
             screen.timeline = thread.map { thread in
                 // In the thread itself the root's "n replies" line says nothing new.
-                ChatPresentation.timeline(threadMessages(thread), me: me, names: names.lookup).map { item in
+                ChatPresentation.timeline(threadMessages(thread), me: me, names: names.lookup, calendar: Self.calendar).map { item in
                     guard case .message(var message) = item else { return item }
                     message.threadLine = nil
                     return .message(message)
                 }
             }
-                ?? ChatPresentation.timeline(chat.messages, me: me, names: names.lookup, unreadAfter: chat.unreadAfter)
+                ?? ChatPresentation.timeline(chat.messages, me: me, names: names.lookup, calendar: Self.calendar, unreadAfter: chat.unreadAfter)
             screen.pinnedLine = thread == nil ? ChatPresentation.pinnedLine(chat.pinned, me: me, names: names.lookup) : nil
             // Opened with unread messages: at the "New messages" line, once it is there.
             if scrollToUnreadPending {
@@ -251,7 +251,7 @@ public final class TerminalChat {
                 screen.chatTitle = ChatPresentation.title(row.conversation, me: me, names: names.lookup)
                     + (row.conversation.muted ? " 🔕" : "")
                 let users = Dictionary((directory?.users ?? []).map { ($0.id, $0) }, uniquingKeysWith: { $1 })
-                screen.chatSubtitle = ChatPresentation.subtitle(row.conversation, me: me, users: users)
+                screen.chatSubtitle = ChatPresentation.subtitle(row.conversation, me: me, users: users, calendar: Self.calendar)
             }
             if let error = chat.lastError, screen.status == nil { screen.status = error }
             markVisible(chat)

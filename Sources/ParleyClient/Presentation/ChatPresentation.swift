@@ -203,30 +203,60 @@ public enum ChatPresentation {
         return result.message.senderBlocked == true ? "\(head) Message from a blocked user" : "\(head) \(sender): \(result.snippet)"
     }
 
-    /// "Today", "Yesterday", a weekday within the week, else "23 Nov 2026".
+    /// "Today", "Yesterday", a weekday within the week, else "23 Nov 2026"; in the calendar's
+    /// locale when it has one (``dateLocale(_:)``: "Aujourd’hui", "mardi", "24 nov. 2026").
     public static func dayTitle(_ date: Date, now: Date, calendar: Calendar = .current) -> String {
         let day = calendar.startOfDay(for: date)
         let today = calendar.startOfDay(for: now)
         let days = calendar.dateComponents([.day], from: day, to: today).day ?? 0
+        let locale = dateLocale(calendar)
         switch days {
-        case 0: return "Today"
-        case 1: return "Yesterday"
+        case 0: return ParleyStrings.text("day.today", locale: locale ?? english)
+        case 1: return ParleyStrings.text("day.yesterday", locale: locale ?? english)
         case 2..<7:
-            return weekdays[(calendar.component(.weekday, from: date) + 6) % 7]
+            guard let locale else { return weekdays[(calendar.component(.weekday, from: date) + 6) % 7] }
+            return date.formatted(style(locale, calendar).weekday(.wide))
         default:
-            let parts = calendar.dateComponents([.day, .month, .year], from: date)
-            return "\(parts.day ?? 1) \(months[((parts.month ?? 1) + 11) % 12]) \(parts.year ?? 1970)"
+            guard let locale else {
+                let parts = calendar.dateComponents([.day, .month, .year], from: date)
+                return "\(parts.day ?? 1) \(months[((parts.month ?? 1) + 11) % 12]) \(parts.year ?? 1970)"
+            }
+            return date.formatted(style(locale, calendar).day().month(.abbreviated).year())
         }
+    }
+
+    /// The locale dates and times are written in: the calendar's when it names one the person
+    /// chose (an app's `Calendar.current`, or the terminal's from `LANG`). Without one (a server,
+    /// a CI machine, Linux's own default `en_001`) nil: English words and 24-hour times, the same
+    /// everywhere.
+    public static func dateLocale(_ calendar: Calendar) -> Locale? {
+        guard let locale = calendar.locale, !["", "en_001", "en_US_POSIX"].contains(locale.identifier) else { return nil }
+        return locale
+    }
+
+    private static let english = Locale(identifier: "en")
+
+    private static func style(_ locale: Locale, _ calendar: Calendar) -> Date.FormatStyle {
+        Date.FormatStyle(locale: locale, calendar: calendar, timeZone: calendar.timeZone)
     }
 
     // English names whatever the machine's locale (a server or CI may have none).
     private static let weekdays = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 
-    /// "09:05" in 24-hour time.
+    /// "09:05" in 24-hour time; in the calendar's locale when it has one ("3:30 PM" in the US).
     public static func time(_ date: Date, calendar: Calendar = .current) -> String {
+        if let locale = dateLocale(calendar) {
+            return date.formatted(Date.FormatStyle(date: .omitted, time: .shortened, locale: locale, calendar: calendar, timeZone: calendar.timeZone))
+        }
         let parts = calendar.dateComponents([.hour, .minute], from: date)
         return String(format: "%02d:%02d", parts.hour ?? 0, parts.minute ?? 0)
+    }
+
+    /// A date of this year without its year ("24 Nov", "24 nov."), in the calendar's locale.
+    static func dayAndMonth(_ date: Date, calendar: Calendar) -> String? {
+        guard let locale = dateLocale(calendar) else { return nil }
+        return date.formatted(style(locale, calendar).day().month(.abbreviated))
     }
 
     /// Reactions as "👍 2  ❤️ 1", most first, then by emoji.

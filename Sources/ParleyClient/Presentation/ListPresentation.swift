@@ -143,6 +143,11 @@ extension ChatPresentation {
     /// (with the year when it is not this year's).
     public static func listTime(_ date: Date, now: Date, calendar: Calendar = .current) -> String {
         if calendar.isDate(date, inSameDayAs: now) { return time(date, calendar: calendar) }
+        let days = calendar.dateComponents([.day], from: calendar.startOfDay(for: date), to: calendar.startOfDay(for: now)).day ?? 0
+        if days >= 7, calendar.component(.year, from: date) == calendar.component(.year, from: now),
+            let short = dayAndMonth(date, calendar: calendar) {
+            return short
+        }
         let title = dayTitle(date, now: now, calendar: calendar)
         // "23 Nov 2026" → "23 Nov" this year.
         let year = " \(calendar.component(.year, from: now))"

@@ -62,9 +62,16 @@ export function formatDay(iso) {
   const d = new Date(iso || Date.now());
   const today = new Date();
   const yesterday = new Date(Date.now() - 86400000);
-  if (dayKey(d) === dayKey(today)) return 'Today';
-  if (dayKey(d) === dayKey(yesterday)) return 'Yesterday';
+  // "Today" and "Yesterday" in the browser's language ("Aujourd’hui", "Gestern"), like its dates.
+  if (dayKey(d) === dayKey(today)) return relativeDay(0);
+  if (dayKey(d) === dayKey(yesterday)) return relativeDay(-1);
   return d.toLocaleDateString([], { weekday: 'short', year: 'numeric', month: 'short', day: 'numeric' });
+}
+
+const relative = typeof Intl !== 'undefined' && Intl.RelativeTimeFormat ? new Intl.RelativeTimeFormat(undefined, { numeric: 'auto' }) : null;
+function relativeDay(offset) {
+  const words = relative ? relative.format(offset, 'day') : (offset === 0 ? 'today' : 'yesterday');
+  return words.charAt(0).toLocaleUpperCase() + words.slice(1);
 }
 
 export function formatListTime(iso) {
