@@ -33,6 +33,12 @@ public struct ChatView: View {
     @State private var lastSend: Task<Void, Never>?
     /// The model was started and not stopped since (a thread pushed over the chat keeps it so).
     @State private var isRunning = false
+    /// The message being forwarded, while a conversation is picked.
+    @State private var forwarding: LocalMessage?
+    /// The message whose attachment is being saved.
+    @State private var saving: LocalMessage?
+    /// Whether the conversation's search is up.
+    @State private var searching = false
 
     /// A chat screen for a model (``ChatSession/chat(_:)`` makes one).
     public init(model: ChatModel, session: ChatSession, registry: MessageComponentRegistry = MessageComponentRegistry()) {
@@ -181,10 +187,26 @@ public struct ChatView: View {
                         Label(muted ? "Unmute" : "Mute", systemImage: muted ? "bell" : "bell.slash")
                     }
                     .disabled(conversation == nil)
+                    Button {
+                        searching = true
+                    } label: {
+                        Label("Search", systemImage: "magnifyingglass")
+                    }
                 } label: {
                     Label("Chat options", systemImage: "ellipsis.circle")
                 }
             }
+        }
+        .sheet(item: $forwarding) { message in
+            ForwardSheet(session: session, from: model.conversationId) { target in
+                Task { await model.forward(message, to: target) }
+            }
+        }
+        .sheet(item: $saving) { message in
+            SaveAttachmentSheet(model: model, message: message)
+        }
+        .sheet(isPresented: $searching) {
+            ChatSearchSheet(model: model, names: session.names)
         }
         .navigationDestination(item: $threadRoot) { rootId in
             Group {
@@ -246,7 +268,9 @@ public struct ChatView: View {
             },
             pin: { message, pinned in Task { await model.setPinned(pinned, message) } },
             report: { reporting = $0 },
-            block: { message, blocked in Task { await model.setBlocked(blocked, senderOf: message) } })
+            block: { message, blocked in Task { await model.setBlocked(blocked, senderOf: message) } },
+            forward: { forwarding = $0 },
+            save: { saving = $0 })
     }
 
     private func send(_ text: String) {
@@ -290,63 +314,4 @@ public struct ChatView: View {
     }
 }
 
-/// What a person can do to a message, as closures the timeline calls.
-public struct MessageActions {
-    /// Reply to it.
-    public var reply: (LocalMessage) -> Void
-    /// Edit it (own messages).
-    public var edit: (LocalMessage) -> Void
-    /// Add a reaction.
-    public var react: (LocalMessage, String) -> Void
-    /// Take a reaction back.
-    public var unreact: (LocalMessage, String) -> Void
-    /// Send a refused message again.
-    public var resend: (LocalMessage) -> Void
-    /// Drop a refused message.
-    public var discard: (LocalMessage) -> Void
-    /// Delete it for everyone (own messages).
-    public var revoke: (LocalMessage) -> Void
-    /// Hide it on this device.
-    public var deleteForMe: (LocalMessage) -> Void
-    /// Open its thread, from a root's thread line or "Reply in thread"; nil hides both.
-    public var openThread: ((LocalMessage) -> Void)?
-    /// Pin (true) or unpin (false) it for everyone; nil hides the action.
-    public var pin: ((LocalMessage, Bool) -> Void)?
-    /// Report someone else's message to the admins; nil hides the action.
-    public var report: ((LocalMessage) -> Void)?
-    /// Block (true) or unblock its sender; nil hides the action.
-    public var block: ((LocalMessage, Bool) -> Void)?
-
-    /// Actions from closures; without `openThread`, `pin`, `report` and `block` there are no
-    /// such actions.
-    public init(
-        reply: @escaping (LocalMessage) -> Void, edit: @escaping (LocalMessage) -> Void,
-        react: @escaping (LocalMessage, String) -> Void, unreact: @escaping (LocalMessage, String) -> Void,
-        resend: @escaping (LocalMessage) -> Void, discard: @escaping (LocalMessage) -> Void,
-        revoke: @escaping (LocalMessage) -> Void, deleteForMe: @escaping (LocalMessage) -> Void,
-        openThread: ((LocalMessage) -> Void)? = nil, pin: ((LocalMessage, Bool) -> Void)? = nil,
-        report: ((LocalMessage) -> Void)? = nil, block: ((LocalMessage, Bool) -> Void)? = nil
-    ) {
-        self.report = report
-        self.block = block
-        self.reply = reply
-        self.edit = edit
-        self.react = react
-        self.unreact = unreact
-        self.resend = resend
-        self.discard = discard
-        self.revoke = revoke
-        self.deleteForMe = deleteForMe
-        self.openThread = openThread
-        self.pin = pin
-    }
-
-    /// Actions that do nothing (previews).
-    /// (Computed: a stored static of a type holding non-Sendable closures is an error in Swift 6.)
-    public static var none: MessageActions {
-        MessageActions(
-            reply: { _ in }, edit: { _ in }, react: { _, _ in }, unreact: { _, _ in }, resend: { _ in }, discard: { _ in },
-            revoke: { _ in }, deleteForMe: { _ in })
-    }
-}
 #endif

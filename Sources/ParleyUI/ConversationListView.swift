@@ -14,6 +14,7 @@ public struct ConversationListView: View {
     @Binding public var selection: EntityID?
     @State private var choosingPerson = false
     @State private var editingProfile = false
+    @State private var creatingGroup = false
     /// Why the last mute or unmute failed, for the alert.
     @State private var muteError: String?
 
@@ -75,6 +76,13 @@ public struct ConversationListView: View {
             }
             ToolbarItem(placement: .secondaryAction) {
                 Button {
+                    creatingGroup = true
+                } label: {
+                    Label("New group", systemImage: "person.3")
+                }
+            }
+            ToolbarItem(placement: .secondaryAction) {
+                Button {
                     editingProfile = true
                 } label: {
                     Label("Profile", systemImage: "person.crop.circle")
@@ -93,6 +101,9 @@ public struct ConversationListView: View {
         }
         .sheet(isPresented: $editingProfile) {
             ProfileView(session: session)
+        }
+        .sheet(isPresented: $creatingGroup) {
+            NewGroupView(session: session) { selection = $0 }
         }
         .sheet(isPresented: $choosingPerson) {
             PeoplePicker(session: session) { userId in

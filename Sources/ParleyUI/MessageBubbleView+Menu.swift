@@ -38,6 +38,12 @@ extension MessageBubbleView {
                 Button { pin(message, !pinned) } label: { Label(pinned ? "Unpin" : "Pin", systemImage: pinned ? "pin.slash" : "pin") }
             }
             Button { copy(item.body) } label: { Label("Copy", systemImage: "doc.on.doc") }
+            if let forward = actions.forward, message.serverId != nil {
+                Button { forward(message) } label: { Label("Forward…", systemImage: "arrowshape.turn.up.right") }
+            }
+            if let save = actions.save, message.attachment != nil {
+                Button { save(message) } label: { Label("Save…", systemImage: "square.and.arrow.down") }
+            }
             if item.isOwn {
                 Button { actions.edit(message) } label: { Label("Edit", systemImage: "pencil") }
                 Button(role: .destructive) { actions.revoke(message) } label: { Label("Delete for everyone", systemImage: "trash") }

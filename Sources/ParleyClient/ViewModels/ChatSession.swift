@@ -138,11 +138,21 @@ public final class ChatSession {
 
     /// Starts a direct conversation with someone (or opens the existing one) and returns its id.
     public func directConversation(with userId: EntityID) async -> EntityID? {
+        await startConversation(CreateConversationRequest(type: .direct, participantIds: [userId]))
+    }
+
+    /// Starts a group with these people (the user too) under `name`, and returns its id; nil
+    /// (with ``error``) when the server refuses (no name, nobody else).
+    public func groupConversation(named name: String, with userIds: [EntityID]) async -> EntityID? {
+        await startConversation(CreateConversationRequest(type: .group, participantIds: userIds, name: name))
+    }
+
+    private func startConversation(_ request: CreateConversationRequest) async -> EntityID? {
         guard let session else { return nil }
         do {
-            let conversation = try await ParleyAPI(baseURL: server, token: session.token)
-                .createConversation(CreateConversationRequest(type: .direct, participantIds: [userId]))
+            let conversation = try await ParleyAPI(baseURL: server, token: session.token).createConversation(request)
             if let client { await client.synchronize() }
+            error = nil
             return conversation.id
         } catch {
             self.error = Self.describe(error)

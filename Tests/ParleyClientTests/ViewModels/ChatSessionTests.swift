@@ -102,12 +102,17 @@ import Testing
         // A new direct chat appears in the list.
         let started = try #require(await session.directConversation(with: carol.id))
         try await waitFor("the new chat in the list") { await MainActor.run { list.rows.contains { $0.id == started } } }
+        // So does a new group; one without a name is refused in words.
+        let group = try #require(await session.groupConversation(named: "Book club", with: [bob.id, carol.id]))
+        try await waitFor("the group in the list") { await MainActor.run { list.rows.contains { $0.id == group && $0.title == "Book club" } } }
+        #expect(await session.groupConversation(named: "  ", with: [bob.id]) == nil)
+        #expect(session.error?.isEmpty == false)
 
         // The next launch resumes without a password.
         let relaunch = ChatSession(server: server.baseURL, store: store, databaseDirectory: folder + "/db")
         await relaunch.resume()
         #expect(relaunch.state == .signedIn && relaunch.user?.id == alice.id)
-        #expect(relaunch.list?.rows.count == 2)
+        #expect(relaunch.list?.rows.count == 3)
         await relaunch.forget()
         #expect(relaunch.state == .signedOut)
 
