@@ -88,6 +88,8 @@ public struct ChatView: View {
                 guard let newest else { return }
                 if atBottom {
                     withAnimation { proxy.scrollTo(newest, anchor: .bottom) }
+                    // Read to the end: the pages scrolled through on the way up can go.
+                    Task { await model.trimWindow() }
                 } else {
                     newBelow += 1
                 }

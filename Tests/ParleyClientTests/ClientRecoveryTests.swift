@@ -150,7 +150,12 @@ import Testing
         await model.reload()
         #expect(model.messages.map(\.delivery) == [.sending])
         clock.advance(by: 0.2)
-        try await waitFor("shown as not sent") { await MainActor.run { model.messages.map(\.delivery) == [.notSent] } }
+        // Read directly: the model's own reload after a change waits ChatModel.coalescing on
+        // this clock, which the test does not move further.
+        try await waitFor("shown as not sent") {
+            await model.reload()
+            return await MainActor.run { model.messages.map(\.delivery) == [.notSent] }
+        }
         #expect(try await aliceClient.database.outboxCount() == 1, "still queued: it will be retried")
 
         let again = try await outage.restart()

@@ -46,6 +46,14 @@ public final class ChatModel {
     @ObservationIgnored private var shownGeneration = 0
     /// The server answered an older page with nothing: the conversation's start is shown.
     @ObservationIgnored private var reachedStart = false
+    /// A reload is waiting out ``coalescing`` (the changes meanwhile ride along).
+    @ObservationIgnored private var reloadPending = false
+    /// Reloads from the database so far (tests count them).
+    @ObservationIgnored private(set) var reloads = 0
+
+    /// Changes to the conversation within this long are shown together (seed 004: 0.1 s): a
+    /// burst of fifty incoming messages is one reload of the window, not fifty.
+    public nonisolated static let coalescing: Duration = .milliseconds(100)
 
     /// A model for one conversation; `names` resolves user ids to display names.
     public init(
@@ -75,7 +83,7 @@ public final class ChatModel {
             for await change in changes {
                 guard let self else { return }
                 switch change {
-                case .messages(let id) where id == self.conversationId: await self.reload()
+                case .messages(let id) where id == self.conversationId: self.scheduleReload()
                 case .typing(let id) where id == self.conversationId: await self.refreshTyping()
                 case .progress(let id, let messageId, let fraction) where id == self.conversationId:
                     self.uploadProgress[messageId] = max(self.uploadProgress[messageId] ?? 0, fraction)
@@ -276,8 +284,34 @@ public final class ChatModel {
         }
     }
 
+    /// A change arrived: the window is read again after ``coalescing``, once for everything
+    /// that changes meanwhile (on the client's clock, so tests move it).
+    private func scheduleReload() {
+        guard !reloadPending else { return }
+        reloadPending = true
+        let sleep = client.environment.sleep
+        Task { [weak self] in
+            try? await sleep(Self.coalescing)
+            guard let self else { return }
+            self.reloadPending = false
+            await self.reload()
+        }
+    }
+
+    /// Lets the oldest messages go so at most `keeping` stay in the window (the screen calls
+    /// it while the newest is on screen: a long chat read to its end does not hold every page
+    /// it was scrolled through). They come back with ``loadOlder(limit:)``, from the cache.
+    public func trimWindow(keeping: Int = 200) async {
+        let confirmed = messages.filter(\.isConfirmed)
+        guard keeping > 0, confirmed.count > keeping, let start = confirmed[confirmed.count - keeping].seq else { return }
+        windowStart = start
+        reachedStart = false
+        await reload()
+    }
+
     /// Reads the window from the local database (ordered there by seq: no sort in memory).
     public func reload() async {
+        reloads += 1
         generation += 1
         let mine = generation
         guard let fresh = try? await client.database.messages(

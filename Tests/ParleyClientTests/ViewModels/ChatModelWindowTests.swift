@@ -1,0 +1,84 @@
+import Foundation
+import Synchronization
+@testable import ParleyClient
+import ParleyProtocol
+import ParleyTestSupport
+import Testing
+
+/// A long, busy chat on a phone: a burst of incoming messages is one reload of the window (seed
+/// 004's 0.1 s), not one per message; and a window scrolled back through many pages lets the
+/// old ones go once the newest is on screen, getting them back from the cache on the way up.
+@MainActor @Suite struct ChatModelWindowTests {
+    /// Holds the model's coalescing wait until the test lets it end (other waits run fast).
+    final class Gate: Sendable {
+        private let opened = Atomic(false)
+        func open() { opened.store(true, ordering: .releasing) }
+        var isOpen: Bool { opened.load(ordering: .acquiring) }
+    }
+
+    static func client(_ user: TestUser, gate: Gate) -> ChatClient {
+        var environment = ChatClientTests.fastEnvironment()
+        environment.sleep = { duration in
+            if duration == ChatModel.coalescing {
+                while !gate.isOpen { try await Task.sleep(for: .milliseconds(2)) }
+                return
+            }
+            try await Task.sleep(for: duration / 50)
+        }
+        return ChatClient(
+            transport: LiveTransport(serverURL: user.server.baseURL, token: user.token), database: try! LocalDatabase.inMemory(),
+            userId: user.id, environment: environment, policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)), pollInterval: .seconds(5))
+    }
+
+    @Test func aBurstOfMessagesIsOneReload() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, bob, direct) = try await server.directPair()
+        let gate = Gate()
+        let client = Self.client(alice, gate: gate)
+        await client.start()
+        let chat = ChatModel(client: client, conversationId: direct.id)
+        await chat.start()
+        try await waitFor("connected") { await client.connectionState == .connected }
+        let before = chat.reloads
+        for n in 1...30 { _ = try await bob.api.send(.init(clientMessageId: "b\(n)", text: "\(n)"), to: direct.id) }
+        try await waitFor("all thirty cached") { try await client.database.messages(in: direct.id, viewer: alice.id).count == 30 }
+        #expect(chat.reloads == before, "nothing is read while the burst lasts")
+        #expect(chat.messages.count < 30)
+        gate.open()
+        try await waitFor("the thirty shown") { await MainActor.run { chat.messages.count == 30 } }
+        // One reload for the thirty; the receipts that follow them may change the window once
+        // or twice more (each is its own, later change).
+        #expect(chat.reloads - before <= 3, "\(chat.reloads - before) reloads for thirty messages")
+        chat.stop()
+        await client.stop()
+    }
+
+    @Test func aLongWindowLetsTheOldPagesGoAndGetsThemBack() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, bob, direct) = try await server.directPair()
+        for n in 1...160 { _ = try await bob.api.send(.init(clientMessageId: "b\(n)", text: "\(n)"), to: direct.id) }
+        let client = try ChatClientTests.client(alice)
+        await client.start()
+        let chat = ChatModel(client: client, conversationId: direct.id)
+        await chat.start()
+        try await waitFor("the newest page") { await MainActor.run { chat.messages.last?.seq == 160 } }
+        while chat.canLoadOlder { await chat.loadOlder() }
+        #expect(chat.messages.compactMap(\.seq) == Array(1...160), "scrolled back to the start")
+        await chat.trimWindow(keeping: 40)
+        #expect(chat.messages.compactMap(\.seq) == Array(121...160), "the newest 40 stay")
+        #expect(chat.canLoadOlder)
+        // New messages still come in; the window grows from its new start.
+        _ = try await bob.api.send(.init(clientMessageId: "b161", text: "161"), to: direct.id)
+        try await waitFor("the new one") { await MainActor.run { chat.messages.last?.seq == 161 } }
+        #expect(chat.messages.first?.seq == 121)
+        // Back up: the pages come again (from the cache).
+        await chat.loadOlder(limit: 50)
+        #expect(chat.messages.first?.seq == 71 && chat.messages.count == 91)
+        await chat.trimWindow(keeping: 500)
+        #expect(chat.messages.count == 91, "a window within the bound stays as it is")
+        chat.stop()
+        await client.stop()
+    }
+}
