@@ -4,7 +4,7 @@ import { h, $, formatTime, formatDay, dayKey } from '/web/dom.js';
 import {
   store, orderedMessages, messageStatus, conversationName, peerId, userName, findMessage, msgKey, typingText, getCache, emit, fromBlocked,
 } from '/web/store.js';
-import { messageElement, messageSignature, toggleRevealed, onReactInputKey } from '/web/views-message.js';
+import { messageElement, messageSignature, toggleRevealed, onReactInputKey, carryState } from '/web/views-message.js';
 import { openReport, openPerson } from '/web/views-safety.js';
 import { openThread, initThread, renderThread } from '/web/views-thread.js';
 import { attachMentionCompletion, mentionsIn } from '/web/mentions.js';
@@ -200,8 +200,10 @@ function renderMessages(id, conv) {
     const sig = messageSignature(m, conv, status, grouped, reply);
     let entry = elements.get(key);
     if (!entry || entry.sig !== sig) {
+      const old = entry?.el;
       if (entry) { observer.unobserve(entry.el); visible.delete(entry.el); }
       entry = { el: messageElement(m, conv, status, grouped, reply, { onImageLoad: () => { if (stick) scrollToLatest(); }, showError }), sig };
+      if (old) carryState(old, entry.el);
       if (m.seq) observer.observe(entry.el);
     }
     next.set(key, entry);
@@ -210,7 +212,11 @@ function renderMessages(id, conv) {
   }
   for (const [key, entry] of elements) if (!next.has(key)) { observer.unobserve(entry.el); visible.delete(entry.el); }
   elements = next;
+  // Moving the nodes back in takes the focus from whatever had it among them (a reaction
+  // picker's field, a bubble): it is given back.
+  const focused = box.contains(document.activeElement) ? document.activeElement : null;
   box.replaceChildren(...nodes);
+  if (focused && focused.isConnected && document.activeElement !== focused) focused.focus({ preventScroll: true });
   $('#empty-chat').hidden = true;
   if (box.dataset.stick === '1') { box.dataset.stick = ''; unreadScrollPending = false; scrollToLatest(); } else if (unreadScrollPending && dividerPlaced) scrollToUnread(); else if (atBottom) scrollToLatest();
 }

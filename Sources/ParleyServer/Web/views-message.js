@@ -180,3 +180,19 @@ export function onReactInputKey(e) {
   e.preventDefault();
   e.target.closest('.react-picker')?.querySelector('.react-other-go')?.click();
 }
+
+// A message redrawn (its reactions, its sender's name or picture changed) keeps what the person
+// was doing with it: an open reaction picker, the emoji typed into it, the focus.
+export function carryState(from, to) {
+  const picker = from.querySelector('.react-picker');
+  if (!picker || picker.hidden) return;
+  const next = to.querySelector('.react-picker');
+  if (!next) return;
+  next.hidden = false;
+  const input = picker.querySelector('.react-other-input');
+  const nextInput = next.querySelector('.react-other-input');
+  if (input && nextInput) {
+    nextInput.value = input.value;
+    if (document.activeElement === input) queueMicrotask(() => nextInput.focus({ preventScroll: true }));
+  }
+}
