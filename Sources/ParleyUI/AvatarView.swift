@@ -32,6 +32,7 @@ struct AvatarView: View {
     let picture: String?
     let size: CGFloat
     @Environment(\.parleyPictures) private var pictures
+    @Environment(\.parleyTheme) private var theme
     @State private var image: Image?
 
     /// Initials (and the picture at `picture`, once loaded) in a circle `size` points wide.
@@ -44,7 +45,7 @@ struct AvatarView: View {
 
     var body: some View {
         ZStack {
-            Circle().fill(Color.accentColor.gradient)
+            Circle().fill(theme.accent.gradient)
             if let image {
                 image.resizable().scaledToFill()
             } else {

@@ -126,6 +126,7 @@ public struct MessageBubbleView: View {
     }
 
     static let quickReactions = ["👍", "❤️", "😂", "🎉", "😮"]
+    @Environment(\.parleyTheme) private var theme
     /// Whether the "any emoji" field is up, and what it holds.
     @State var choosingEmoji = false
     @State var otherEmoji = ""
@@ -138,7 +139,7 @@ public struct MessageBubbleView: View {
                 if item.startsGroup, !item.isOwn {
                     HStack(spacing: 6) {
                         AvatarView(initials: ChatPresentation.initials(item.senderName), presence: nil, picture: item.senderPicture, size: 20)
-                        Text(item.senderName).font(.caption.bold()).foregroundStyle(.secondary)
+                        Text(item.senderName).font(theme.caption.bold()).foregroundStyle(.secondary)
                     }
                 }
                 VStack(alignment: .leading, spacing: 4) {
@@ -155,19 +156,18 @@ public struct MessageBubbleView: View {
                     }
                 }
                 .padding(10)
-                .foregroundStyle(item.isOwn ? Color.white : Color.primary)
-                .background(
-                    item.isOwn ? AnyShapeStyle(Color.accentColor) : AnyShapeStyle(.quaternary),
-                    in: RoundedRectangle(cornerRadius: 16))
+                .font(theme.body)
+                .foregroundStyle(item.isOwn ? theme.ownText : theme.otherText)
+                .background(item.isOwn ? theme.accent : theme.otherBubble, in: RoundedRectangle(cornerRadius: theme.bubbleRadius))
                 .overlay(alignment: .leading) {
                     if item.mentionsMe {
                         // It mentions the user (never an own message): the web client's accent bar.
-                        Capsule().fill(Color.accentColor).frame(width: 4).padding(.vertical, 10)
+                        Capsule().fill(theme.accent).frame(width: 4).padding(.vertical, 10)
                     }
                 }
                 if !item.reactions.isEmpty {
                     Text(item.reactions)
-                        .font(.caption)
+                        .font(theme.caption)
                         .help(item.reactionPeople)
                         .accessibilityLabel(item.reactionPeople)
                 }
@@ -193,7 +193,7 @@ public struct MessageBubbleView: View {
                     Text(item.time)
                     if let status = item.status {
                         Text(status.glyph)
-                            .foregroundStyle(status == .read ? Color.accentColor : status.canResend ? Color.red : Color.secondary)
+                            .foregroundStyle(status == .read ? theme.accent : status.canResend ? Color.red : Color.secondary)
                             .accessibilityLabel(status.label)
                         if status.canResend { Text("Tap to resend").foregroundStyle(.red) }
                     }

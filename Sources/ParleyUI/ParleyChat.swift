@@ -33,33 +33,59 @@ public struct ParleyChat: View {
     private let address: String
     private let signedIn: AuthResponse?
     private let keychainAccessGroup: String?
+    private let look: Look
+
+    /// What an app changes in the screens: colours and fonts, cells, hooks on what is sent.
+    struct Look {
+        var theme: ParleyTheme
+        var registry: MessageComponentRegistry
+        var hooks: MessageHooks
+    }
 
     /// A chat with a server; shows sign-in until someone signs in. An address that is not a
     /// URL shows an error instead of crashing.
-    /// - Parameter keychainAccessGroup: Where the session is kept in the Keychain
-    ///   (``KeychainSessionStore/accessGroup``): a group shared with the app's notification
-    ///   service extension, or nil for the app's own.
-    public init(server: String, keychainAccessGroup: String? = nil) {
+    /// - Parameters:
+    ///   - keychainAccessGroup: Where the session is kept in the Keychain
+    ///     (``KeychainSessionStore/accessGroup``): a group shared with the app's notification
+    ///     service extension, or nil for the app's own.
+    ///   - theme: The screens' colours and fonts.
+    ///   - registry: Which cell each message type gets (an app's own types drawn with
+    ///     ``SwiftUI/View/customMessageCell(_:)``).
+    ///   - hooks: The app's own checks and preparations of what is sent.
+    public init(
+        server: String, keychainAccessGroup: String? = nil, theme: ParleyTheme = .standard,
+        registry: MessageComponentRegistry = MessageComponentRegistry(), hooks: MessageHooks = MessageHooks()
+    ) {
         address = server
         self.server = URL(string: server)
         signedIn = nil
         self.keychainAccessGroup = keychainAccessGroup
+        look = Look(theme: theme, registry: registry, hooks: hooks)
     }
 
-    /// A chat with a server for a user the app has signed in itself.
-    public init(server: URL, session: AuthResponse, keychainAccessGroup: String? = nil) {
+    /// A chat with a server for a user the app has signed in itself (the other parameters as
+    /// the first initializer takes them).
+    public init(
+        server: URL, session: AuthResponse, keychainAccessGroup: String? = nil, theme: ParleyTheme = .standard,
+        registry: MessageComponentRegistry = MessageComponentRegistry(), hooks: MessageHooks = MessageHooks()
+    ) {
         address = server.absoluteString
         self.server = server
         signedIn = session
         self.keychainAccessGroup = keychainAccessGroup
+        look = Look(theme: theme, registry: registry, hooks: hooks)
     }
 
     /// A chat with a server; shows sign-in until someone signs in.
-    public init(server: URL, keychainAccessGroup: String? = nil) {
+    public init(
+        server: URL, keychainAccessGroup: String? = nil, theme: ParleyTheme = .standard,
+        registry: MessageComponentRegistry = MessageComponentRegistry(), hooks: MessageHooks = MessageHooks()
+    ) {
         address = server.absoluteString
         self.server = server
         signedIn = nil
         self.keychainAccessGroup = keychainAccessGroup
+        look = Look(theme: theme, registry: registry, hooks: hooks)
     }
 
     /// The navigation for the session's state.
@@ -68,7 +94,7 @@ public struct ParleyChat: View {
             if let session {
                 switch session.state {
                 case .signedIn:
-                    ChatNavigation(session: session)
+                    ChatNavigation(session: session, registry: look.registry)
                 case .signedOut, .signingIn:
                     SignInView(session: session)
                 }
@@ -78,6 +104,7 @@ public struct ParleyChat: View {
                 ProgressView()
             }
         }
+        .parleyTheme(look.theme)
         .task {
             guard session == nil, let server else { return }
             // Application Support, not Caches: the database holds the outbox (messages written
@@ -85,7 +112,7 @@ public struct ParleyChat: View {
             let support = FileManager.default.urls(for: .applicationSupportDirectory, in: .userDomainMask).first
             let made = ChatSession(
                 server: server, store: KeychainSessionStore(server: server, accessGroup: keychainAccessGroup),
-                databaseDirectory: support?.appendingPathComponent("Parley", isDirectory: true).path)
+                databaseDirectory: support?.appendingPathComponent("Parley", isDirectory: true).path, hooks: look.hooks)
             session = made
             // The delegate hands over a device token or a tapped notification that came first
             // (a tap that launched the app opens its chat once the user is signed in).
@@ -155,6 +182,7 @@ public struct ParleyChat: View {
 /// has a navigation stack of its own, where its threads open.
 struct ChatNavigation: View {
     @Bindable var session: ChatSession
+    let registry: MessageComponentRegistry
 
     var body: some View {
         NavigationSplitView {
@@ -163,7 +191,7 @@ struct ChatNavigation: View {
             if let selection = session.selection, let model = session.chat(selection) {
                 // A new stack for each chat: an open thread closes with its chat.
                 NavigationStack {
-                    ChatView(model: model, session: session)
+                    ChatView(model: model, session: session, registry: registry)
                 }
                 .id(selection)
             } else {

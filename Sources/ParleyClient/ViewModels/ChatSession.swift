@@ -53,16 +53,20 @@ public final class ChatSession {
     @ObservationIgnored private var pushToken: (token: Data, environment: PushEnvironment)?
 
     @ObservationIgnored private let store: any SessionStore
+    @ObservationIgnored private let hooks: MessageHooks
     @ObservationIgnored private let databaseDirectory: String?
     @ObservationIgnored private var observation: Task<Void, Never>?
     @ObservationIgnored private var session: AuthResponse?
 
     /// A session with a server. `databaseDirectory` holds one database file per user (nil: in
-    /// memory, for previews and tests).
-    public init(server: URL, store: any SessionStore, databaseDirectory: String?) {
+    /// memory, for previews and tests). `hooks` are the app's own checks and preparations of
+    /// what is sent (``MessageHooks``): its prechecks run first, its preparations before the
+    /// SDK's picture downscaling and upload.
+    public init(server: URL, store: any SessionStore, databaseDirectory: String?, hooks: MessageHooks = MessageHooks()) {
         self.server = server
         self.store = store
         self.databaseDirectory = databaseDirectory
+        self.hooks = hooks
     }
 
     /// Signs in with the stored session, if there is one (on launch). Offline it starts from
@@ -253,7 +257,9 @@ public final class ChatSession {
             // pictures downscaled first (on Apple platforms).
             let client = ChatClient(
                 transport: transport, database: try path.map { try LocalDatabase.open(path: $0) } ?? LocalDatabase.inMemory(),
-                userId: session.user.id, hooks: MessageHooks(preparations: [ImageDownscaling(), AttachmentUpload(api: transport.api)]),
+                userId: session.user.id,
+                hooks: MessageHooks(
+                    prechecks: hooks.prechecks, preparations: hooks.preparations + [ImageDownscaling(), AttachmentUpload(api: transport.api)]),
                 mediaDirectory: path.map { URL(fileURLWithPath: $0 + "-media", isDirectory: true) },
                 outboxFilesDirectory: path.map { URL(fileURLWithPath: $0 + "-outbox", isDirectory: true) })
             self.session = session

@@ -67,6 +67,43 @@ import Testing
         await session.signOut()
     }
 
+    /// An app's own hooks go through ChatSession (which SwiftUI's ParleyChat takes them into):
+    /// its precheck refuses before anything is written, its preparation changes what goes out,
+    /// and the SDK's own preparations still run after it.
+    @Test func theAppsHooksRunOnWhatTheSessionSends() async throws {
+        struct NoSecrets: MessagePrecheck {
+            func check(_ request: SendMessageRequest, in conversationId: EntityID) async -> PrecheckVerdict {
+                request.text.localizedCaseInsensitiveContains("secret") ? .veto(reason: "No secrets here") : .allow
+            }
+        }
+        struct Signed: MessagePreparation {
+            let name = "app.signed"
+            func prepare(_ message: PreparedMessage) async throws -> PreparedMessage {
+                var message = message
+                message.request.metadata = (message.request.metadata ?? [:]).merging(["client": "acme-app"]) { $1 }
+                return message
+            }
+        }
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (_, bob, direct) = try await server.directPair()
+        let folder = TestServer.temporaryDirectory()
+        let session = ChatSession(
+            server: server.baseURL, store: FileSessionStore(path: folder + "/session.json"), databaseDirectory: folder + "/db",
+            hooks: MessageHooks(prechecks: [NoSecrets()], preparations: [Signed()]))
+        await session.signIn(organization: "acme", email: "alice@x.io", password: TestUser.password)
+        let chat = try #require(session.chat(direct.id))
+        await chat.start()
+        await chat.send("the secret plan")
+        #expect(chat.lastError == "No secrets here" && chat.messages.isEmpty, "refused before anything is written")
+        await chat.send("the public plan")
+        try await waitFor("at Bob's") { try await bob.api.messages(direct.id).messages.count == 1 }
+        let received = try #require(try await bob.api.messages(direct.id).messages.first)
+        #expect(received.text == "the public plan" && received.metadata?["client"] == "acme-app")
+        chat.stop()
+        await session.signOut()
+    }
+
     @Test func signInResumeStartAChatAndSignOut() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
