@@ -10,6 +10,7 @@ import { initChat, renderChat, renderTyping, resetComposer, showOpenedChat } fro
 import { initInvites, closeInvites, readJoinLink } from '/web/views-invites.js';
 import { initGroup, renderGroupPanel, closeGroupPanel } from '/web/views-group.js';
 import { initSafety, closeSafetyPanels, openAccount, renderPerson } from '/web/views-safety.js';
+import { initViewer } from '/web/views-viewer.js';
 import { initAdmin, openAdmin, closeAdmin } from '/web/views-admin.js';
 import { updateTitle, askForNotificationsOnce, notifyIncoming, rememberOpen, linkedConversation } from '/web/attention.js';
 
@@ -256,6 +257,7 @@ function boot() {
   initInvites();
   initGroup({ showError });
   initSafety({ showError, onErased: accountErased });
+  initViewer();
   initAdmin();
   initMenu();
   client.init({

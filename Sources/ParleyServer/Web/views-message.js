@@ -5,6 +5,7 @@ import { h, formatTime, formatSize, formatListTime } from '/web/dom.js';
 import { store, userName, userPicture, fromBlocked } from '/web/store.js';
 import { avatar } from '/web/avatar.js';
 import { attachmentBlobUrl } from '/web/api.js';
+import { openViewer } from '/web/views-viewer.js';
 import { systemText } from '/web/views-list.js';
 
 const EMOJI = ['👍', '❤️', '😂', '😮', '😢', '🎉'];
@@ -144,7 +145,10 @@ function attachmentElement(att, localFile, opts) {
     img.addEventListener('load', () => opts.onImageLoad?.());
     if (localFile) img.src = localBlobUrl(localFile);
     else attachmentBlobUrl(att.url).then((u) => { img.src = u; }).catch(() => { img.alt = `${att.name} (could not load)`; });
-    return h('div', { class: 'attachment' }, img);
+    // A click (or Enter) shows it full screen; the bubble's own click (its actions) is not it.
+    const open = h('button', { type: 'button', class: 'attachment-open', 'aria-label': `Open ${att.name || 'image'} full screen` }, img);
+    open.addEventListener('click', (e) => { e.stopPropagation(); if (img.src) openViewer(img.src, att.name, open); });
+    return h('div', { class: 'attachment' }, open);
   }
   if (localFile) {
     return h('span', { class: 'attachment-file pending-file' },

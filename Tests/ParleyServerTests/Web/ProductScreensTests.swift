@@ -92,6 +92,17 @@ import Testing
             try await maya.eval("document.activeElement?.blur(), true")
             try await maya.screenshot(Web.screens + "/product-web-desktop.png")
 
+            // The picture, full screen: opened from the chat, closed with Escape.
+            try await maya.eval("document.querySelector('#messages [data-message-id=\"\(image.id)\"] .attachment-open').click(), true")
+            try await maya.waitFor(
+                "!document.querySelector('#image-viewer').hidden && document.querySelector('#viewer-image').complete && document.querySelector('#viewer-image').naturalWidth > 0",
+                "the viewer")
+            #expect(try await maya.eval("document.querySelector('#viewer-name').textContent") as? String == "onboarding.png")
+            #expect(try await maya.eval("document.querySelector('#viewer-download').download") as? String == "onboarding.png")
+            try await maya.screenshot(Web.screens + "/product-web-viewer.png")
+            try await maya.press("Escape")
+            try await maya.waitFor("document.querySelector('#image-viewer').hidden && document.activeElement?.classList.contains('attachment-open')", "closed, focus back")
+
             // On a phone.
             let phone = try await browser.newPage("phone", width: 390, height: 844)
             try await phone.goto(url.absoluteString)

@@ -73,7 +73,7 @@ import Testing
             _ = try await carol.updateProfile(.init(displayName: Self.hostile))
             try await ada.waitFor("document.querySelector(\(BrowserPage.literal(message + " .sender")))?.textContent === \(BrowserPage.literal(Self.hostile))",
                                   "Carol's new name beside her message")
-            #expect(try await ada.eval("document.querySelectorAll('img:not(.attachment-image):not(.avatar-img):not([src=\"/web/favicon.svg\"])').length") as? Int == 0)
+            #expect(try await ada.eval("document.querySelectorAll('img:not(.attachment-image):not(#viewer-image):not(.avatar-img):not([src=\"/web/favicon.svg\"])').length") as? Int == 0)
             try await ada.screenshot(Web.screens + "/web-profile-chat.png")
 
             // Ada takes her picture away: initials again.

@@ -54,7 +54,7 @@ import Testing
             try await bob.waitFor("\(Web.messages(Self.hostile)).length === 1", "Mallory's message")
             let message = "document.querySelector('#messages [data-message-id=\"\(first.id)\"]')"
             try await bob.waitFor("\(message).querySelector('.sender')?.textContent === \(BrowserPage.literal(Self.hostile))", "her name as text")
-            #expect(try await bob.eval("document.querySelectorAll('img:not(.attachment-image):not([src=\"/web/favicon.svg\"])').length") as? Int == 0)
+            #expect(try await bob.eval("document.querySelectorAll('img:not(.attachment-image):not(#viewer-image):not([src=\"/web/favicon.svg\"])').length") as? Int == 0)
 
             // Bob reports it: a dialog quoting it asks why; a confirmation follows.
             try await bob.eval("\(message).querySelector('.action-report').click(), true")
