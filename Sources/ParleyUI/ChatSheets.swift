@@ -190,4 +190,102 @@ struct NewGroupView: View {
         }
     }
 }
+/// A group's name and members: rename it, add people from the directory, take someone out,
+/// leave it. Each change is the session's (``ChatSession/renameGroup(_:to:)`` and the rest);
+/// a refusal shows the server's reason.
+struct GroupSheet: View {
+    let session: ChatSession
+    let conversationId: EntityID
+    @Environment(\.dismiss) private var dismiss
+    @State private var name = ""
+    @State private var working = false
+
+    init(session: ChatSession, conversationId: EntityID) {
+        self.session = session
+        self.conversationId = conversationId
+    }
+
+    private var conversation: Conversation? { session.list?.rows.first { $0.id == conversationId }?.conversation }
+
+    private var members: [EntityID] { conversation?.participantIds ?? [] }
+
+    private var others: [User] {
+        let inside = Set(members)
+        return (session.directory?.users ?? []).filter { !inside.contains($0.id) }
+    }
+
+    var body: some View {
+        NavigationStack {
+            List {
+                Section("Name") {
+                    TextField("Group name", text: $name)
+                    Button("Rename") { run { await session.renameGroup(conversationId, to: name) } }
+                        .disabled(name.trimmingCharacters(in: .whitespaces).isEmpty || name == conversation?.name)
+                }
+                Section("Members") {
+                    ForEach(members, id: \.self) { id in
+                        HStack {
+                            person(id)
+                            Spacer()
+                            if id != session.user?.id {
+                                Button("Remove", role: .destructive) { run { await session.removeMember(id, from: conversationId) } }
+                                    .buttonStyle(.borderless)
+                            }
+                        }
+                    }
+                }
+                if !others.isEmpty {
+                    Section("Add people") {
+                        ForEach(others) { user in
+                            Button {
+                                run { await session.addMembers([user.id], to: conversationId) }
+                            } label: {
+                                HStack {
+                                    person(user.id)
+                                    Spacer()
+                                    Image(systemName: "plus.circle")
+                                }
+                            }
+                        }
+                    }
+                }
+                Section {
+                    Button("Leave group", role: .destructive) {
+                        run {
+                            let left = await session.leaveGroup(conversationId)
+                            if left { dismiss() }
+                            return left
+                        }
+                    }
+                }
+                if let error = session.error {
+                    Section { Text(error).foregroundStyle(.red) }
+                }
+            }
+            .disabled(working)
+            .navigationTitle(conversation?.name ?? "Group")
+            .toolbar {
+                ToolbarItem(placement: .confirmationAction) { Button("Done") { dismiss() } }
+            }
+            .onAppear { name = conversation?.name ?? "" }
+        }
+    }
+
+    private func person(_ id: EntityID) -> some View {
+        let user = session.users[id]
+        let shown = id == session.user?.id ? "\(session.user?.displayName ?? "You") (you)" : user?.displayName ?? "Someone"
+        return HStack {
+            AvatarView(initials: ChatPresentation.initials(user?.displayName ?? shown), presence: nil, picture: user?.avatarUrl, size: 32)
+            Text(shown)
+        }
+    }
+
+    private func run(_ change: @escaping @MainActor () async -> Bool) {
+        working = true
+        Task {
+            _ = await change()
+            working = false
+        }
+    }
+}
 #endif

@@ -39,6 +39,8 @@ public struct ChatView: View {
     @State private var saving: LocalMessage?
     /// Whether the conversation's search is up.
     @State private var searching = false
+    /// Whether the group's members sheet is up.
+    @State private var managingGroup = false
 
     /// A chat screen for a model (``ChatSession/chat(_:)`` makes one).
     public init(model: ChatModel, session: ChatSession, registry: MessageComponentRegistry = MessageComponentRegistry()) {
@@ -194,6 +196,13 @@ public struct ChatView: View {
                     } label: {
                         Label("Search", systemImage: "magnifyingglass")
                     }
+                    if conversation?.type == .group {
+                        Button {
+                            managingGroup = true
+                        } label: {
+                            Label("Members", systemImage: "person.3")
+                        }
+                    }
                 } label: {
                     Label("Chat options", systemImage: "ellipsis.circle")
                 }
@@ -209,6 +218,9 @@ public struct ChatView: View {
         }
         .sheet(isPresented: $searching) {
             ChatSearchSheet(model: model, names: session.names)
+        }
+        .sheet(isPresented: $managingGroup) {
+            GroupSheet(session: session, conversationId: model.conversationId)
         }
         .navigationDestination(item: $threadRoot) { rootId in
             Group {

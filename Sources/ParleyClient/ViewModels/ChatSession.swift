@@ -26,7 +26,7 @@ public final class ChatSession {
     /// Where the session is now; ``State/signedOut`` at first.
     public private(set) var state: State = .signedOut
     /// The signed-in user.
-    public private(set) var user: User?
+    public internal(set) var user: User?
     /// The signed-in user's client.
     public private(set) var client: ChatClient?
     /// The conversation list.
@@ -34,7 +34,7 @@ public final class ChatSession {
     /// The organization's people, with presence.
     public private(set) var directory: DirectoryModel?
     /// Why the last sign-in, sign-up or sign-out failed ("Wrong email or password"), for the form.
-    public private(set) var error: String?
+    public internal(set) var error: String?
     /// The people, by id (names and presence for rows and subtitles).
     public var users: [EntityID: User] {
         Dictionary((directory?.users ?? []).map { ($0.id, $0) }, uniquingKeysWith: { $1 })
@@ -47,7 +47,7 @@ public final class ChatSession {
     /// The app icon's badge: unread messages over every conversation (``PushRules/badge(unreadCounts:)``).
     public private(set) var badge = 0
     /// Why the last change of the user's name or picture failed, for the profile screen.
-    public private(set) var profileError: String?
+    public internal(set) var profileError: String?
 
     @ObservationIgnored private var pendingRoute = PendingRoute()
     @ObservationIgnored private var pushToken: (token: Data, environment: PushEnvironment)?
@@ -151,10 +151,15 @@ public final class ChatSession {
         await startConversation(CreateConversationRequest(type: .group, participantIds: userIds, name: name))
     }
 
+    /// The REST API as the signed-in user (nil when signed out).
+    func restAPI() -> ParleyAPI? {
+        session.map { ParleyAPI(baseURL: server, token: $0.token) }
+    }
+
     private func startConversation(_ request: CreateConversationRequest) async -> EntityID? {
-        guard let session else { return nil }
+        guard let api = restAPI() else { return nil }
         do {
-            let conversation = try await ParleyAPI(baseURL: server, token: session.token).createConversation(request)
+            let conversation = try await api.createConversation(request)
             if let client { await client.synchronize() }
             error = nil
             return conversation.id
@@ -318,58 +323,6 @@ public final class ChatSession {
                 default: break
                 }
             }
-        }
-    }
-
-    // MARK: The user's own profile
-
-    /// Renames the signed-in user for everyone in the organization; false (with
-    /// ``profileError``) when the server refuses or cannot be reached.
-    @discardableResult
-    public func rename(to name: String) async -> Bool {
-        await changeProfile { try await $0.setDisplayName(name) }
-    }
-
-    /// Makes these image bytes (a picked photo) the user's picture, made a JPEG of at most
-    /// 512 pixels first where the platform can (``ImageDownscaling/picture(_:contentType:maxPixelSize:)``);
-    /// `contentType` is its MIME type ("image/heic"). False (with ``profileError``) when refused.
-    @discardableResult
-    public func setPicture(_ data: Data, contentType: String) async -> Bool {
-        await changeProfile { client in
-            let picture = contentType.lowercased().hasPrefix("image/")
-                ? ImageDownscaling.picture(data, contentType: contentType) : (data: data, contentType: contentType)
-            let file = FileManager.default.temporaryDirectory.appendingPathComponent("parley-picture-\(UUID().uuidString)")
-            try picture.data.write(to: file)
-            defer { try? FileManager.default.removeItem(at: file) }
-            return try await client.setAvatar(file: file, contentType: picture.contentType)
-        }
-    }
-
-    /// Takes the user's picture away.
-    @discardableResult
-    public func removePicture() async -> Bool {
-        await changeProfile { try await $0.removeAvatar() }
-    }
-
-    /// Someone's picture (``User/avatarUrl``), downloaded once through the media cache; nil
-    /// when signed out or it cannot be had now.
-    public func pictureData(_ url: String) async -> Data? {
-        guard let client else { return nil }
-        return try? await client.media.picture(url)
-    }
-
-    private func changeProfile(_ change: (ChatClient) async throws -> User) async -> Bool {
-        guard let client else { return false }
-        do {
-            let changed = try await change(client)
-            user?.displayName = changed.displayName
-            user?.avatarUrl = changed.avatarUrl
-            names.learn([changed])
-            profileError = nil
-            return true
-        } catch {
-            profileError = ClientError.readable(error)
-            return false
         }
     }
 
