@@ -34,6 +34,8 @@ import Testing
             return cached?.displayName == "Ada Lovelace" && cached?.avatarUrl == url
         }
         #expect(try await bobs.database.users().first { $0.id == alice.id }?.isOnline == true, "presence kept")
+        #expect(try await bobs.database.user(alice.id)?.avatarUrl == url, "one row read as the whole directory has it")
+        #expect(try await bobs.database.user(EntityID()) == nil)
         // The picture downloads once, then comes from the media cache.
         let cached = try #require(try await bobs.database.users().first { $0.id == alice.id })
         #expect(await bobs.pictureData(of: cached) == Fixtures.png)

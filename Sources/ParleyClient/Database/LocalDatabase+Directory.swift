@@ -30,14 +30,23 @@ extension LocalDatabase {
     /// The cached directory.
     public func users() async throws -> [User] {
         try await writer.read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM users ORDER BY display_name").map {
-                User(
-                    id: try Self.id($0["id"]), organizationId: try Self.id($0["organization_id"]), email: $0["email"],
-                    displayName: $0["display_name"], isOnline: $0["is_online"],
-                    lastSeenAt: ($0["last_seen_at"] as Int64?).map(Date.init(millisecondsSince1970:)),
-                    avatarUrl: $0["avatar_url"])
-            }
+            try Row.fetchAll(db, sql: "SELECT * FROM users ORDER BY display_name").map(Self.user)
         }
+    }
+
+    /// One person of the cached directory, if cached.
+    public func user(_ id: EntityID) async throws -> User? {
+        try await writer.read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM users WHERE id = ?", arguments: [id.description]).map(Self.user)
+        }
+    }
+
+    private static func user(_ row: Row) throws -> User {
+        User(
+            id: try id(row["id"]), organizationId: try id(row["organization_id"]), email: row["email"],
+            displayName: row["display_name"], isOnline: row["is_online"],
+            lastSeenAt: (row["last_seen_at"] as Int64?).map(Date.init(millisecondsSince1970:)),
+            avatarUrl: row["avatar_url"])
     }
 
     /// Applies a presence event to the cached directory.

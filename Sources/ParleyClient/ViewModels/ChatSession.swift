@@ -312,8 +312,9 @@ public final class ChatSession {
                     try? self.store.save(nil)
                 case .directory:
                     if let directory = self.directory { self.names.learn(directory.users) }
-                    // The user's own name or picture changed on another device.
-                    if let me = self.user, let mine = try? await client.database.users().first(where: { $0.id == me.id }) {
+                    // The user's own name or picture changed on another device (one row read:
+                    // this runs on every presence change too).
+                    if let me = self.user, let mine = try? await client.database.user(me.id) {
                         self.user?.displayName = mine.displayName
                         self.user?.avatarUrl = mine.avatarUrl
                         self.names.learn([mine])
