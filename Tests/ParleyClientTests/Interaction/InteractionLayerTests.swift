@@ -5,7 +5,7 @@ import ParleyProtocol
 import ParleyTestSupport
 import Testing
 
-/// The interaction layer: hooks, the message service, providers and the layout cache.
+/// The interaction layer: hooks, the message service, providers and the component registry.
 @Suite struct InteractionLayerTests {
     struct BadWords: MessagePrecheck {
         func check(_ request: SendMessageRequest, in conversationId: EntityID) async -> PrecheckVerdict {
@@ -280,38 +280,15 @@ import Testing
         await chat.stop()
     }
 
-    /// Counts measurements; every character is 8×16, lines wrap at the width.
-    final class CountingMeasurer: TextMeasurer, Sendable {
-        let calls = Mutex(0)
-        func size(of text: String, fittingWidth: Double) -> LayoutSize {
-            calls.withLock { $0 += 1 }
-            let perLine = max(Int(fittingWidth / 8), 1)
-            let lines = max((text.count + perLine - 1) / perLine, 1)
-            return LayoutSize(width: Double(min(text.count, perLine) * 8), height: Double(lines * 16))
-        }
-    }
-
-    @Test func theLayoutCacheMeasuresEachVersionAndWidthOnce() {
-        let measurer = CountingMeasurer()
-        let cache = MessageLayoutCache(measurer: measurer)
-        var message = LocalMessage(
+    @Test func anAppsComponentTakesItsType() {
+        let message = LocalMessage(
             Message(
                 id: EntityID(), conversationId: EntityID(), seq: 1, updatedSeq: 1, senderId: EntityID(), clientMessageId: "c",
-                type: .text, text: String(repeating: "x", count: 100), createdAt: Date()),
+                type: .location, text: "", createdAt: Date()),
             delivery: .received)
-        let first = cache.size(of: message, fittingWidth: 224)
-        #expect(first == LayoutSize(width: 224, height: 4 * 16 + 24))
-        #expect(cache.size(of: message, fittingWidth: 224) == first)
-        #expect(measurer.calls.withLock { $0 } == 1, "the second layout does no measuring")
-        _ = cache.size(of: message, fittingWidth: 424)
-        message.text = "edited"
-        message.updatedSeq = 2
-        #expect(cache.size(of: message, fittingWidth: 224).height == 16 + 24)
-        #expect(measurer.calls.withLock { $0 } == 3)
-        #expect(cache.statistics.hits == 1 && cache.statistics.misses == 3)
+        #expect(MessageComponentRegistry().component(for: message).identifier == "location")
         var registry = MessageComponentRegistry()
-        registry.register(MessageComponent(identifier: "sticker", sizeStrategy: FixedStrategy(height: 120)), for: .location)
-        message.type = .location
+        registry.register(MessageComponent(identifier: "sticker"), for: .location)
         #expect(registry.component(for: message).identifier == "sticker")
     }
 }
