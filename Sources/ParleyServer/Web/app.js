@@ -281,6 +281,8 @@ function boot() {
   window.parleyDebug = {
     outboxSize: () => outbox.size(store.me?.id),
     cacheWrites: () => cache.stats.puts,
+    // How many messages a conversation's window holds in memory, and whether older ones are left to page in.
+    window: (id) => { const c = store.caches.get(id); return c ? { size: c.messages.size, oldestSeq: c.oldestSeq, hasMoreBefore: c.hasMoreBefore } : null; },
     state: () => ({
       me: store.me, connection: store.connection, openId: store.openId, socketAuthorizedUntil: store.socketAuthorizedUntil || null,
       conversations: [...store.conversations.values()].map((c) => ({ id: c.id, lastSeq: c.lastSeq, unreadCount: c.unreadCount, readSeq: c.readSeq })),

@@ -7,7 +7,7 @@ import * as cache from '/web/cache.js';
 import { flushOutbox } from '/web/sending.js';
 import { loadBlocked } from '/web/actions.js';
 import {
-  store, emit, applyConversation, applyMessageToList, getCache, upsertMessage, setTyping,
+  store, emit, applyConversation, applyMessageToList, getCache, upsertMessage, setTyping, trimWindow, WINDOW,
   setTypingSummary, forgetServerCopy, fromBlocked, applyProfile,
 } from '/web/store.js';
 
@@ -159,6 +159,7 @@ async function fetchConversation(id) {
 
 // ---- messages ----
 export async function openConversation(id) {
+  if (store.openId && store.openId !== id) trimWindow(store.openId, { most: WINDOW.keep });
   store.openId = id;
   hooks.onOpened(id);
   emit('chat', id); emit('list');
@@ -170,6 +171,7 @@ export async function openConversation(id) {
 }
 
 export function closeConversation() {
+  if (store.openId) trimWindow(store.openId, { most: WINDOW.keep });
   store.openId = null;
   hooks.onOpened(null);
   if (socket.isOpen) socket.request('focus', { conversationId: null }).catch(() => {});

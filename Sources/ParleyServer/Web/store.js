@@ -145,6 +145,25 @@ export function upsertMessage(m) {
   return true;
 }
 
+// Long chats: the window a conversation keeps in memory. Once it holds more than `most`
+// timeline messages and the person is at the newest (or has left the chat), everything older
+// than the newest `keep` goes; scrolling up pages it back in from the server, as at first.
+// Thread replies are numbered after their root, so no kept root loses its replies.
+export const WINDOW = { keep: 200, most: 300 };
+export function trimWindow(conversationId, { keep = WINDOW.keep, most = WINDOW.most } = {}) {
+  const c = store.caches.get(conversationId);
+  if (!c || !c.loaded || c.loadingOlder) return false;
+  const seqs = [];
+  for (const m of c.messages.values()) if (!m.threadRootId) seqs.push(m.seq);
+  if (seqs.length <= Math.max(most, keep)) return false;
+  seqs.sort((a, b) => b - a);
+  const cutoff = seqs[keep - 1];
+  for (const [key, m] of c.messages) if (m.seq < cutoff) { c.messages.delete(key); c.byId.delete(m.id); }
+  c.oldestSeq = cutoff;
+  c.hasMoreBefore = true;
+  return true;
+}
+
 export function findMessage(conversationId, id) {
   return store.caches.get(conversationId)?.byId.get(id) || null;
 }

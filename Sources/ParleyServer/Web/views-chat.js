@@ -2,7 +2,7 @@
 // paging back, read tracking, typing line and the composer.
 import { h, $, formatTime, formatDay, dayKey } from '/web/dom.js';
 import {
-  store, orderedMessages, messageStatus, conversationName, peerId, userName, findMessage, msgKey, typingText, getCache, emit, fromBlocked,
+  store, orderedMessages, messageStatus, conversationName, peerId, userName, findMessage, msgKey, typingText, getCache, emit, fromBlocked, trimWindow,
 } from '/web/store.js';
 import { messageElement, messageSignature, toggleRevealed, onReactInputKey, carryState } from '/web/views-message.js';
 import { openReport, openPerson } from '/web/views-safety.js';
@@ -101,6 +101,8 @@ async function onScroll() {
   const box = $('#messages');
   stick = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
   $('#jump-latest').hidden = stick;
+  // At the newest messages of a long chat: the pages read above go (the window stays bounded).
+  if (stick && store.openId && trimWindow(store.openId)) { renderChat(); return; }
   if (box.scrollTop > 80 || !store.openId) return;
   const id = store.openId;
   const before = box.scrollHeight - box.scrollTop;

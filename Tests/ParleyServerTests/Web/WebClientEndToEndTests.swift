@@ -39,8 +39,8 @@ import Testing
     /// registers into it in a new page of `browser`; Ada's page and id.
     /// Runs `body` with a `parley serve` of its own (a new data directory) and a browser, which
     /// is closed whatever happens.
-    static func withServerAndBrowser(_ name: String, _ body: (URL, Chromium) async throws -> Void) async throws {
-        let server = try ServeProcess(name: name, dataDirectory: TestServer.temporaryDirectory())
+    static func withServerAndBrowser(_ name: String, arguments: [String] = [], _ body: (URL, Chromium) async throws -> Void) async throws {
+        let server = try ServeProcess(name: name, dataDirectory: TestServer.temporaryDirectory(), arguments: arguments)
         defer { server.stop() }
         try await server.waitUntilReady()
         let browser = try await Chromium.launch()
