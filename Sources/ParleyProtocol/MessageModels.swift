@@ -14,6 +14,16 @@ public enum MessageType: String, Codable, Sendable, CaseIterable {
         case .text, .location, .system: false
         }
     }
+
+    /// The type of a message that sends a file of this MIME type: a picture, a video or a
+    /// sound shown as such, anything else as a file.
+    public static func forAttachment(contentType: String) -> MessageType {
+        let type = contentType.lowercased()
+        if type.hasPrefix("image/") { return .image }
+        if type.hasPrefix("video/") { return .video }
+        if type.hasPrefix("audio/") { return .audio }
+        return .file
+    }
 }
 
 /// An uploaded file a message refers to.

@@ -256,7 +256,7 @@ extension TerminalChat {
             }
             let type = Self.contentType(of: expanded)
             await chat.send(
-                file: URL(fileURLWithPath: expanded), contentType: type, type: type.hasPrefix("image/") ? .image : .file, caption: caption)
+                file: URL(fileURLWithPath: expanded), contentType: type, type: .forAttachment(contentType: type), caption: caption)
         case .myName(let name):
             guard let client else { return }
             do {

@@ -41,6 +41,8 @@ public struct ChatView: View {
     @State private var searching = false
     /// Whether the group's members sheet is up.
     @State private var managingGroup = false
+    /// The picture shown full screen.
+    @State private var viewing: ViewedImage?
 
     /// A chat screen for a model (``ChatSession/chat(_:)`` makes one).
     public init(model: ChatModel, session: ChatSession, registry: MessageComponentRegistry = MessageComponentRegistry()) {
@@ -139,10 +141,10 @@ public struct ChatView: View {
                         replyingTo = nil
                         editing = nil
                     },
-                    onAttach: { picked, contentType, isImage in
+                    onAttach: { picked, contentType, _ in
                         // Copied now, while the picker's scope is open; sent from the copy.
                         guard let kept = model.keepFile(picked) else { return }
-                        Task { await model.send(file: kept, contentType: contentType, type: isImage ? .image : .file) }
+                        Task { await model.send(file: kept, contentType: contentType, type: .forAttachment(contentType: contentType)) }
                     },
                     mentionCandidates: { draft in await model.mentionCandidates(for: draft) })
             }
@@ -166,7 +168,12 @@ public struct ChatView: View {
             ToolbarItem(placement: .principal) {
                 VStack {
                     HStack(spacing: 4) {
-                        Text(session.list?.rows.first { $0.id == model.conversationId }?.title ?? "").font(.headline)
+                        // A long name (or a long list of names) ends in "…" rather than pushing
+                        // the buttons off a phone's bar.
+                        Text(session.list?.rows.first { $0.id == model.conversationId }?.title ?? "")
+                            .font(.headline)
+                            .lineLimit(1)
+                            .truncationMode(.tail)
                         if conversation?.muted == true {
                             Image(systemName: "bell.slash.fill")
                                 .font(.caption)
@@ -177,6 +184,7 @@ public struct ChatView: View {
                     if let conversation {
                         Text(ChatPresentation.subtitle(conversation, me: me, users: session.users, typing: model.typingLine))
                             .font(.caption)
+                            .lineLimit(1)
                             .foregroundStyle(.secondary)
                     }
                 }
@@ -219,6 +227,7 @@ public struct ChatView: View {
         .sheet(isPresented: $searching) {
             ChatSearchSheet(model: model, names: session.names)
         }
+        .opensImagesFullScreen($viewing)
         .sheet(isPresented: $managingGroup) {
             GroupSheet(session: session, conversationId: model.conversationId)
         }

@@ -1,10 +1,12 @@
 #if canImport(SwiftUI)
 import ParleyClient
 import ParleyProtocol
+import PhotosUI
 import SwiftUI
 import UniformTypeIdentifiers
 
-/// The input bar: a growing text field, send, a file or photo button, the strip that says
+/// The input bar: a growing text field, send, an attach menu (a photo or video from the
+/// library, the camera on a phone, any file), the strip that says
 /// what is being replied to or edited, and while an "@" word is typed the people it may mean
 /// (a tap completes it). Every change of the text calls `onTyping` (the SDK debounces what it
 /// sends).
@@ -19,8 +21,10 @@ public struct MessageInputBar: View {
     public let onSend: (String) -> Void
     /// Called when the reply or edit is cancelled.
     public let onCancel: () -> Void
-    /// Called with a picked file, its content type and whether it is an image; nil hides the
-    /// button (an app can put its own PhotosPicker beside the bar instead).
+    /// Called with a picked file (from the Photos library, the camera or the file importer),
+    /// its content type and whether it is an image; nil hides the attach menu. A photo or
+    /// camera picture is a temporary file, removed once this returns: copy it
+    /// (``ParleyClient/ChatModel/keepFile(_:)``) before returning.
     public let onAttach: ((URL, String, Bool) -> Void)?
     /// Who the "@" word at the end of the draft may mean (``ChatModel/mentionCandidates(for:)``);
     /// nil turns "@" completion off.
@@ -29,6 +33,10 @@ public struct MessageInputBar: View {
     @State private var text = ""
     @State private var candidates: [MentionChoice] = []
     @State private var picking = false
+    @State private var pickingPhoto = false
+    @State private var photo: PhotosPickerItem?
+    @State private var takingPhoto = false
+    @State private var photoFailed = false
     @FocusState private var focused: Bool
 
     /// An input bar.
@@ -82,12 +90,30 @@ public struct MessageInputBar: View {
             }
             HStack(alignment: .bottom, spacing: 8) {
                 if onAttach != nil {
-                    Button {
-                        picking = true
+                    Menu {
+                        Button {
+                            pickingPhoto = true
+                        } label: {
+                            Label("Photo or video", systemImage: "photo.on.rectangle")
+                        }
+                        #if os(iOS)
+                        if CameraPicker.isAvailable {
+                            Button {
+                                takingPhoto = true
+                            } label: {
+                                Label("Camera", systemImage: "camera")
+                            }
+                        }
+                        #endif
+                        Button {
+                            picking = true
+                        } label: {
+                            Label("File", systemImage: "doc")
+                        }
                     } label: {
-                        Image(systemName: "paperclip")
+                        Image(systemName: "plus.circle").font(.title2)
                     }
-                    .accessibilityLabel("Attach a file")
+                    .accessibilityLabel("Attach a photo, a video or a file")
                 }
                 TextField("Message", text: $text, axis: .vertical)
                     .lineLimit(1...6)
@@ -123,6 +149,37 @@ public struct MessageInputBar: View {
                 focused = true
             }
         }
+        .photosPicker(isPresented: $pickingPhoto, selection: $photo, matching: .any(of: [.images, .videos]))
+        .onChange(of: photo) { _, item in
+            guard let item else { return }
+            photo = nil
+            Task {
+                guard let picked = await PickedMedia.load(item) else {
+                    photoFailed = true
+                    return
+                }
+                hand(picked)
+            }
+        }
+        #if os(iOS)
+        .fullScreenCover(isPresented: $takingPhoto) {
+            CameraPicker { data in
+                takingPhoto = false
+                guard let data else { return }
+                guard let picked = try? PickedMedia.temporary(data, type: .jpeg) else {
+                    photoFailed = true
+                    return
+                }
+                hand(picked)
+            }
+            .ignoresSafeArea()
+        }
+        #endif
+        .alert("The photo could not be loaded", isPresented: $photoFailed) {
+            Button("OK", role: .cancel) {}
+        } message: {
+            Text("It may still be downloading from iCloud. Try again in a moment.")
+        }
         .fileImporter(isPresented: $picking, allowedContentTypes: [.item]) { result in
             guard case .success(let picked) = result, let onAttach else { return }
             // The picked file is readable only while its security scope is open: `onAttach`
@@ -133,6 +190,12 @@ public struct MessageInputBar: View {
             let type = UTType(filenameExtension: picked.pathExtension) ?? .data
             onAttach(picked, type.preferredMIMEType ?? "application/octet-stream", type.conforms(to: .image))
         }
+    }
+
+    /// Hands a photo or camera picture to `onAttach`, then removes the temporary file.
+    private func hand(_ picked: PickedMedia) {
+        onAttach?(picked.file, picked.contentType, picked.isImage)
+        picked.discard()
     }
 
     private func send() {

@@ -139,7 +139,7 @@ public struct MessageBubbleView: View {
                 if item.startsGroup, !item.isOwn {
                     HStack(spacing: 6) {
                         AvatarView(initials: ChatPresentation.initials(item.senderName), presence: nil, picture: item.senderPicture, size: 20)
-                        Text(item.senderName).font(theme.caption.bold()).foregroundStyle(.secondary)
+                        Text(item.senderName).font(theme.caption.bold()).foregroundStyle(.secondary).lineLimit(1)
                     }
                 }
                 VStack(alignment: .leading, spacing: 4) {
@@ -259,7 +259,11 @@ struct MessageCell: View {
     let item: ChatPresentation.MessageItem
     let imageData: (Attachment) async -> Data?
     @Environment(\.customMessageCell) private var customCell
+    @Environment(\.parleyOpenImage) private var openImage
     @State private var image: Image?
+    /// Pictures grow with the reader's text size (Dynamic Type), as the text beside them does.
+    @ScaledMetric(relativeTo: .body) private var pictureWidth: CGFloat = 260
+    @ScaledMetric(relativeTo: .body) private var pictureHeight: CGFloat = 320
 
     var body: some View {
         switch item.cell {
@@ -273,15 +277,23 @@ struct MessageCell: View {
                             .overlay(ProgressView())
                     }
                 }
-                .frame(maxWidth: 260, maxHeight: 320)
+                .frame(maxWidth: pictureWidth, maxHeight: pictureHeight)
                 .clipShape(RoundedRectangle(cornerRadius: 10))
-                .accessibilityLabel(item.attachmentLine ?? "Image")
+                .contentShape(Rectangle())
+                .onTapGesture(perform: showFullScreen)
+                .accessibilityElement()
+                .accessibilityLabel(spoken)
+                .accessibilityValue(image == nil ? "Loading" : "")
+                .accessibilityAddTraits(openImage != nil && image != nil ? [.isImage, .isButton] : .isImage)
+                .accessibilityHint(openImage != nil && image != nil ? "Opens the picture full screen" : "")
+                .accessibilityAction(.default, showFullScreen)
                 if !item.body.isEmpty { Text(item.body) }
             }
             .task(id: item.message.attachment?.id) { await loadImage() }
         case .video, .audio, .file:
             VStack(alignment: .leading, spacing: 4) {
                 Label(item.attachmentLine ?? "Attachment", systemImage: symbol)
+                    .accessibilityLabel(spoken)
                 if !item.body.isEmpty { Text(item.body) }
             }
         case .location:
@@ -307,9 +319,20 @@ struct MessageCell: View {
         }
     }
 
+    /// What VoiceOver says of the attachment ("Picture, photo.png, 1.2 MB").
+    private var spoken: String {
+        item.message.attachment.map(ChatPresentation.spokenAttachment) ?? "Attachment"
+    }
+
     private var aspect: CGFloat {
         guard let width = item.message.attachment?.width, let height = item.message.attachment?.height, width > 0, height > 0 else { return 1 }
         return CGFloat(width) / CGFloat(height)
+    }
+
+    /// The loaded picture, full screen (nothing while it is still loading).
+    private func showFullScreen() {
+        guard let image, let openImage, let attachment = item.message.attachment else { return }
+        openImage(ViewedImage(id: attachment.id, image: image, name: attachment.name, label: spoken))
     }
 
     private func loadImage() async {

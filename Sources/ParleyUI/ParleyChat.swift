@@ -179,10 +179,13 @@ public struct ParleyChat: View {
 
 /// The list and the open chat: a split view where there is room, a stack on a phone. The open
 /// chat is the session's ``ChatSession/selection``, so a tapped notification opens it. The chat
-/// has a navigation stack of its own, where its threads open.
+/// has a navigation stack of its own, where its threads open. The scene keeps which chat is
+/// open, so a relaunch (or iOS bringing back a scene it discarded) opens it again.
 struct ChatNavigation: View {
     @Bindable var session: ChatSession
     let registry: MessageComponentRegistry
+    /// ``ChatSession/keptSelection``: the user and the open chat, or "".
+    @SceneStorage("parley.openChat") private var keptChat = ""
 
     var body: some View {
         NavigationSplitView {
@@ -199,6 +202,11 @@ struct ChatNavigation: View {
             }
         }
         .environment(\.parleyPictures, PictureLoader { [session] url in await session.pictureData(url) })
+        .onChange(of: session.selection) { _, _ in keptChat = session.keptSelection }
+        .task {
+            // Shown once signed in: the chat open when the scene was last used comes back.
+            if !keptChat.isEmpty { await session.restoreSelection(keptChat) }
+        }
     }
 }
 

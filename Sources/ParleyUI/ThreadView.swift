@@ -23,6 +23,8 @@ public struct ThreadView: View {
     @State private var visible: [String: LocalMessage] = [:]
     /// The last send: each waits for the one before, so replies go in the order typed.
     @State private var lastSend: Task<Void, Never>?
+    /// The picture shown full screen.
+    @State private var viewing: ViewedImage?
 
     /// A thread screen for a model (``ThreadModel/init(client:conversationId:rootId:)``) in
     /// `chat`'s conversation.
@@ -90,6 +92,7 @@ public struct ThreadView: View {
                 .background(.bar)
         }
         .navigationTitle("Thread")
+        .opensImagesFullScreen($viewing)
         .task { await model.start() }
         .onDisappear { model.stop() }
     }

@@ -249,6 +249,16 @@ import Testing
         #expect(MessageType(rawValue: raw) == type)
     }
 
+    /// A sent file's message type follows its MIME type, whatever its case; anything that is
+    /// not a picture, a video or a sound is a file.
+    @Test(arguments: [
+        ("image/heic", MessageType.image), ("IMAGE/JPEG", .image), ("video/quicktime", .video), ("video/mp4", .video),
+        ("audio/m4a", .audio), ("application/pdf", .file), ("application/octet-stream", .file), ("", .file), ("imagery/x", .file),
+    ])
+    func aFilesTypeFollowsItsMIMEType(contentType: String, type: MessageType) {
+        #expect(MessageType.forAttachment(contentType: contentType) == type)
+    }
+
     @Test func enumStringsAreTheContracts() {
         #expect(MessageType.allCases.count == 7)
         #expect(ConversationType.allCases.map(\.rawValue) == ["direct", "group"])
