@@ -1,13 +1,58 @@
 import Foundation
+import NIOConcurrencyHelpers
 
 /// The SDK's user-facing texts, from its String Catalog (`Resources/Localizable.xcstrings`).
 ///
 /// On Apple platforms the build compiles the catalog into the bundle's `.lproj` folders and
 /// Foundation's lookup finds them; where the catalog is copied as it is (SwiftPM on Linux) it
 /// is read directly. Either way a key missing in a language falls back to English.
-enum ParleyStrings {
+public enum ParleyStrings {
+    private static let chosen = NIOLockedValueBox<Locale?>(nil)
+
+    /// The language the SDK's texts are written in: the device's (`Locale.current`, which on
+    /// iOS follows the app's language setting) unless a screen sets another, as the terminal
+    /// client does from `LC_ALL`, `LC_MESSAGES` and `LANG`. Set nil to follow the device again.
+    public static var locale: Locale {
+        get { scoped ?? chosen.withLockedValue { $0 } ?? .current }
+        set { chosen.withLockedValue { $0 = newValue } }
+    }
+
+    /// A language for the work of one task and its children only, over ``locale``: a preview
+    /// or a test in French while the rest of the process stays as it is
+    /// (`ParleyStrings.$scoped.withValue(Locale(identifier: "fr")) { … }`).
+    @TaskLocal public static var scoped: Locale?
+
+    /// Follows the device's language again after ``locale`` was set.
+    public static func followDevice() { chosen.withLockedValue { $0 = nil } }
+
+    /// The text for `key` in `locale`'s language (English when the catalog lacks it), with each
+    /// `{name}` placeholder replaced by `values[name]`.
+    static func text(_ key: String, _ values: KeyValuePairs<String, String> = [:], locale: Locale = ParleyStrings.locale) -> String {
+        fill(text(key, locale: locale), Dictionary(values.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 }))
+    }
+
+    /// `template` with each `{name}` replaced by `values[name]` in one pass, so a value that
+    /// itself reads "{name}" (a person may be called that) stays as typed. An unknown
+    /// placeholder stays as it is.
+    static func fill(_ template: String, _ values: [String: String]) -> String {
+        guard !values.isEmpty, template.contains("{") else { return template }
+        var out = ""
+        var rest = template[...]
+        while let open = rest.firstIndex(of: "{") {
+            out += rest[..<open]
+            guard let close = rest[open...].firstIndex(of: "}"), let value = values[String(rest[rest.index(after: open)..<close])] else {
+                out.append("{")
+                rest = rest[rest.index(after: open)...]
+                continue
+            }
+            out += value
+            rest = rest[rest.index(after: close)...]
+        }
+        return out + rest
+    }
+
     /// The text for `key` in `locale`'s language (English when the catalog lacks it).
-    static func text(_ key: String, locale: Locale = .current) -> String {
+    static func text(_ key: String, locale: Locale) -> String {
         let language = locale.language.languageCode?.identifier ?? Catalog.source
         if let compiled = compiled(key, language: language) { return compiled }
         if let value = catalog.value(key, language: language) ?? catalog.value(key, language: Catalog.source) { return value }
@@ -77,7 +122,7 @@ extension ClientError: LocalizedError {
     }
 
     /// ``errorDescription`` in a given locale's language.
-    public func localizedText(locale: Locale = .current) -> String {
+    public func localizedText(locale: Locale = ParleyStrings.locale) -> String {
         ParleyStrings.text(textKey, locale: locale)
     }
 
@@ -105,7 +150,7 @@ extension ClientError: LocalizedError {
     /// A sentence for any error a screen shows: a ``ClientError``'s localized text (with the
     /// server's explanation of a refused request in English, where it is the same language), a
     /// hook's own reason, or a general sentence; never a raw code.
-    public static func readable(_ error: any Error, locale: Locale = .current) -> String {
+    public static func readable(_ error: any Error, locale: Locale = ParleyStrings.locale) -> String {
         switch error {
         case let error as ClientError:
             let text = error.localizedText(locale: locale)

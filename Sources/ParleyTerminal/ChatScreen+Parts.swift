@@ -19,9 +19,11 @@ extension ChatScreen {
             right = "● online "
             style = .colour(70)
         }
-        let space = width - TerminalText.width(left) - TerminalText.width(right)
-        if space < 1 { return Style.reverse.apply(TerminalText.pad(left, to: width)) }
-        return Style.reverse.apply(left + String(repeating: " ", count: space)) + Style.reverse.apply(style.apply(right))
+        // A long name ends in "…" before the connection's state is cut: offline must show.
+        if TerminalText.width(right) + 12 > width { return Style.reverse.apply(TerminalText.pad(TerminalText.truncate(left, to: width), to: width)) }
+        let shown = TerminalText.truncate(left, to: width - TerminalText.width(right) - 1)
+        let space = width - TerminalText.width(shown) - TerminalText.width(right)
+        return Style.reverse.apply(shown + String(repeating: " ", count: space)) + Style.reverse.apply(style.apply(right))
     }
 
     func listPane(width: Int, height: Int) -> [String] {

@@ -19,4 +19,13 @@ extension TerminalChat {
         }
         return calendar
     }
+
+    /// The language the terminal's texts are written in: the locale its environment names for
+    /// messages (`LC_ALL`, then `LC_MESSAGES`, then `LANG`); nil under `C`, `POSIX` or nothing
+    /// (English). `fr_FR.UTF-8` writes "Hors ligne" and "Nouveaux messages".
+    nonisolated static func localLanguage(environment: [String: String]) -> Locale? {
+        let name = ["LC_ALL", "LC_MESSAGES", "LANG"].lazy.compactMap { environment[$0] }.first { !$0.isEmpty } ?? ""
+        let identifier = String(name.prefix { $0 != "." && $0 != "@" })
+        return identifier.isEmpty || identifier == "C" || identifier == "POSIX" ? nil : Locale(identifier: identifier)
+    }
 }

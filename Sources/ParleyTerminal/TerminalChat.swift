@@ -94,6 +94,8 @@ public final class TerminalChat {
 
     /// Runs until the user quits; returns the exit status.
     public func run() async -> Int32 {
+        // The SDK's texts (banner, "New messages", typing, system lines) in the environment's language.
+        ParleyStrings.locale = Self.localLanguage(environment: ProcessInfo.processInfo.environment) ?? Locale(identifier: "en")
         device.enter()
         defer { device.leave() }
         if let session { await start(session) } else { beginLogin() }

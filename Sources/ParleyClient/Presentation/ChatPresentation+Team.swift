@@ -93,7 +93,7 @@ extension ChatPresentation {
     /// when there are more; nil when nothing is pinned.
     public static func pinnedLine(_ pinned: [LocalMessage], me: EntityID, names: (EntityID) -> String?) -> String? {
         guard let newest = pinned.max(by: { ($0.pinnedAt ?? .distantPast) < ($1.pinnedAt ?? .distantPast) }) else { return nil }
-        let who = newest.senderId == me ? "You" : names(newest.senderId) ?? "Someone"
+        let who = newest.senderId == me ? ParleyStrings.text("who.you") : names(newest.senderId) ?? ParleyStrings.text("who.someone")
         let line = "📌 \(who): \(firstLine(newest.text, max: 60))"
         return pinned.count > 1 ? line + "  (\(pinned.count) pinned)" : line
     }

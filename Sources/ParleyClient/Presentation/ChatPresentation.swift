@@ -109,12 +109,12 @@ public enum ChatPresentation {
         /// The word beside or instead of the mark (accessibility, plain terminals).
         public var label: String {
             switch self {
-            case .sending: "sending"
-            case .notSent: "not sent, retrying"
-            case .failed: "failed"
-            case .sent: "sent"
-            case .delivered: "delivered"
-            case .read: "read"
+            case .sending: ParleyStrings.text("status.sending")
+            case .notSent: ParleyStrings.text("status.notSent")
+            case .failed: ParleyStrings.text("status.failed")
+            case .sent: ParleyStrings.text("status.sent")
+            case .delivered: ParleyStrings.text("status.delivered")
+            case .read: ParleyStrings.text("status.read")
             }
         }
     }
@@ -145,7 +145,7 @@ public enum ChatPresentation {
             if newDay { items.append(.day(dayTitle(message.createdAt, now: now, calendar: calendar))) }
             if !unreadPlaced, let after = unreadAfter, let seq = message.seq, seq > after, message.senderId != me, message.type != .system {
                 unreadPlaced = true
-                items.append(.unread("New messages"))
+                items.append(.unread(ParleyStrings.text("timeline.newMessages")))
                 previous = nil
             }
             if message.type == .system {
@@ -157,11 +157,11 @@ public enum ChatPresentation {
                 previous.senderId != message.senderId || message.createdAt.timeIntervalSince(previous.createdAt) > groupingWindow
             } else { true }
             let isOwn = message.senderId == me
-            let name = isOwn ? "You" : names(message.senderId) ?? "Someone"
+            let name = isOwn ? ParleyStrings.text("who.you") : names(message.senderId) ?? ParleyStrings.text("who.someone")
             var reply: String?
             if let replyTo = message.replyToId {
                 if let quoted = byServerId[replyTo] {
-                    let who = quoted.senderId == me ? "You" : names(quoted.senderId) ?? "Someone"
+                    let who = quoted.senderId == me ? ParleyStrings.text("who.you") : names(quoted.senderId) ?? ParleyStrings.text("who.someone")
                     reply = "↪ \(who): \(quoted.deletedAt != nil ? "deleted message" : firstLine(quoted.text, max: 60))"
                 } else {
                     reply = "↪ an earlier message"
@@ -191,9 +191,9 @@ public enum ChatPresentation {
     /// in place of the words of a sender the viewer blocks.
     public static func body(of message: LocalMessage) -> String {
         if message.deletedAt != nil {
-            return message.deletedBy.map { $0 != message.senderId } == true ? "Removed by an admin" : "This message was deleted"
+            return ParleyStrings.text(message.deletedBy.map { $0 != message.senderId } == true ? "message.removedByAdmin" : "message.deleted")
         }
-        return message.senderBlocked ? "Message from a blocked user" : message.text
+        return message.senderBlocked ? ParleyStrings.text("message.fromBlocked") : message.text
     }
 
     /// A search hit as one line: "#12 14:05 Ada: the [snippet]", or "#12 14:05 Message from a
@@ -269,7 +269,7 @@ public enum ChatPresentation {
     public static func reactionPeople(_ reactions: [String: [EntityID]], me: EntityID, names: (EntityID) -> String?) -> String {
         ordered(reactions).map { emoji, users in
             let people = users.contains(me) ? [me] + users.filter { $0 != me } : users
-            return "\(emoji) " + people.map { $0 == me ? "You" : names($0) ?? "Someone" }.joined(separator: ", ")
+            return "\(emoji) " + people.map { $0 == me ? ParleyStrings.text("who.you") : names($0) ?? ParleyStrings.text("who.someone") }.joined(separator: ", ")
         }.joined(separator: "; ")
     }
 
@@ -283,6 +283,18 @@ public enum ChatPresentation {
     public static func attachmentLine(_ attachment: Attachment) -> String {
         let icon = attachment.contentType.hasPrefix("image/") ? "🖼" : "📎"
         return "\(icon) \(attachment.name) (\(byteCount(attachment.size)))"
+    }
+
+    /// What VoiceOver says of an attachment, without the emoji of ``attachmentLine(_:)``:
+    /// "Picture, photo.png, 1.2 MB", "Video, clip.mov, 8.0 MB", "File, report.pdf, 12 KB".
+    public static func spokenAttachment(_ attachment: Attachment) -> String {
+        let kind = switch MessageType.forAttachment(contentType: attachment.contentType) {
+        case .image: "Picture"
+        case .video: "Video"
+        case .audio: "Sound"
+        default: "File"
+        }
+        return "\(kind), \(attachment.name), \(byteCount(attachment.size))"
     }
 
     /// "512 B", "12 KB", "1.2 MB".
@@ -303,15 +315,16 @@ public enum ChatPresentation {
     /// retry after the client gave up ("/retry" in the terminal); a screen with a retry button
     /// passes nil.
     public static func banner(_ state: ConnectionState, syncing: Bool = false, outboxCount: Int = 0, retryHint: String? = nil) -> String? {
-        let waiting = outboxCount > 0 ? " · \(outboxCount) waiting to send" : ""
+        let waiting = outboxCount > 0 ? ParleyStrings.text("banner.waiting", ["count": "\(outboxCount)"]) : ""
         switch state {
-        case .connected: return syncing ? "Syncing…" + (outboxCount > 0 ? " · sending \(outboxCount)" : "") : nil
-        case .connecting: return "Connecting…" + waiting
-        case .disconnected: return "Offline" + waiting
+        case .connected:
+            return syncing ? ParleyStrings.text("banner.syncing") + (outboxCount > 0 ? ParleyStrings.text("banner.sending", ["count": "\(outboxCount)"]) : "") : nil
+        case .connecting: return ParleyStrings.text("banner.connecting") + waiting
+        case .disconnected: return ParleyStrings.text("banner.offline") + waiting
         case .reconnecting(_, let retryIn):
             let seconds = Int((Double(retryIn.components.seconds) + Double(retryIn.components.attoseconds) / 1e18).rounded(.up))
-            return "Offline · reconnecting in \(max(seconds, 1)) s" + waiting
-        case .failed: return "Offline · can't reach the server" + (retryHint.map { " (\($0))" } ?? "") + waiting
+            return ParleyStrings.text("banner.reconnecting", ["seconds": "\(max(seconds, 1))"]) + waiting
+        case .failed: return ParleyStrings.text("banner.unreachable") + (retryHint.map { " (\($0))" } ?? "") + waiting
         }
     }
 
@@ -321,21 +334,26 @@ public enum ChatPresentation {
     public static func systemLine(
         _ text: String, metadata: [String: String]?, by actor: EntityID, me: EntityID, names: (EntityID) -> String?
     ) -> String {
-        func name(_ id: EntityID) -> String { id == me ? "you" : names(id) ?? "Someone" }
+        func name(_ id: EntityID) -> String { id == me ? ParleyStrings.text("who.youObject") : names(id) ?? ParleyStrings.text("who.someone") }
         func list(_ ids: [EntityID]) -> String {
             let all = ids.map(name)
-            guard all.count > 1 else { return all.first ?? "people" }
-            return all.dropLast().joined(separator: ", ") + " and " + (all.last ?? "")
+            guard all.count > 1 else { return all.first ?? ParleyStrings.text("who.people") }
+            return all.dropLast().joined(separator: ", ") + ParleyStrings.text("list.and") + (all.last ?? "")
         }
-        let who = actor == me ? "You" : names(actor) ?? "Someone"
+        // "You …" and "Ada …" are two sentences: in French the verb agrees ("Vous avez", "Ada a").
+        let own = actor == me ? ".you" : ""
+        let who = names(actor) ?? ParleyStrings.text("who.someone")
+        func line(_ key: String, _ values: [String: String] = [:]) -> String {
+            ParleyStrings.fill(ParleyStrings.text(key + own), values.merging(["who": who]) { given, _ in given })
+        }
         let meta = metadata ?? [:]
         let ids = { (key: String) in (meta[key] ?? "").split(separator: ",").compactMap { EntityID(String($0)) } }
         switch meta["action"] {
-        case "renamed": return meta["name"].map { "\(who) renamed the group to “\($0)”" } ?? "\(who) renamed the group"
-        case "participants.added": return "\(who) added \(list(ids("userIds")))"
-        case "participant.removed": return "\(who) removed \(list(ids("userId")))"
-        case "participant.left": return "\(who) left"
-        default: return text.isEmpty ? "\(who) changed the conversation" : text
+        case "renamed": return meta["name"].map { line("system.renamedTo", ["name": $0]) } ?? line("system.renamed")
+        case "participants.added": return line("system.added", ["people": list(ids("userIds"))])
+        case "participant.removed": return line("system.removed", ["people": list(ids("userId"))])
+        case "participant.left": return line("system.left")
+        default: return text.isEmpty ? line("system.changed") : text
         }
     }
 
@@ -359,19 +377,19 @@ public enum ChatPresentation {
     /// list (the directory loads after a first sign-in) replaces "Someone" at the next frame.
     public static func title(_ conversation: Conversation, me: EntityID, names: (EntityID) -> String?) -> String {
         if let name = conversation.name { return name }
-        let others = conversation.participantIds.filter { $0 != me }.map { names($0) ?? "Someone" }
-        return others.isEmpty ? "Just you" : others.joined(separator: ", ")
+        let others = conversation.participantIds.filter { $0 != me }.map { names($0) ?? ParleyStrings.text("who.someone") }
+        return others.isEmpty ? ParleyStrings.text("conversation.justYou") : others.joined(separator: ", ")
     }
 
     /// A conversation list row's preview: "You: hi", "Ada: hello", "📎 file", "No messages yet".
     public static func preview(_ conversation: Conversation, me: EntityID, names: (EntityID) -> String?) -> String {
-        guard let last = conversation.lastMessage else { return "No messages yet" }
-        if last.deletedAt != nil { return "This message was deleted" }
-        if last.senderBlocked == true { return "Message from a blocked user" }
+        guard let last = conversation.lastMessage else { return ParleyStrings.text("preview.none") }
+        if last.deletedAt != nil { return ParleyStrings.text("message.deleted") }
+        if last.senderBlocked == true { return ParleyStrings.text("message.fromBlocked") }
         if last.type == .system {
             return firstLine(systemLine(last.text, metadata: last.metadata, by: last.senderId, me: me, names: names), max: 80)
         }
-        let who = last.senderId == me ? "You" : names(last.senderId) ?? "Someone"
+        let who = last.senderId == me ? ParleyStrings.text("who.you") : names(last.senderId) ?? ParleyStrings.text("who.someone")
         let body = last.text.isEmpty ? (last.attachment.map(attachmentLine) ?? "") : firstLine(last.text, max: 80)
         return conversation.type == .direct && last.senderId != me ? body : "\(who): \(body)"
     }

@@ -168,14 +168,14 @@ extension ChatPresentation {
     /// What an empty conversation list says: on a first run before the server answered, a
     /// loading line rather than "no conversations".
     public static func emptyListText(isLoading: Bool) -> String {
-        isLoading ? "Loading conversations…" : "No conversations yet. Start one with someone from your organization."
+        ParleyStrings.text(isLoading ? "list.loading" : "list.empty")
     }
 
     /// What an empty chat says.
-    public static let emptyChatText = "No messages yet. Say hello!"
+    public static var emptyChatText: String { ParleyStrings.text("chat.empty") }
 
     /// The "jump to the newest" button's text: "↓" or "↓ 3 new" when messages arrived below.
     public static func jumpToNewest(newBelow: Int) -> String {
-        newBelow <= 0 ? "↓" : newBelow > 99 ? "↓ 99+ new" : "↓ \(newBelow) new"
+        newBelow <= 0 ? "↓" : ParleyStrings.text("chat.newBelow", ["count": newBelow > 99 ? "99+" : "\(newBelow)"])
     }
 }

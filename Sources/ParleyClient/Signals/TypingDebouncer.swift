@@ -91,10 +91,10 @@ public struct TypingIndicators: Sendable, Equatable {
     public static func line(for names: [String]) -> String? {
         switch names.count {
         case 0: nil
-        case 1: "\(names[0]) is typing…"
-        case 2: "\(names[0]) and \(names[1]) are typing…"
-        case 3: "\(names[0]), \(names[1]) and \(names[2]) are typing…"
-        default: "\(names[0]), \(names[1]) and \(names.count - 2) others are typing…"
+        case 1: ParleyStrings.text("typing.one", ["first": names[0]])
+        case 2: ParleyStrings.text("typing.two", ["first": names[0], "second": names[1]])
+        case 3: ParleyStrings.text("typing.three", ["first": names[0], "second": names[1], "third": names[2]])
+        default: ParleyStrings.text("typing.many", ["first": names[0], "second": names[1], "count": "\(names.count - 2)"])
         }
     }
 }

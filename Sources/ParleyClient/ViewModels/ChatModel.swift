@@ -125,7 +125,7 @@ public final class ChatModel {
 
     private func refreshTyping() async {
         let users = await client.typingUsers(in: conversationId)
-        typingLine = TypingIndicators.line(for: users.map { names($0) ?? "Someone" })
+        typingLine = TypingIndicators.line(for: users.map { names($0) ?? ParleyStrings.text("who.someone") })
     }
 
     /// Sends a text (a reply when `replyingTo` is a stored message); it appears at once with `.sending`.

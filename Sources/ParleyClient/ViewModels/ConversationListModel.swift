@@ -119,7 +119,7 @@ public final class ConversationListModel {
 
     private func refreshTyping(_ id: EntityID) async {
         let users = await client.typingUsers(in: id)
-        typing[id] = ChatPresentation.typingLine(users.map { names($0) ?? "Someone" })
+        typing[id] = ChatPresentation.typingLine(users.map { names($0) ?? ParleyStrings.text("who.someone") })
     }
 
     /// Reads the rows from the local database.

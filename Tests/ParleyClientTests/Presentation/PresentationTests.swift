@@ -78,6 +78,16 @@ import Testing
         #expect(bubbles.first { $0.body.hasPrefix("Are we still on") }?.myReactions == ["👍"])
         #expect(Set(items.map(\.id)).count == items.count, "every item has its own identity")
         #expect(bubbles.first { $0.cell == .file }?.attachmentLine == "📎 launch-plan.pdf (1.2 MB)")
+        // VoiceOver hears the kind and the name, not the emoji.
+        let file = try #require(bubbles.first { $0.cell == .file }?.message.attachment)
+        #expect(ChatPresentation.spokenAttachment(file) == "File, launch-plan.pdf, 1.2 MB")
+        let picture = try #require(bubbles.first { $0.cell == .image }?.message.attachment)
+        #expect(ChatPresentation.spokenAttachment(picture).hasPrefix("Picture, "))
+        var clip = picture
+        clip.contentType = "video/quicktime"
+        clip.size = 900
+        clip.name = "clip.mov"
+        #expect(ChatPresentation.spokenAttachment(clip) == "Video, clip.mov, 900 B")
         // Groups: Ada's image and file within five minutes are one group; her location an hour
         // later starts a new one.
         let ada = bubbles.filter { !$0.isOwn }
@@ -98,7 +108,7 @@ import Testing
 
         // An app's own component for a type comes back as its identifier.
         var registry = MessageComponentRegistry()
-        registry.register(MessageComponent(identifier: "poll", sizeStrategy: FixedStrategy(height: 120)), for: .location)
+        registry.register(MessageComponent(identifier: "poll"), for: .location)
         location.metadata?["latitude"] = "10"
         #expect(ChatPresentation.cell(for: location, registry: registry) == .custom("poll"))
     }

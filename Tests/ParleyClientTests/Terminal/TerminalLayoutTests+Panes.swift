@@ -172,7 +172,7 @@ extension TerminalLayoutTests {
     // MARK: Header and status
 
     /// The header shows the account and the connection at the right; an account too long for
-    /// both is cut and the connection left out rather than overflowing.
+    /// both ends in "…": the connection's state (offline!) stays whole, and nothing overflows.
     @Test func theHeaderCutsALongAccountBeforeOverflowing() {
         var screen = ChatScreen()
         screen.account = "Ada"
@@ -181,7 +181,12 @@ extension TerminalLayoutTests {
         #expect(header == " Parley · Ada" + String(repeating: " ", count: 15) + "● Offline · reconnecting in 4 s ")
         screen.account = "Alexandria Montgomery-Featherstonehaugh <alexandria@example.com>"
         let cut = ChatScreen.stripStyles(screen.render(width: 60, height: 8)[0])
-        #expect(cut.hasSuffix("…") && !cut.contains("●") && TerminalText.width(cut) == 60)
+        #expect(cut.hasPrefix(" Parley · Alexandria") && cut.contains("…"), "\(cut)")
+        #expect(cut.hasSuffix("● Offline · reconnecting in 4 s ") && TerminalText.width(cut) == 60, "\(cut)")
+        for width in [44, 50, 80] {
+            let header = ChatScreen.stripStyles(screen.render(width: width, height: 8)[0])
+            #expect(header.hasSuffix("● Offline · reconnecting in 4 s ") && TerminalText.width(header) == width, "\(width): \(header)")
+        }
     }
 
     /// The bottom line shows the hints for where the keys go, or the status when there is one.
