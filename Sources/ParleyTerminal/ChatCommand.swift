@@ -48,36 +48,41 @@ public enum ChatCommand: Sendable, Equatable {
     case myPicture(path: String?)
     case invalid(String)
 
-    /// The commands and what they do, for `/help`.
-    public static let helpLines = [
-        "/dm EMAIL                     a direct conversation",
-        "/group EMAIL,EMAIL… NAME      a group with these people",
-        "/open N|TEXT                  open a conversation (number or title)",
-        "/rename NAME  /add EMAIL,…    rename the open group, add people to it",
-        "/remove EMAIL  /leave         take someone out of the open group, leave it",
-        "/reply [N] [TEXT]             reply to message N (1 = newest)",
-        "/edit [N] [TEXT]              edit your message N",
-        "/delete [N]                   delete your message N for everyone",
-        "/react [N] EMOJI              react; /unreact [N] EMOJI takes it back",
-        "/forward [N] CONVERSATION     forward message N",
-        "/search TEXT                  search this conversation",
-        "/attach PATH [CAPTION]        send a file (an image shows as one)",
-        "/save [N] PATH                save message N's attachment to a file",
-        "/thread [N]                   open message N's thread (Esc or /close leaves it)",
-        "/pin [N]  /unpin [N]  /pins   pin message N for everyone, unpin it, list pins",
-        "/mute  /unmute                no notifications here except mentions (or again)",
-        "/block EMAIL /unblock EMAIL   no direct messages, typing or alerts from someone",
-        "/report [N] REASON            report message N to the admins",
-        "/report @EMAIL REASON         report a person to the admins",
-        "/name NAME                    change your display name",
-        "/picture PATH  /picture off   your picture (PNG, JPEG, GIF, WebP), or none",
-        "@NAME then Tab                complete a name: the person is mentioned",
-        "/older                        load older messages (or PgUp)",
-        "/resend                       send failed messages again",
-        "/retry                        reconnect now",
-        "/close  /logout  /quit        (Ctrl-C quits too)",
-        "Keys: Tab list/input · ↑ on an empty line picks a message · Esc back",
-    ]
+    /// The commands and what they do, for `/help`, in the language of `ParleyStrings.locale`:
+    /// each command as typed, then (from the 31st column) what it does.
+    public static var helpLines: [String] {
+        let columns: [(command: String, does: String)] = [
+            ("/dm EMAIL", TerminalStrings.text("a direct conversation")),
+            ("/group EMAIL,EMAIL… NAME", TerminalStrings.text("a group with these people")),
+            ("/open N|TEXT", TerminalStrings.text("open a conversation (number or title)")),
+            ("/rename NAME  /add EMAIL,…", TerminalStrings.text("rename the open group, add people to it")),
+            ("/remove EMAIL  /leave", TerminalStrings.text("take someone out of the open group, leave it")),
+            ("/reply [N] [TEXT]", TerminalStrings.text("reply to message N (1 = newest)")),
+            ("/edit [N] [TEXT]", TerminalStrings.text("edit your message N")),
+            ("/delete [N]", TerminalStrings.text("delete your message N for everyone")),
+            ("/react [N] EMOJI", TerminalStrings.text("react; /unreact [N] EMOJI takes it back")),
+            ("/forward [N] CONVERSATION", TerminalStrings.text("forward message N")),
+            ("/search TEXT", TerminalStrings.text("search this conversation")),
+            ("/attach PATH [CAPTION]", TerminalStrings.text("send a file (an image shows as one)")),
+            ("/save [N] PATH", TerminalStrings.text("save message N's attachment to a file")),
+            ("/thread [N]", TerminalStrings.text("open message N's thread (Esc or /close leaves it)")),
+            ("/pin [N]  /unpin [N]  /pins", TerminalStrings.text("pin message N for everyone, unpin it, list pins")),
+            ("/mute  /unmute", TerminalStrings.text("no notifications here except mentions (or again)")),
+            ("/block EMAIL /unblock EMAIL", TerminalStrings.text("no direct messages, typing or alerts from someone")),
+            ("/report [N] REASON", TerminalStrings.text("report message N to the admins")),
+            ("/report @EMAIL REASON", TerminalStrings.text("report a person to the admins")),
+            ("/name NAME", TerminalStrings.text("change your display name")),
+            ("/picture PATH  /picture off", TerminalStrings.text("your picture (PNG, JPEG, GIF, WebP), or none")),
+            (TerminalStrings.text("@NAME then Tab"), TerminalStrings.text("complete a name: the person is mentioned")),
+            ("/older", TerminalStrings.text("load older messages (or PgUp)")),
+            ("/resend", TerminalStrings.text("send failed messages again")),
+            ("/retry", TerminalStrings.text("reconnect now")),
+            ("/close  /logout  /quit", TerminalStrings.text("(Ctrl-C quits too)")),
+        ]
+        // At least three spaces between the columns: the overlay splits a line there to wrap it.
+        return columns.map { $0.command + String(repeating: " ", count: max(3, 30 - $0.command.count)) + $0.does }
+            + [TerminalStrings.text("Keys: Tab list/input · ↑ on an empty line picks a message · Esc back")]
+    }
 
     /// Parses a line that starts with "/"; nil for a plain message. A command is one line: text
     /// with a line break (a pasted paragraph) is a message even when it starts with "/".
@@ -98,9 +103,9 @@ public enum ChatCommand: Sendable, Equatable {
         case "logout": return .logout
         case "close": return .close
         case "open", "o":
-            return rest.isEmpty ? .invalid("/open needs a number or part of a title") : .open(rest)
+            return rest.isEmpty ? .invalid(TerminalStrings.text("/open needs a number or part of a title")) : .open(rest)
         case "dm", "direct":
-            return rest.isEmpty ? .invalid("/dm needs an email or a name") : .direct(rest)
+            return rest.isEmpty ? .invalid(Self.needsSomeone("/dm")) : .direct(rest)
         case "group":
             // Members first (emails, or names joined by commas), then the group's name.
             var words = rest.split(separator: " ").map(String.init)
@@ -114,19 +119,19 @@ public enum ChatCommand: Sendable, Equatable {
             guard !members.isEmpty, !words.isEmpty else { return .invalid("/group EMAIL,EMAIL… NAME") }
             return .group(name: words.joined(separator: " "), members: members)
         case "rename":
-            return rest.isEmpty ? .invalid("/rename needs the group's new name") : .rename(rest)
+            return rest.isEmpty ? .invalid(TerminalStrings.text("/rename needs the group's new name")) : .rename(rest)
         case "add":
             let people = rest.split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
             return people.isEmpty ? .invalid("/add EMAIL,EMAIL…") : .add(people)
         case "remove", "kick":
-            return rest.isEmpty ? .invalid("/remove needs an email or a name") : .remove(rest)
-        case "leave": return rest.isEmpty ? .leave : .invalid("/leave takes nothing: it leaves the open group")
+            return rest.isEmpty ? .invalid(Self.needsSomeone("/remove")) : .remove(rest)
+        case "leave": return rest.isEmpty ? .leave : .invalid(TerminalStrings.text("/leave takes nothing: it leaves the open group"))
         case "reply", "r": return .reply(message: number, text: afterNumber.isEmpty ? nil : afterNumber)
         case "edit", "e": return .edit(message: number, text: afterNumber.isEmpty ? nil : afterNumber)
         case "delete", "del":
             // Anything but a message number is refused: falling back to the newest message would
             // delete, for everyone, what a typo did not name.
-            guard rest.isEmpty || number != nil else { return .invalid("/delete [N]: N is a message number, 1 = the newest") }
+            guard rest.isEmpty || number != nil else { return .invalid(Self.notANumber("/delete [N]")) }
             return .delete(message: number)
         case "react", "unreact":
             guard !afterNumber.isEmpty else { return .invalid("/\(name) [N] EMOJI") }
@@ -134,7 +139,7 @@ public enum ChatCommand: Sendable, Equatable {
         case "forward", "fwd":
             guard !afterNumber.isEmpty else { return .invalid("/forward [N] CONVERSATION") }
             return .forward(message: number, to: afterNumber)
-        case "search", "find": return rest.isEmpty ? .invalid("/search needs some text") : .search(rest)
+        case "search", "find": return rest.isEmpty ? .invalid(TerminalStrings.text("/search needs some text")) : .search(rest)
         case "attach", "file":
             let pieces = rest.split(separator: " ", maxSplits: 1)
             guard let path = pieces.first else { return .invalid("/attach PATH [CAPTION]") }
@@ -143,16 +148,17 @@ public enum ChatCommand: Sendable, Equatable {
             guard !afterNumber.isEmpty else { return .invalid("/save [N] PATH") }
             return .save(message: number, path: afterNumber)
         case "thread", "t":
-            guard rest.isEmpty || number != nil else { return .invalid("/thread [N]: N is a message number, 1 = the newest") }
+            guard rest.isEmpty || number != nil else { return .invalid(Self.notANumber("/thread [N]")) }
             return .thread(message: number)
         case "pin", "unpin":
-            guard rest.isEmpty || number != nil else { return .invalid("/\(name) [N]: N is a message number, 1 = the newest") }
+            guard rest.isEmpty || number != nil else { return .invalid(Self.notANumber("/\(name) [N]")) }
             return .pin(message: number, pinned: name == "pin")
         case "pins", "pinned": return .pins
-        case "mute": return rest.isEmpty ? .mute(true) : rest.lowercased() == "off" ? .mute(false) : .invalid("/mute, or /mute off")
+        case "mute":
+            return rest.isEmpty ? .mute(true) : rest.lowercased() == "off" ? .mute(false) : .invalid(TerminalStrings.text("/mute, or /mute off"))
         case "unmute": return .mute(false)
         case "block", "unblock":
-            return rest.isEmpty ? .invalid("/\(name) needs an email or a name") : .block(rest, name == "block")
+            return rest.isEmpty ? .invalid(Self.needsSomeone("/\(name)")) : .block(rest, name == "block")
         case "report":
             if rest.hasPrefix("@") {
                 let pieces = rest.dropFirst().split(separator: " ", maxSplits: 1)
@@ -162,12 +168,22 @@ public enum ChatCommand: Sendable, Equatable {
             guard !afterNumber.isEmpty else { return .invalid("/report [N] REASON") }
             return .report(message: number, reason: afterNumber)
         case "name", "nick":
-            return rest.isEmpty ? .invalid("/name needs your new display name") : .myName(rest)
+            return rest.isEmpty ? .invalid(TerminalStrings.text("/name needs your new display name")) : .myName(rest)
         case "picture", "avatar":
-            guard !rest.isEmpty else { return .invalid("/picture PATH, or /picture off") }
+            guard !rest.isEmpty else { return .invalid(TerminalStrings.text("/picture PATH, or /picture off")) }
             return .myPicture(path: ["off", "none", "remove"].contains(rest.lowercased()) ? nil : rest)
-        default: return .invalid("Unknown command /\(name): /help lists them")
+        default: return .invalid(TerminalStrings.text("Unknown command /{name}: /help lists them", ["name": name]))
         }
+    }
+
+    /// The refusal of a command whose N is not a message number ("/delete [N]: N is …").
+    static func notANumber(_ usage: String) -> String {
+        TerminalStrings.text("{usage}: N is a message number, 1 = the newest", ["usage": usage])
+    }
+
+    /// The refusal of a command that names someone but was given nobody ("/dm needs …").
+    static func needsSomeone(_ command: String) -> String {
+        TerminalStrings.text("{command} needs an email or a name", ["command": command])
     }
 
     /// "3 hello" → (3, "hello"); "hello" → (nil, "hello").

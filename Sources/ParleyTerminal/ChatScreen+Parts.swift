@@ -16,7 +16,7 @@ extension ChatScreen {
             right = "● " + banner + " "
             style = .boldColour(214)
         } else {
-            right = "● online "
+            right = "● " + TerminalStrings.text("online") + " "
             style = .colour(70)
         }
         // A long name ends in "…" before the connection's state is cut: offline must show.
@@ -28,11 +28,12 @@ extension ChatScreen {
 
     func listPane(width: Int, height: Int) -> [String] {
         var lines: [String] = []
-        let title = focus == .list ? Style.bold.apply(TerminalText.pad(" Conversations", to: width)) : Style.dim.apply(TerminalText.pad(" Conversations", to: width))
+        let heading = TerminalText.pad(" " + TerminalStrings.text("Conversations"), to: width)
+        let title = focus == .list ? Style.bold.apply(heading) : Style.dim.apply(heading)
         lines.append(title)
         if rows.isEmpty {
-            lines.append(Style.dim.apply(TerminalText.pad(" none yet: /dm EMAIL", to: width)))
-            lines.append(Style.dim.apply(TerminalText.pad(" or /group EMAIL,EMAIL… NAME", to: width)))
+            lines.append(Style.dim.apply(TerminalText.pad(" " + TerminalStrings.text("none yet: /dm EMAIL"), to: width)))
+            lines.append(Style.dim.apply(TerminalText.pad(" " + TerminalStrings.text("or /group EMAIL,EMAIL… NAME"), to: width)))
         }
         // Two lines a row; keep the selected one visible.
         let capacity = max(1, (height - 1) / 2)
@@ -59,8 +60,8 @@ extension ChatScreen {
     func chatPane(width: Int, height: Int) -> [String] {
         guard let chatTitle else {
             var lines = [""]
-            lines.append(Style.dim.apply("  Pick a conversation (↑ ↓ Enter), or start one:"))
-            lines.append(Style.dim.apply("  /dm EMAIL   /group EMAIL,EMAIL… NAME   /help for everything"))
+            lines.append(Style.dim.apply("  " + TerminalStrings.text("Pick a conversation (↑ ↓ Enter), or start one:")))
+            lines.append(Style.dim.apply("  /dm EMAIL   /group EMAIL,EMAIL… NAME   " + TerminalStrings.text("/help for everything")))
             return fill(lines, width: width, height: height)
         }
         var lines: [String] = []
@@ -137,7 +138,7 @@ extension ChatScreen {
                 if message.body.isEmpty && body.count > 1 { body.removeFirst() }
                 var meta: [String] = []
                 if message.isPinned { meta.append("📌") }
-                if message.isEdited { meta.append("edited") }
+                if message.isEdited { meta.append(TerminalStrings.text("edited")) }
                 if let status = message.status {
                     let word = status == .read || status == .failed || status == .notSent ? " " + status.label : ""
                     meta.append(status.glyph + word + (status.canResend ? ", /resend" : ""))
@@ -205,11 +206,11 @@ extension ChatScreen {
     func statusLine(width: Int) -> String {
         if let status { return Style.colour(214).apply(TerminalText.pad(" " + TerminalText.sanitize(status), to: width)) }
         let hints: String = switch focus {
-        case .list: " ↑↓ choose · Enter open · Tab type · /help · Ctrl-C quit"
-        case .messages: " ↑↓ choose · r reply · e edit · d delete · + react · f forward · Esc back"
-        case .input: " Enter send · ↑ on empty line: pick a message · Tab list · PgUp older · /help"
+        case .list: TerminalStrings.text("↑↓ choose · Enter open · Tab type · /help · Ctrl-C quit")
+        case .messages: TerminalStrings.text("↑↓ choose · r reply · e edit · d delete · + react · f forward · Esc back")
+        case .input: TerminalStrings.text("Enter send · ↑ on empty line: pick a message · Tab list · PgUp older · /help")
         }
-        return Style.dim.apply(TerminalText.pad(hints, to: width))
+        return Style.dim.apply(TerminalText.pad(" " + hints, to: width))
     }
 
     private func fill(_ lines: [String], width: Int, height: Int) -> [String] {

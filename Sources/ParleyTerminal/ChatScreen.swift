@@ -166,7 +166,7 @@ extension ChatScreen {
             wrapped += pieces.isEmpty ? [""] : pieces.map { " " + $0 }
         }
         guard wrapped.count > rows else { return wrapped }
-        guard rows > 1 else { return [Style.dim.apply(TerminalText.truncate(" PgDn: more", to: width))] }
+        guard rows > 1 else { return [Style.dim.apply(TerminalText.truncate(" " + TerminalStrings.text("PgDn: more"), to: width))] }
         let shown = rows - 1
         let start = min(max(0, scroll), wrapped.count - shown)
         let position = " \(start + 1)–\(start + shown)/\(wrapped.count) PgUp/PgDn"

@@ -9,7 +9,7 @@ extension TerminalChat {
         let text = line.hasPrefix("//") ? String(line.dropFirst()) : line
         guard !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return }
         guard let chat else {
-            screen.status = "Open a conversation first (↑ ↓ Enter in the list, or /dm EMAIL)"
+            screen.status = TerminalStrings.text("Open a conversation first (↑ ↓ Enter in the list, or /dm EMAIL)")
             return
         }
         if let message = editing {
@@ -57,14 +57,14 @@ extension TerminalChat {
         }
         if let number {
             guard number <= messages.count else {
-                screen.status = "There is no message \(number) (1 is the newest)"
+                screen.status = TerminalStrings.text("There is no message {number} (1 is the newest)", ["number": "\(number)"])
                 return nil
             }
             return messages[messages.count - number]
         }
         if let selected = screen.selectedMessage, let found = messages.first(where: { $0.id == selected }) { return found }
         guard let newest = messages.last else {
-            screen.status = "No message to act on"
+            screen.status = TerminalStrings.text("No message to act on")
             return nil
         }
         return newest
@@ -73,9 +73,9 @@ extension TerminalChat {
     func run(_ command: ChatCommand) async {
         switch command {
         case .help:
-            screen.overlayTitle = "Commands (Esc closes)"
+            screen.overlayTitle = TerminalStrings.text("Commands (Esc closes)")
             screen.overlay = ChatCommand.helpLines
-            if screen.chatTitle == nil { screen.chatTitle = "Help" }
+            if screen.chatTitle == nil { screen.chatTitle = TerminalStrings.text("Help") }
         case .quit: quitting = true
         case .close where thread != nil:
             closeThread()
@@ -94,20 +94,21 @@ extension TerminalChat {
             beginLogin()
         case .retry:
             await client?.retry()
-            screen.status = "Reconnecting…"
+            screen.status = TerminalStrings.text("Reconnecting…")
         case .older: await chat?.loadOlder()
         case .resend:
             guard let chat else { return }
             let failed = chat.messages.filter { if case .failed = $0.delivery { true } else { $0.delivery == .notSent } }
             for message in failed { await chat.resend(message) }
-            screen.status = failed.isEmpty ? "Nothing to resend" : "Sending \(failed.count) again"
+            screen.status = failed.isEmpty
+                ? TerminalStrings.text("Nothing to resend") : TerminalStrings.text("Sending {count} again", ["count": "\(failed.count)"])
         case .open(let what):
             if let number = Int(what), screen.rows.indices.contains(number - 1) {
                 await open(screen.rows[number - 1].id)
             } else if let row = screen.rows.first(where: { $0.title.localizedCaseInsensitiveContains(what) }) {
                 await open(row.id)
             } else {
-                screen.status = "No conversation matches \"\(what)\""
+                screen.status = TerminalStrings.text("No conversation matches \"{text}\"", ["text": what])
             }
         case .direct(let who):
             guard let user = await findUser(who) else { return }
@@ -120,25 +121,29 @@ extension TerminalChat {
             }
             await create(CreateConversationRequest(type: .group, participantIds: ids, name: name))
         case .rename(let name):
-            await changeGroup("Renamed") { api, id in try await api.rename(id, to: name) }
+            await changeGroup(TerminalStrings.text("Renamed")) { api, id in try await api.rename(id, to: name) }
         case .add(let people):
             var ids: [EntityID] = []
             for person in people {
                 guard let user = await findUser(person) else { return }
                 ids.append(user.id)
             }
-            await changeGroup("Added \(ids.count == 1 ? "1 person" : "\(ids.count) people")") { api, id in
+            let added = ids.count == 1
+                ? TerminalStrings.text("Added 1 person") : TerminalStrings.text("Added {count} people", ["count": "\(ids.count)"])
+            await changeGroup(added) { api, id in
                 try await api.addParticipants(id, userIds: ids)
             }
         case .remove(let who):
             guard let user = await findUser(who) else { return }
-            await changeGroup("Removed \(user.displayName)") { api, id in try await api.removeParticipant(id, userId: user.id) }
+            await changeGroup(TerminalStrings.text("Removed {name}", ["name": user.displayName])) { api, id in
+                try await api.removeParticipant(id, userId: user.id)
+            }
         case .leave:
             guard let me = session?.user.id, let id = chat?.conversationId else {
-                screen.status = "Open the group to leave first"
+                screen.status = TerminalStrings.text("Open the group to leave first")
                 return
             }
-            await changeGroup("You left the group") { api, id in try await api.removeParticipant(id, userId: me) }
+            await changeGroup(TerminalStrings.text("You left the group")) { api, id in try await api.removeParticipant(id, userId: me) }
             if let client { try? await client.database.forget(conversations: [id]) }
             chat?.stop()
             chat = nil
@@ -157,7 +162,7 @@ extension TerminalChat {
             guard let target = message(number, ownOnly: true) else { return }
             if let text, let chat {
                 guard target.senderId == session?.user.id else {
-                    screen.status = "Only your own messages can be edited"
+                    screen.status = TerminalStrings.text("Only your own messages can be edited")
                     return
                 }
                 await chat.edit(target, text: text)
@@ -167,7 +172,7 @@ extension TerminalChat {
         case .delete(let number):
             guard let target = message(number, ownOnly: true), let chat else { return }
             guard target.senderId == session?.user.id else {
-                screen.status = "Only your own messages can be deleted"
+                screen.status = TerminalStrings.text("Only your own messages can be deleted")
                 return
             }
             await chat.revoke(target)
@@ -183,26 +188,26 @@ extension TerminalChat {
             let row = Int(destination).flatMap { screen.rows.indices.contains($0 - 1) ? screen.rows[$0 - 1] : nil }
                 ?? screen.rows.first { $0.title.localizedCaseInsensitiveContains(destination) }
             guard let row else {
-                screen.status = "No conversation matches \"\(destination)\""
+                screen.status = TerminalStrings.text("No conversation matches \"{text}\"", ["text": destination])
                 return
             }
             await chat.forward(target, to: row.id)
-            screen.status = "Forwarded to \(row.title)"
+            screen.status = TerminalStrings.text("Forwarded to {title}", ["title": row.title])
         case .thread(let number):
             guard let target = message(number) else { return }
             await openThread(target)
         case .pin(let number, let pinned):
             guard let target = message(number), let chat else { return }
             await chat.setPinned(pinned, target)
-            if chat.lastError == nil { screen.status = pinned ? "Pinned for everyone" : "Unpinned" }
+            if chat.lastError == nil { screen.status = pinned ? TerminalStrings.text("Pinned for everyone") : TerminalStrings.text("Unpinned") }
         case .pins:
             guard let chat, let me = session?.user.id else {
-                screen.status = "Open a conversation first"
+                screen.status = TerminalStrings.text("Open a conversation first")
                 return
             }
-            screen.overlayTitle = "\(chat.pinned.count) pinned (Esc closes)"
+            screen.overlayTitle = TerminalStrings.text("{count} pinned (Esc closes)", ["count": "\(chat.pinned.count)"])
             screen.overlay = chat.pinned.map { message in
-                let who = message.senderId == me ? "You" : names.lookup(message.senderId) ?? "Someone"
+                let who = message.senderId == me ? TerminalStrings.text("You") : names.lookup(message.senderId) ?? TerminalStrings.text("Someone")
                 return "📌 \(who): \(ChatPresentation.firstLine(message.text, max: 200))"
             }
         case .block(let who, let blocked):
@@ -210,7 +215,8 @@ extension TerminalChat {
             do {
                 if blocked { try await client.block(user.id) } else { try await client.unblock(user.id) }
                 screen.status = blocked
-                    ? "Blocked \(user.displayName): no direct messages, typing or alerts from them" : "Unblocked \(user.displayName)"
+                    ? TerminalStrings.text("Blocked {name}: no direct messages, typing or alerts from them", ["name": user.displayName])
+                    : TerminalStrings.text("Unblocked {name}", ["name": user.displayName])
                 await chat?.reload()
             } catch {
                 screen.status = "\(error)"
@@ -219,7 +225,7 @@ extension TerminalChat {
             guard let target = message(number), let client else { return }
             do {
                 try await client.report(message: target, reason: reason)
-                screen.status = "Reported to your organization's admins"
+                screen.status = TerminalStrings.text("Reported to your organization's admins")
             } catch {
                 screen.status = "\(error)"
             }
@@ -227,31 +233,35 @@ extension TerminalChat {
             guard let user = await findUser(who), let client else { return }
             do {
                 try await client.report(user: user.id, reason: reason)
-                screen.status = "Reported \(user.displayName) to your organization's admins"
+                screen.status = TerminalStrings.text("Reported {name} to your organization's admins", ["name": user.displayName])
             } catch {
                 screen.status = "\(error)"
             }
         case .mute(let muted):
             guard let chat else {
-                screen.status = "Open a conversation first"
+                screen.status = TerminalStrings.text("Open a conversation first")
                 return
             }
             await chat.setMuted(muted)
-            if chat.lastError == nil { screen.status = muted ? "Muted: only mentions notify you here" : "Unmuted" }
+            if chat.lastError == nil {
+                screen.status = muted ? TerminalStrings.text("Muted: only mentions notify you here") : TerminalStrings.text("Unmuted")
+            }
         case .search(let query):
             guard let chat else {
-                screen.status = "Open a conversation to search it"
+                screen.status = TerminalStrings.text("Open a conversation to search it")
                 return
             }
             let results = await chat.search(query)
-            screen.overlayTitle = "\(results.count) found for \"\(query)\" (Esc closes)"
+            screen.overlayTitle = TerminalStrings.text("{count} found for \"{query}\" (Esc closes)", ["count": "\(results.count)", "query": query])
             screen.overlay = results.map { result in
-                ChatPresentation.searchLine(result, sender: names.lookup(result.message.senderId) ?? "Someone", calendar: Self.calendar)
+                ChatPresentation.searchLine(
+                    result, sender: names.lookup(result.message.senderId) ?? TerminalStrings.text("Someone"), calendar: Self.calendar)
             }
         case .attach(let path, let caption):
             let expanded = (path as NSString).expandingTildeInPath
             guard let chat, FileManager.default.isReadableFile(atPath: expanded) else {
-                screen.status = chat == nil ? "Open a conversation first" : "Cannot read \(path)"
+                screen.status = chat == nil
+                    ? TerminalStrings.text("Open a conversation first") : TerminalStrings.text("Cannot read {path}", ["path": path])
                 return
             }
             let type = Self.contentType(of: expanded)
@@ -261,7 +271,7 @@ extension TerminalChat {
             guard let client else { return }
             do {
                 let me = try await client.setDisplayName(name)
-                screen.status = "You are now \(me.displayName) to everyone"
+                screen.status = TerminalStrings.text("You are now {name} to everyone", ["name": me.displayName])
             } catch {
                 screen.status = ClientError.readable(error)
             }
@@ -271,7 +281,7 @@ extension TerminalChat {
             guard let target = message(number), let chat else { return }
             let expanded = (path as NSString).expandingTildeInPath
             await chat.save(target, to: URL(fileURLWithPath: expanded))
-            if chat.lastError == nil { screen.status = "Saved to \(expanded)" }
+            if chat.lastError == nil { screen.status = TerminalStrings.text("Saved to {path}", ["path": expanded]) }
         case .invalid(let reason):
             screen.status = reason
         }
@@ -293,7 +303,7 @@ extension TerminalChat {
     /// and system message bring the change to the list and the chat.
     private func changeGroup(_ done: String, _ change: (ParleyAPI, EntityID) async throws -> Conversation) async {
         guard let api, let client, let id = chat?.conversationId else {
-            screen.status = "Open a group first"
+            screen.status = TerminalStrings.text("Open a group first")
             return
         }
         do {
@@ -316,7 +326,9 @@ extension TerminalChat {
             if let exact = users.first(where: { $0.email.caseInsensitiveCompare(text) == .orderedSame }) { return exact }
             let others = users.filter { $0.id != session?.user.id }
             if others.count == 1 { return others[0] }
-            screen.status = others.isEmpty ? "Nobody in your organization matches \"\(text)\"" : "\(others.count) people match \"\(text)\": use the email"
+            screen.status = others.isEmpty
+                ? TerminalStrings.text("Nobody in your organization matches \"{text}\"", ["text": text])
+                : TerminalStrings.text("{count} people match \"{text}\": use the email", ["count": "\(others.count)", "text": text])
         } catch {
             screen.status = "\(error)"
         }
@@ -330,21 +342,21 @@ extension TerminalChat {
         do {
             guard let path else {
                 try await client.removeAvatar()
-                screen.status = "Your picture is gone; people see your initials"
+                screen.status = TerminalStrings.text("Your picture is gone; people see your initials")
                 return
             }
             let expanded = (path as NSString).expandingTildeInPath
             guard FileManager.default.isReadableFile(atPath: expanded) else {
-                screen.status = "Cannot read \(path)"
+                screen.status = TerminalStrings.text("Cannot read {path}", ["path": path])
                 return
             }
             let type = Self.contentType(of: expanded)
             guard type.hasPrefix("image/") else {
-                screen.status = "A picture must be a PNG, JPEG, GIF or WebP image"
+                screen.status = TerminalStrings.text("A picture must be a PNG, JPEG, GIF or WebP image")
                 return
             }
             try await client.setAvatar(file: URL(fileURLWithPath: expanded), contentType: type)
-            screen.status = "Your picture is set; everyone in your organization sees it"
+            screen.status = TerminalStrings.text("Your picture is set; everyone in your organization sees it")
         } catch {
             screen.status = ClientError.readable(error)
         }

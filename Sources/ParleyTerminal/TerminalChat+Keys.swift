@@ -136,19 +136,20 @@ extension TerminalChat {
         leaveMessages()
         replyingTo = message
         editing = nil
-        let who = message.senderId == session?.user.id ? "yourself" : names.lookup(message.senderId) ?? "Someone"
-        screen.inputLabel = "↪ reply to \(who)"
+        let who = message.senderId == session?.user.id
+            ? TerminalStrings.text("yourself") : names.lookup(message.senderId) ?? TerminalStrings.text("Someone")
+        screen.inputLabel = "↪ " + TerminalStrings.text("reply to {name}", ["name": who])
     }
 
     func beginEdit(_ message: LocalMessage) {
         leaveMessages()
         guard message.senderId == session?.user.id, message.deletedAt == nil else {
-            screen.status = "Only your own messages can be edited"
+            screen.status = TerminalStrings.text("Only your own messages can be edited")
             return
         }
         editing = message
         replyingTo = nil
-        screen.inputLabel = "✎ edit"
+        screen.inputLabel = "✎ " + TerminalStrings.text("edit")
         screen.input.set(message.text)
     }
 }

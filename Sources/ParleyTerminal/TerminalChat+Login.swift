@@ -26,15 +26,16 @@ public struct LoginFlow: Sendable, Equatable {
     /// A flow at its first question, with no answers.
     public init() {}
 
-    /// The question for the current step.
+    /// The question for the current step, in the language of `ParleyStrings.locale` (the
+    /// answers to the first stay "l" and "r" in every language).
     public var prompt: String {
         switch step {
-        case .choice: "Sign in: (l)og in or (r)egister?"
-        case .organization: "Organization"
-        case .email: "Email"
-        case .password: registering ? "Password (8+ characters)" : "Password"
-        case .displayName: "Your name"
-        case .invite: "Invite code (Enter for none)"
+        case .choice: TerminalStrings.text("Sign in: (l)og in or (r)egister?")
+        case .organization: TerminalStrings.text("Organization")
+        case .email: TerminalStrings.text("Email")
+        case .password: registering ? TerminalStrings.text("Password (8+ characters)") : TerminalStrings.text("Password")
+        case .displayName: TerminalStrings.text("Your name")
+        case .invite: TerminalStrings.text("Invite code (Enter for none)")
         }
     }
 
@@ -83,22 +84,28 @@ extension TerminalChat {
 
     private func showLoginStep() {
         guard let login else { return }
-        screen.account = "not signed in · \(configuration.serverURL.absoluteString)"
+        let server = configuration.serverURL.absoluteString
+        screen.account = TerminalStrings.text("not signed in · {server}", ["server": server])
         screen.showsConnection = false
-        screen.chatTitle = "Welcome to Parley"
+        screen.chatTitle = TerminalStrings.text("Welcome to Parley")
         screen.chatSubtitle = ""
         screen.timeline = []
-        screen.overlayTitle = "Sign in to \(configuration.serverURL.absoluteString)"
+        screen.overlayTitle = TerminalStrings.text("Sign in to {server}", ["server": server])
         var lines = [
-            "Answer on the line below and press Enter.",
+            TerminalStrings.text("Answer on the line below and press Enter."),
             "",
-            login.registering ? "Registering" : (login.step == .choice ? "" : "Logging in"),
+            login.registering ? TerminalStrings.text("Registering") : (login.step == .choice ? "" : TerminalStrings.text("Logging in")),
         ]
-        if !login.organization.isEmpty { lines.append("Organization: \(login.organization)") }
-        if !login.email.isEmpty { lines.append("Email: \(login.email)") }
-        if !login.displayName.isEmpty { lines.append("Name: \(login.displayName)") }
+        if !login.organization.isEmpty {
+            lines.append(TerminalStrings.text("Organization: {organization}", ["organization": login.organization]))
+        }
+        if !login.email.isEmpty { lines.append(TerminalStrings.text("Email: {email}", ["email": login.email])) }
+        if !login.displayName.isEmpty { lines.append(TerminalStrings.text("Name: {name}", ["name": login.displayName])) }
         if login.step == .invite {
-            lines += ["", "Joining an organization takes an invite from", "its admin (`parley invite`); a new one needs none."]
+            lines += [
+                "", TerminalStrings.text("Joining an organization takes an invite from"),
+                TerminalStrings.text("its admin (`parley invite`); a new one needs none."),
+            ]
         }
         screen.overlay = lines
         screen.inputLabel = login.prompt
@@ -126,7 +133,7 @@ extension TerminalChat {
     }
 
     private func signIn(_ flow: LoginFlow) async {
-        screen.status = flow.registering ? "Registering…" : "Logging in…"
+        screen.status = flow.registering ? TerminalStrings.text("Registering…") : TerminalStrings.text("Logging in…")
         refresh()
         let api = ParleyAPI(baseURL: configuration.serverURL, trust: configuration.trust)
         do {

@@ -8,7 +8,8 @@ extension TerminalChat {
     func openThread(_ root: LocalMessage) async {
         guard let client, let chat else { return }
         guard let rootId = root.serverId, root.threadRootId == nil else {
-            screen.status = root.threadRootId != nil ? "That is a reply in a thread already" : "That message has not reached the server yet"
+            screen.status = root.threadRootId != nil
+                ? TerminalStrings.text("That is a reply in a thread already") : TerminalStrings.text("That message has not reached the server yet")
             return
         }
         thread?.stop()
@@ -17,7 +18,7 @@ extension TerminalChat {
         leaveMessages()
         replyingTo = nil
         editing = nil
-        screen.inputLabel = "💬 thread"
+        screen.inputLabel = "💬 " + TerminalStrings.text("thread")
         screen.scroll = 0
         await model.start()
     }
@@ -41,12 +42,13 @@ extension TerminalChat {
         guard let chat else { return }
         let candidates = await chat.mentionCandidates(for: screen.input.text)
         guard let first = candidates.first else {
-            screen.status = "Nobody here is called that"
+            screen.status = TerminalStrings.text("Nobody here is called that")
             return
         }
         screen.input.set(ChatPresentation.completingMention(screen.input.text, with: first.name))
         if candidates.count > 1 {
-            screen.status = "Also: " + candidates.dropFirst().map { "@" + $0.name }.joined(separator: ", ")
+            let others = candidates.dropFirst().map { "@" + $0.name }.joined(separator: ", ")
+            screen.status = TerminalStrings.text("Also: {names}", ["names": others])
         }
     }
 }

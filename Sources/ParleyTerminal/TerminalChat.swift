@@ -148,7 +148,7 @@ public final class TerminalChat {
                 mediaDirectory: URL(fileURLWithPath: path + "-media", isDirectory: true),
                 outboxFilesDirectory: URL(fileURLWithPath: path + "-outbox", isDirectory: true))
         } catch {
-            screen.status = "Cannot open the local database: \(error)"
+            screen.status = TerminalStrings.text("Cannot open the local database: {error}", ["error": "\(error)"])
             return
         }
         self.client = client
@@ -169,7 +169,7 @@ public final class TerminalChat {
                 guard let self else { return }
                 switch change {
                 case .typing(let id): await self.refreshTyping(id)
-                case .signInRequired: self.screen.status = "The server refused the session: /logout and sign in again"
+                case .signInRequired: self.screen.status = TerminalStrings.text("The server refused the session: /logout and sign in again")
                 default: break
                 }
             }
@@ -194,7 +194,7 @@ public final class TerminalChat {
     private func refreshTyping(_ id: EntityID) async {
         guard let client else { return }
         let users = await client.typingUsers(in: id)
-        typingByConversation[id] = TypingIndicators.line(for: users.map { names.lookup($0) ?? "Someone" })
+        typingByConversation[id] = TypingIndicators.line(for: users.map { names.lookup($0) ?? TerminalStrings.text("Someone") })
     }
 
     // MARK: Frames
@@ -247,8 +247,13 @@ public final class TerminalChat {
             screen.typingLine = chat.typingLine
             if let thread {
                 let count = thread.replies.count
-                screen.chatTitle = "Thread · " + ChatPresentation.firstLine(thread.root?.text ?? "…", max: 40)
-                screen.chatSubtitle = (count == 1 ? "1 reply" : "\(count) replies") + " · Esc goes back"
+                let root = ChatPresentation.firstLine(thread.root?.text ?? "…", max: 40)
+                screen.chatTitle = TerminalStrings.text("Thread · {text}", ["text": root])
+                screen.chatSubtitle = switch count {
+                case 0: TerminalStrings.text("0 replies · Esc goes back")
+                case 1: TerminalStrings.text("1 reply · Esc goes back")
+                default: TerminalStrings.text("{count} replies · Esc goes back", ["count": "\(count)"])
+                }
             } else if let row = list?.rows.first(where: { $0.id == chat.conversationId }) {
                 screen.chatTitle = ChatPresentation.title(row.conversation, me: me, names: names.lookup)
                     + (row.conversation.muted ? " 🔕" : "")
