@@ -1,4 +1,5 @@
 // Boot, the auth screen, the connection banner and the wiring between store and views.
+import { t, localize } from '/web/i18n.js';
 import { $ } from '/web/dom.js';
 import { api, getToken, getSavedUser, saveSession, clearSession, onUnauthorized } from '/web/api.js';
 import { store, subscribe, resetStore } from '/web/store.js';
@@ -15,14 +16,15 @@ import { initAdmin, openAdmin, closeAdmin } from '/web/views-admin.js';
 import { updateTitle, askForNotificationsOnce, notifyIncoming, rememberOpen, linkedConversation } from '/web/attention.js';
 
 const BANNER = { online: 'Connected', offline: 'Offline: messages will be sent when the connection returns', connecting: 'Connecting…', syncing: 'Syncing…' };
+const bannerText = (state) => (BANNER[state] ? t(BANNER[state]) : '');
 
 let toastTimer = null;
 function showError(e) {
-  const t = $('#toast');
-  t.textContent = (e && e.message) || String(e);
-  t.hidden = false;
+  const toast = $('#toast');
+  toast.textContent = (e && e.message) || String(e);
+  toast.hidden = false;
   clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => { t.hidden = true; }, 5000);
+  toastTimer = setTimeout(() => { toast.hidden = true; }, 5000);
 }
 
 function setScreen(name) { document.body.dataset.screen = name; }
@@ -30,7 +32,7 @@ function setScreen(name) { document.body.dataset.screen = name; }
 function renderBanner() {
   const b = $('#banner');
   b.dataset.state = store.connection;
-  $('#banner-text').textContent = BANNER[store.connection] || '';
+  $('#banner-text').textContent = bannerText(store.connection);
 }
 
 // ---- auth ----
@@ -59,8 +61,8 @@ function takeJoinLink() {
   if (join.organization) $('#auth-organization').value = join.organization;
   const note = $('#auth-note');
   note.textContent = join.organization
-    ? `You are invited to join ${join.organization}. Create your account to accept.`
-    : 'You are invited: type the organization\'s name and create your account to accept.';
+    ? t('You are invited to join {organization}. Create your account to accept.', { organization: join.organization })
+    : t('You are invited: type the organization\'s name and create your account to accept.');
   note.hidden = false;
   const first = ['#auth-organization', '#auth-email', '#auth-password', '#auth-display-name'].map((id) => $(id)).find((e) => !e.value.trim());
   (first || $('#auth-register')).focus();
@@ -76,7 +78,7 @@ function takeVerifyLink() {
   setScreen('auth');
   setAuthMode('register');
   const note = $('#auth-note');
-  note.textContent = 'Confirming your address…';
+  note.textContent = t('Confirming your address…');
   note.hidden = false;
   api('POST', '/auth/verify', { token: match[1] }).then(async (res) => {
     saveSession(res.token, res.user, res.refreshToken, res.expiresAt);
@@ -103,7 +105,7 @@ async function authenticate(kind) {
     if (invite) body.inviteCode = invite;
   }
   if (!body.organization || !body.email || !body.password || (kind === 'register' && !body.displayName)) {
-    err.textContent = kind === 'register' ? 'Fill in organization, email, password and display name.' : 'Fill in organization, email and password.';
+    err.textContent = t(kind === 'register' ? 'Fill in organization, email, password and display name.' : 'Fill in organization, email and password.');
     return;
   }
   const buttons = [$('#auth-login'), $('#auth-register')];
@@ -114,7 +116,7 @@ async function authenticate(kind) {
     if (!res.token && res.email) {
       // Joining by the email's domain: a link went to the address; it finishes the sign-up.
       const note = $('#auth-note');
-      note.textContent = `Check your email: we sent a link to ${res.email}. Open it within 24 hours to finish joining.`;
+      note.textContent = t('Check your email: we sent a link to {email}. Open it within 24 hours to finish joining.', { email: res.email });
       note.hidden = false;
       return;
     }
@@ -219,7 +221,7 @@ async function accountErased() {
   const me = store.me;
   await signOut(false);
   if (me) await outbox.clearUser(me.id).catch(() => {});
-  $('#auth-error').textContent = 'Your account has been deleted.';
+  $('#auth-error').textContent = t('Your account has been deleted.');
 }
 
 // A link to a conversation (`#c=ID`, kept in the address bar while it is open): opened at
@@ -251,6 +253,7 @@ async function openChat(id, seq) {
 }
 
 function boot() {
+  localize(document.body);
   initAuth();
   initList({ openChat, showError });
   initChat({ showError });
@@ -261,7 +264,7 @@ function boot() {
   initAdmin();
   initMenu();
   client.init({
-    onAuthFailed: () => { signOut(false); $('#auth-error').textContent = 'Your session has ended. Please sign in again.'; },
+    onAuthFailed: () => { signOut(false); $('#auth-error').textContent = t('Your session has ended. Please sign in again.'); },
     onError: showError,
     onIncoming: (m) => notifyIncoming(m, (id) => openChat(id).catch(showError)),
     onOpened: rememberOpen,

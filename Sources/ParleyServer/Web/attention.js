@@ -2,6 +2,7 @@
 // system notification for a message elsewhere (when they allowed it), and a link per
 // conversation (`#c=ID`) that survives a reload. Text from others is only ever text here:
 // a title and a notification body are plain strings.
+import { t } from '/web/i18n.js';
 import { store, userName, conversationName } from '/web/store.js';
 
 const BASE_TITLE = 'Parley';
@@ -31,9 +32,9 @@ export function notifyIncoming(message, open) {
   if (!document.hidden && store.openId === message.conversationId) return;
   const conv = store.conversations.get(message.conversationId);
   const sender = userName(message.senderId);
-  const title = conv && conv.type !== 'direct' ? `${sender} in ${conversationName(conv)}` : sender;
+  const title = conv && conv.type !== 'direct' ? t('{name} in {conversation}', { name: sender, conversation: conversationName(conv) }) : sender;
   const first = (message.text || '').split('\n')[0].slice(0, 140);
-  const body = first || (message.attachment ? `📎 ${message.attachment.name || 'attachment'}` : 'New message');
+  const body = first || (message.attachment ? `📎 ${message.attachment.name || t('attachment')}` : t('New message'));
   try {
     const shown = new Notification(title, { body, tag: message.conversationId });
     shown.onclick = () => { window.focus(); open(message.conversationId); shown.close(); };

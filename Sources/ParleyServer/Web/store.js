@@ -1,5 +1,6 @@
 // Client state: users, the conversation list, per-conversation message windows, the outbox
 // (pending sends), typing and the connection state. Views subscribe to change notices.
+import { t } from '/web/i18n.js';
 export const store = {
   me: null,
   users: new Map(),            // id -> User (the organization)
@@ -59,7 +60,7 @@ export const msgKey = (m) => `${m.senderId}|${m.clientMessageId || m.id}`;
 
 export function userName(id) {
   if (store.me && id === store.me.id) return store.me.displayName;
-  return store.users.get(id)?.displayName || 'Unknown user';
+  return store.users.get(id)?.displayName || t('Unknown user');
 }
 
 // The address of a person's picture, or null (they show as initials).
@@ -92,7 +93,7 @@ export function conversationName(conv) {
   if (conv.type === 'direct') return userName(peerId(conv));
   if (conv.name) return conv.name;
   const others = (conv.participantIds || []).filter((id) => id !== store.me?.id).map(userName);
-  return others.length ? others.slice(0, 4).join(', ') : 'Group';
+  return others.length ? others.slice(0, 4).join(', ') : t('Group');
 }
 
 export function sortedConversations() {
@@ -285,11 +286,11 @@ export function lastPending(conversationId) {
 export function typingText(conversationId) {
   const names = [...(store.typing.get(conversationId)?.keys() || [])].map(userName);
   const summary = store.typingSummary.get(conversationId);
-  if (summary && summary.count > 3) return `${summary.count} people are typing…`;
+  if (summary && summary.count > 3) return t('{n} people are typing…', { n: summary.count });
   if (names.length === 0) return '';
-  if (names.length === 1) return `${names[0]} is typing…`;
-  if (names.length <= 3) return `${names.slice(0, -1).join(', ')} and ${names[names.length - 1]} are typing…`;
-  return `${names.length} people are typing…`;
+  if (names.length === 1) return t('{name} is typing…', { name: names[0] });
+  if (names.length <= 3) return t('{names} and {last} are typing…', { names: names.slice(0, -1).join(', '), last: names[names.length - 1] });
+  return t('{n} people are typing…', { n: names.length });
 }
 
 export function setTyping(conversationId, userId, isTyping) {

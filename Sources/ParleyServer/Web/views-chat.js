@@ -1,5 +1,6 @@
 // The chat pane: header, message list (grouped, day separators, ticks, reactions, actions),
 // paging back, read tracking, typing line and the composer.
+import { t, tn } from '/web/i18n.js';
 import { h, $, formatTime, formatDay, dayKey } from '/web/dom.js';
 import {
   store, orderedMessages, messageStatus, conversationName, peerId, userName, findMessage, msgKey, typingText, getCache, emit, fromBlocked, trimWindow,
@@ -56,12 +57,12 @@ function renderPinnedBar(id) {
   bar.hidden = !pins.length;
   if (!pins.length) return;
   const newest = pins[0];
-  const who = newest.senderId === store.me?.id ? 'You' : userName(newest.senderId);
+  const who = newest.senderId === store.me?.id ? t('You') : userName(newest.senderId);
   const text = (newest.text || newest.attachment?.name || '').split('\n')[0].slice(0, 80);
-  bar.replaceChildren(...[h('span', { class: 'pin-mark', 'aria-hidden': 'true' }, '📌'), h('span', { class: 'pin-text' }, `${who}: ${text}`),
-    pins.length > 1 ? h('span', { class: 'pin-count' }, `${pins.length} pinned`) : null].filter(Boolean));
+  bar.replaceChildren(...[h('span', { class: 'pin-mark', 'aria-hidden': 'true' }, '📌'), h('span', { class: 'pin-text' }, t('{name}: {text}', { name: who, text })),
+    pins.length > 1 ? h('span', { class: 'pin-count' }, t('{n} pinned', { n: pins.length })) : null].filter(Boolean));
   bar.dataset.messageId = newest.id;
-  bar.setAttribute('aria-label', `Pinned: ${who}: ${text}${pins.length > 1 ? `, ${pins.length} pinned` : ''}`);
+  bar.setAttribute('aria-label', t('Pinned: {who}: {text}', { who, text }) + (pins.length > 1 ? t(', {n} pinned', { n: pins.length }) : ''));
 }
 function showNewestPin() {
   const el = document.querySelector(`#messages [data-message-id="${$('#pinned-bar').dataset.messageId}"]`);
@@ -140,14 +141,14 @@ export function renderChat() {
   const person = $('#person-open');
   person.hidden = !peer;
   if (peer) {
-    person.textContent = store.blocked.has(peer) ? 'Blocked' : 'Block or report';
-    person.setAttribute('aria-label', `${store.blocked.has(peer) ? 'Blocked: unblock' : 'Block or report'} ${userName(peer)}`);
+    person.textContent = t(store.blocked.has(peer) ? 'Blocked' : 'Block or report');
+    person.setAttribute('aria-label', t(store.blocked.has(peer) ? 'Blocked: unblock {name}' : 'Block or report {name}', { name: userName(peer) }));
   }
   const mute = $('#mute-toggle');
   mute.hidden = !conv;
   mute.textContent = conv?.muted ? '🔕' : '🔔';
   mute.setAttribute('aria-pressed', conv?.muted ? 'true' : 'false');
-  mute.setAttribute('aria-label', conv?.muted ? 'Unmute: notify me again' : 'Mute: no notifications except mentions');
+  mute.setAttribute('aria-label', t(conv?.muted ? 'Unmute: notify me again' : 'Mute: no notifications except mentions'));
   mute.title = mute.getAttribute('aria-label');
   renderTyping();
   renderMessages(id, conv);
@@ -161,10 +162,10 @@ function subtitle(conv) {
     const u = store.users.get(peerId(conv));
     if (store.connection === 'offline' || store.connection === 'connecting') return '';
     if (!u) return '';
-    if (u.isOnline) return 'online';
-    return u.lastSeenAt ? `last seen ${formatDay(u.lastSeenAt).toLowerCase()} at ${formatTime(u.lastSeenAt)}` : 'offline';
+    if (u.isOnline) return t('online');
+    return u.lastSeenAt ? t('last seen {day} at {time}', { day: formatDay(u.lastSeenAt).toLowerCase(), time: formatTime(u.lastSeenAt) }) : t('offline');
   }
-  return `${conv.memberCount || (conv.participantIds || []).length} members`;
+  return tn(conv.memberCount || (conv.participantIds || []).length, '{n} member', '{n} members');
 }
 
 export function renderTyping() {
@@ -185,14 +186,14 @@ function renderMessages(id, conv) {
   let prev = null;
   let dividerPlaced = false;
   const c = getCache(id, false);
-  if (c && c.loaded && !c.hasMoreBefore && list.length) nodes.push(h('div', { class: 'history-start' }, 'This is the beginning of the conversation.'));
-  if (c && c.loaded && c.hasMoreBefore) nodes.push(h('div', { class: 'history-start' }, 'Scroll up for older messages'));
+  if (c && c.loaded && !c.hasMoreBefore && list.length) nodes.push(h('div', { class: 'history-start' }, t('This is the beginning of the conversation.')));
+  if (c && c.loaded && c.hasMoreBefore) nodes.push(h('div', { class: 'history-start' }, t('Scroll up for older messages')));
   for (const m of list) {
     const day = dayKey(m.createdAt);
     if (!prev || dayKey(prev.createdAt) !== day) nodes.push(h('div', { class: 'day-separator', role: 'separator' }, h('span', null, formatDay(m.createdAt))));
     if (unreadAfter !== null && !dividerPlaced && m.seq > unreadAfter && m.senderId !== store.me?.id && m.type !== 'system' && !fromBlocked(m)) {
       dividerPlaced = true;
-      nodes.push(h('div', { class: 'unread-divider', id: 'unread-divider', role: 'separator' }, h('span', null, 'New messages')));
+      nodes.push(h('div', { class: 'unread-divider', id: 'unread-divider', role: 'separator' }, h('span', null, t('New messages'))));
     }
     const grouped = !!prev && prev.senderId === m.senderId && prev.type !== 'system' && m.type !== 'system' &&
       dayKey(prev.createdAt) === day && (new Date(m.createdAt) - new Date(prev.createdAt)) < 5 * 60000;
@@ -272,7 +273,7 @@ function setContext(ctx) {
   const composer = $('#composer');
   box.hidden = !ctx;
   if (ctx) {
-    $('#context-label').textContent = ctx.kind === 'edit' ? 'Editing message' : `Replying to ${userName(ctx.message.senderId)}`;
+    $('#context-label').textContent = ctx.kind === 'edit' ? t('Editing message') : t('Replying to {name}', { name: userName(ctx.message.senderId) });
     $('#context-text').textContent = ctx.message.text || (ctx.message.attachment ? ctx.message.attachment.name : '');
     if (ctx.kind === 'edit') composer.value = ctx.message.text;
     composer.focus();

@@ -1,5 +1,6 @@
 // The group panel: rename the open group, see its members, add and remove people, leave.
 // Names are text nodes (h() never parses HTML).
+import { t } from '/web/i18n.js';
 import { $, h, setChildren, debounce } from '/web/dom.js';
 import { store, userName, userPicture } from '/web/store.js';
 import { avatar } from '/web/avatar.js';
@@ -43,16 +44,16 @@ function render() {
   $('#group-count').textContent = `(${ids.length})`;
   setChildren($('#group-members'), ids.map((id) => h('li', { class: 'member-row', dataset: { userId: id } },
     avatar(userName(id), userPicture(id), { small: true }),
-    h('span', { class: 'user-name' }, id === store.me.id ? `${userName(id)} (you)` : userName(id)),
+    h('span', { class: 'user-name' }, id === store.me.id ? t('{name} (you)', { name: userName(id) }) : userName(id)),
     id !== store.me.id && store.blocked.has(id) ? h('span', { class: 'blocked-badge' }, 'blocked') : null,
     id === store.me.id ? null : h('button', {
-      type: 'button', class: 'text-btn member-profile', dataset: { profileUserId: id }, 'aria-label': `Block or report ${userName(id)}`,
+      type: 'button', class: 'text-btn member-profile', dataset: { profileUserId: id }, 'aria-label': t('Block or report {name}', { name: userName(id) }),
       onclick: (e) => { close(); openPerson(id, $('#group-open')); },
-    }, 'Block / report'),
+    }, t('Block / report')),
     id === store.me.id ? null : h('button', {
-      type: 'button', class: 'text-btn', dataset: { removeUserId: id }, 'aria-label': `Remove ${userName(id)}`,
+      type: 'button', class: 'text-btn', dataset: { removeUserId: id }, 'aria-label': t('Remove {name}', { name: userName(id) }),
       onclick: () => act(() => client.removeFromGroup(conv.id, id)),
-    }, 'Remove'))));
+    }, t('Remove')))));
 }
 
 export function initGroup(o) {
@@ -84,7 +85,7 @@ export function initGroup(o) {
       setChildren($('#group-add-results'), users.length ? users.map((u) => h('li', null, h('button', {
         type: 'button', class: 'user-hit', dataset: { userId: u.id },
         onclick: () => act(async () => { await client.addToGroup(store.openId, [u.id]); search.value = ''; setChildren($('#group-add-results')); }),
-      }, h('span', { class: 'user-name' }, u.displayName), h('span', { class: 'user-email' }, u.email)))) : h('li', { class: 'muted pad' }, 'Nobody else found.'));
+      }, h('span', { class: 'user-name' }, u.displayName), h('span', { class: 'user-email' }, u.email)))) : h('li', { class: 'muted pad' }, t('Nobody else found.')));
     } catch (e) { $('#group-error').textContent = e.message; }
   }, 200);
   search.addEventListener('input', run);

@@ -1,4 +1,5 @@
 // The sidebar: conversation list, message search, the new-chat and forward panels.
+import { t } from '/web/i18n.js';
 import { h, $, setChildren, clear, formatListTime, debounce } from '/web/dom.js';
 import { store, sortedConversations, conversationName, peerId, typingText, userName, userPicture, lastPending, fromBlocked } from '/web/store.js';
 import { avatar } from '/web/avatar.js';
@@ -25,31 +26,35 @@ function previewText(conv) {
   if (typing) return { text: typing, cls: 'typing' };
   const p = lastPending(conv.id);
   const m = conv.lastMessage;
-  if (p && (!m || p.createdAt >= m.createdAt)) return { text: `Sending: ${p.text || (p.attachment ? p.attachment.name : 'forwarded message')}`, cls: 'pending' };
-  if (!m) return { text: 'No messages yet', cls: 'muted' };
-  if (m.deletedAt) return { text: m.deletedBy && m.deletedBy !== m.senderId ? 'Removed by an admin' : 'Message deleted', cls: 'muted' };
-  if (fromBlocked(m)) return { text: 'Message from a blocked user', cls: 'muted' };
+  if (p && (!m || p.createdAt >= m.createdAt)) return { text: t('Sending: {text}', { text: p.text || (p.attachment ? p.attachment.name : t('forwarded message')) }), cls: 'pending' };
+  if (!m) return { text: t('No messages yet'), cls: 'muted' };
+  if (m.deletedAt) return { text: t(m.deletedBy && m.deletedBy !== m.senderId ? 'Removed by an admin' : 'Message deleted'), cls: 'muted' };
+  if (fromBlocked(m)) return { text: t('Message from a blocked user'), cls: 'muted' };
   let text = m.text;
   if (m.type === 'system') text = systemText(m);
-  else if (!text && m.attachment) text = m.type === 'image' ? 'Photo' : `File: ${m.attachment.name}`;
-  const who = m.type === 'system' ? '' : m.senderId === store.me?.id ? 'You: ' : conv.type === 'group' ? `${userName(m.senderId)}: ` : '';
-  return { text: who + (text || ''), cls: '' };
+  else if (!text && m.attachment) text = m.type === 'image' ? t('Photo') : t('File: {name}', { name: m.attachment.name });
+  text = text || '';
+  if (m.type !== 'system' && m.senderId === store.me?.id) text = t('You: {text}', { text });
+  else if (m.type !== 'system' && conv.type === 'group') text = t('{name}: {text}', { name: userName(m.senderId), text });
+  return { text, cls: '' };
 }
 
 // The same sentences as the SDK's ChatPresentation.systemLine: who did what, by name.
 export function systemText(m) {
   const me = store.me?.id;
-  const who = m.senderId === me ? 'You' : userName(m.senderId);
-  const name = (id) => (id === me ? 'you' : userName(id));
-  const list = (ids) => (ids.length > 1 ? `${ids.slice(0, -1).map(name).join(', ')} and ${name(ids[ids.length - 1])}` : ids.length ? name(ids[0]) : 'people');
+  // "You …" and "Ada …" are two sentences: in French the verb agrees ("Vous avez", "Ada a").
+  const own = m.senderId === me;
+  const line = (english, values = {}) => t(own ? english.replace('{who}', 'You') : english, { who: userName(m.senderId), ...values });
+  const name = (id) => (id === me ? t('you') : userName(id));
+  const list = (ids) => (ids.length > 1 ? ids.slice(0, -1).map(name).join(', ') + t(' and ') + name(ids[ids.length - 1]) : ids.length ? name(ids[0]) : t('people'));
   const meta = m.metadata || {};
   const ids = (key) => (meta[key] || '').split(',').filter(Boolean);
   switch (meta.action) {
-    case 'renamed': return `${who} renamed the group${meta.name ? ` to “${meta.name}”` : ''}`;
-    case 'participants.added': return `${who} added ${list(ids('userIds'))}`;
-    case 'participant.removed': return `${who} removed ${list(ids('userId'))}`;
-    case 'participant.left': return `${who} left`;
-    default: return m.text || `${who} changed the conversation`;
+    case 'renamed': return meta.name ? line('{who} renamed the group to “{name}”', { name: meta.name }) : line('{who} renamed the group');
+    case 'participants.added': return line('{who} added {people}', { people: list(ids('userIds')) });
+    case 'participant.removed': return line('{who} removed {people}', { people: list(ids('userId')) });
+    case 'participant.left': return line('{who} left');
+    default: return m.text || line('{who} changed the conversation');
   }
 }
 
@@ -72,17 +77,17 @@ export function renderList() {
       onkeydown: (e) => { if (e.key === 'Enter' || e.key === ' ') { e.preventDefault(); openChat(conv.id); } },
     },
     avatar(name, peer ? userPicture(peer) : null, {
-      presence: conv.type === 'direct' ? h('span', { class: `presence${online ? ' online' : ''}`, title: online ? 'Online' : 'Offline' }) : null,
+      presence: conv.type === 'direct' ? h('span', { class: `presence${online ? ' online' : ''}`, title: online ? t('Online') : t('Offline') }) : null,
     }),
     h('div', { class: 'row-main' },
       h('div', { class: 'row-top' }, h('span', { class: 'name' }, name), h('span', { class: 'time' }, formatListTime(conv.lastMessage?.createdAt || conv.lastActivityAt))),
       h('div', { class: 'row-bottom' }, h('span', { class: `preview ${preview.cls}` }, preview.text),
-        conv.muted ? h('span', { class: 'muted-mark', title: 'Muted', 'aria-hidden': 'true' }, '🔕') : null,
-        h('span', { class: 'mention-badge', hidden: !mentions, title: 'You were mentioned' }, mentions ? '@' : ''),
+        conv.muted ? h('span', { class: 'muted-mark', title: t('Muted'), 'aria-hidden': 'true' }, '🔕') : null,
+        h('span', { class: 'mention-badge', hidden: !mentions, title: t('You were mentioned') }, mentions ? '@' : ''),
         h('span', { class: 'unread', hidden: !unread }, unread ? String(unread) : ''))));
   });
-  if (!rows.length) rows.push(h('li', { class: 'list-empty' }, 'No conversations yet. Start one with ✎.'));
-  if (store.listHasMore) rows.push(h('li', { class: 'list-more' }, h('button', { type: 'button', class: 'link', onclick: () => client.loadMoreConversations().catch(showError) }, 'Load more')));
+  if (!rows.length) rows.push(h('li', { class: 'list-empty' }, t('No conversations yet. Start one with ✎.')));
+  if (store.listHasMore) rows.push(h('li', { class: 'list-more' }, h('button', { type: 'button', class: 'link', onclick: () => client.loadMoreConversations().catch(showError) }, t('Load more'))));
   setChildren(list, rows);
   $('#me-name').textContent = store.me?.displayName || '';
   const mine = $('#me-avatar');
@@ -129,13 +134,13 @@ function initSearch() {
         type: 'button', class: 'search-hit', dataset: { messageId: r.message.id, conversationId: r.conversationId, seq: r.seq },
         onclick: () => { openChat(r.conversationId, r.seq); },
       },
-      h('div', { class: 'row-top' }, h('span', { class: 'name' }, conversationName(store.conversations.get(r.conversationId)) || 'Conversation'),
+      h('div', { class: 'row-top' }, h('span', { class: 'name' }, conversationName(store.conversations.get(r.conversationId)) || t('Conversation')),
         h('span', { class: 'time' }, formatListTime(r.message.createdAt))),
       // A blocked person's words stay folded here too, as in the chat and the list.
       fromBlocked(r.message)
-        ? h('div', { class: 'snippet muted', dataset: { blocked: 'true' } }, 'Message from a blocked user')
+        ? h('div', { class: 'snippet muted', dataset: { blocked: 'true' } }, t('Message from a blocked user'))
         : h('div', { class: 'snippet' }, `${userName(r.message.senderId)}: `, snippetNodes(r.snippet || r.message.text || '', q))));
-      setChildren(box, items.length ? items : h('p', { class: 'muted pad' }, 'No messages found.'));
+      setChildren(box, items.length ? items : h('p', { class: 'muted pad' }, t('No messages found.')));
       box.hidden = false;
       $('#conversation-list').hidden = true;
     } catch (e) { showError(e); }
@@ -182,7 +187,7 @@ function initNewChat() {
   $('#new-chat-create').addEventListener('click', async () => {
     const err = $('#new-chat-error');
     err.textContent = '';
-    if (!selected.size) { err.textContent = 'Pick at least one person.'; return; }
+    if (!selected.size) { err.textContent = t('Pick at least one person.'); return; }
     try {
       const conv = await client.createConversation([...selected.keys()], $('#new-chat-name').value.trim());
       close();
@@ -194,25 +199,25 @@ function initNewChat() {
 // Nobody to start a chat with: say how people get in (only admins can invite, in the web
 // client or with `parley invite`).
 function nobodyFound(closeNewChat) {
-  const found = h('p', { class: 'nobody-title' }, 'Nobody found.');
+  const found = h('p', { class: 'nobody-title' }, t('Nobody found.'));
   if (isAdmin()) {
     return h('li', { class: 'nobody pad', id: 'new-chat-nobody' }, found,
-      h('p', null, 'People join your organization with an invite.'),
+      h('p', null, t('People join your organization with an invite.')),
       h('button', {
         type: 'button', id: 'new-chat-invite', class: 'text-btn accent',
         onclick: () => { closeNewChat(); openInvites($('#new-chat')); },
-      }, 'Invite people'));
+      }, t('Invite people')));
   }
   const admins = [...store.users.values()].filter((u) => u.role === 'admin' && u.id !== store.me?.id).map((u) => u.displayName);
   const who = admins.length === 1 || admins.length === 2 ? admins.join(' or ') : 'an admin of your organization';
   return h('li', { class: 'nobody pad', id: 'new-chat-nobody' }, found,
-    h('p', null, `New people join with an invite: ask ${who} to invite them.`));
+    h('p', null, t('New people join with an invite: ask {who} to invite them.', { who })));
 }
 
 function renderSelected() {
   setChildren($('#new-chat-selected'), [...selected.values()].map((u) => h('span', { class: 'chip' }, u.displayName,
-    h('button', { type: 'button', class: 'chip-x', 'aria-label': `Remove ${u.displayName}`, onclick: () => { selected.delete(u.id); renderSelected(); const b = document.querySelector(`#new-chat-results [data-user-id="${u.id}"]`); if (b) b.classList.remove('selected'); } }, '✕'))));
-  $('#new-chat-create').textContent = selected.size > 1 || $('#new-chat-name').value.trim() ? 'Create group' : 'Start chat';
+    h('button', { type: 'button', class: 'chip-x', 'aria-label': t('Remove {name}', { name: u.displayName }), onclick: () => { selected.delete(u.id); renderSelected(); const b = document.querySelector(`#new-chat-results [data-user-id="${u.id}"]`); if (b) b.classList.remove('selected'); } }, '✕'))));
+  $('#new-chat-create').textContent = selected.size > 1 || $('#new-chat-name').value.trim() ? t('Create group') : t('Start chat');
 }
 
 export function openForward(messageId) {

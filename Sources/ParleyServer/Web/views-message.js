@@ -1,6 +1,7 @@
 // One message as the chat and the thread panel show it: sender, quote, attachment, text, link
 // preview, time and ticks, reactions, the thread line and the actions. Every text a person
 // typed (and every preview text) is a text node: h() never parses HTML.
+import { t, tn } from '/web/i18n.js';
 import { h, formatTime, formatSize, formatListTime } from '/web/dom.js';
 import { store, userName, userPicture, fromBlocked } from '/web/store.js';
 import { avatar } from '/web/avatar.js';
@@ -14,7 +15,7 @@ const STATUS_LABEL = { sending: 'Sending', sent: 'Sent', delivered: 'Delivered',
 
 // "1 reply · 10:42", "3 replies · Yesterday" (the SDK's ChatPresentation.threadLine).
 export function threadLine(thread) {
-  const count = thread.replyCount === 1 ? '1 reply' : `${thread.replyCount} replies`;
+  const count = tn(thread.replyCount, '{n} reply', '{n} replies');
   return `${count} · ${formatListTime(thread.lastReplyAt)}`;
 }
 
@@ -37,7 +38,7 @@ export function toggleRevealed(id) { if (revealed.has(id)) revealed.delete(id); 
 
 // The tombstone's words: a delete by someone else than the sender is a moderator's.
 export function deletedText(m) {
-  return m.deletedBy && m.deletedBy !== m.senderId ? 'Removed by an admin' : 'This message was deleted';
+  return m.deletedBy && m.deletedBy !== m.senderId ? t('Removed by an admin') : t('This message was deleted');
 }
 
 // What a message's element shows: it is rebuilt only when this changes.
@@ -63,13 +64,13 @@ export function messageElement(m, conv, status, grouped, reply, opts = {}) {
     return h('div', { class: `msg blocked-msg${grouped ? ' grouped' : ''}`, dataset: { ...data, blocked: 'true' } },
       h('div', { class: 'msg-row' },
         h('div', { class: 'bubble blocked-bubble' },
-          h('span', { class: 'blocked-note' }, 'Message from a blocked user'),
-          h('button', { type: 'button', class: 'link blocked-toggle', 'aria-label': 'Show the message from a blocked user' }, 'Show'))));
+          h('span', { class: 'blocked-note' }, t('Message from a blocked user')),
+          h('button', { type: 'button', class: 'link blocked-toggle', 'aria-label': t('Show the message from a blocked user') }, t('Show')))));
   }
   const body = [];
   if (blocked) {
-    body.push(h('div', { class: 'blocked-head' }, h('span', { class: 'blocked-note' }, 'From a blocked user'),
-      h('button', { type: 'button', class: 'link blocked-toggle', 'aria-label': 'Hide the message from a blocked user' }, 'Hide')));
+    body.push(h('div', { class: 'blocked-head' }, h('span', { class: 'blocked-note' }, t('From a blocked user')),
+      h('button', { type: 'button', class: 'link blocked-toggle', 'aria-label': t('Hide the message from a blocked user') }, t('Hide'))));
   }
   if (!grouped && !own && conv?.type === 'group') {
     body.push(h('div', { class: 'sender-line' }, avatar(userName(m.senderId), userPicture(m.senderId), { small: true }),
@@ -78,18 +79,18 @@ export function messageElement(m, conv, status, grouped, reply, opts = {}) {
   if (m.forwardedFromId || m.forwardOf) body.push(h('div', { class: 'forwarded' }, '↪ Forwarded'));
   if (m.replyToId && !deleted) {
     body.push(h('div', { class: 'reply-quote' },
-      h('div', { class: 'reply-sender' }, reply ? userName(reply.senderId) : 'Reply'),
-      h('div', { class: 'reply-text' }, reply ? (reply.deletedAt ? 'Message deleted' : reply.text || (reply.attachment ? reply.attachment.name : '')) : 'Original message')));
+      h('div', { class: 'reply-sender' }, reply ? userName(reply.senderId) : t('Reply')),
+      h('div', { class: 'reply-text' }, reply ? (reply.deletedAt ? t('Message deleted') : reply.text || (reply.attachment ? reply.attachment.name : '')) : t('Original message'))));
   }
   if (m.attachment && !deleted) body.push(attachmentElement(m.attachment, m.file, opts));
   if (deleted) body.push(h('div', { class: `text deleted${m.deletedBy && m.deletedBy !== m.senderId ? ' by-admin' : ''}` }, deletedText(m)));
-  else if (m.text || !m.attachment) body.push(h('div', { class: 'text', dir: 'auto' }, m.pending && m.forwardOf ? 'Forwarding…' : m.text));
+  else if (m.text || !m.attachment) body.push(h('div', { class: 'text', dir: 'auto' }, m.pending && m.forwardOf ? t('Forwarding…') : m.text));
   if (m.preview && !deleted) { const card = previewCard(m.preview); if (card) body.push(card); }
   body.push(h('div', { class: 'meta' },
-    m.pinnedAt && !deleted ? h('span', { class: 'pinned', title: `Pinned by ${userName(m.pinnedBy)}`, 'aria-label': 'Pinned' }, '📌') : null,
-    m.editedAt && !deleted ? h('span', { class: 'edited' }, 'edited') : null,
+    m.pinnedAt && !deleted ? h('span', { class: 'pinned', title: t('Pinned by {name}', { name: userName(m.pinnedBy) }), 'aria-label': t('Pinned') }, '📌') : null,
+    m.editedAt && !deleted ? h('span', { class: 'edited' }, t('edited')) : null,
     h('time', { datetime: m.createdAt || '' }, formatTime(m.createdAt)),
-    status ? h('span', { class: `status ${status}`, title: STATUS_LABEL[status], 'aria-label': STATUS_LABEL[status] }, TICKS[status]) : null));
+    status ? h('span', { class: `status ${status}`, title: t(STATUS_LABEL[status]), 'aria-label': t(STATUS_LABEL[status]) }, TICKS[status]) : null));
   const reactions = h('div', { class: 'reactions' });
   for (const [emoji, users] of Object.entries(m.reactions || {})) {
     if (!users.length) continue;
@@ -101,37 +102,37 @@ export function messageElement(m, conv, status, grouped, reply, opts = {}) {
   }
   const actions = [];
   if (m.pending && status === 'failed') {
-    actions.push(h('button', { type: 'button', class: 'action-resend', 'aria-label': 'Resend' }, 'Resend'));
-    actions.push(h('button', { type: 'button', class: 'action-discard', 'aria-label': 'Discard' }, 'Discard'));
+    actions.push(h('button', { type: 'button', class: 'action-resend', 'aria-label': t('Resend') }, t('Resend')));
+    actions.push(h('button', { type: 'button', class: 'action-discard', 'aria-label': t('Discard') }, t('Discard')));
   } else if (!m.pending && !deleted) {
     if (!opts.inThread) {
-      actions.push(h('button', { type: 'button', class: 'action-reply', 'aria-label': 'Reply', title: 'Reply' }, '↩'));
-      if (m.seq && !m.threadRootId) actions.push(h('button', { type: 'button', class: 'action-thread', 'aria-label': 'Reply in thread', title: 'Reply in thread' }, '💬'));
+      actions.push(h('button', { type: 'button', class: 'action-reply', 'aria-label': t('Reply'), title: t('Reply') }, '↩'));
+      if (m.seq && !m.threadRootId) actions.push(h('button', { type: 'button', class: 'action-thread', 'aria-label': t('Reply in thread'), title: t('Reply in thread') }, '💬'));
     }
-    actions.push(h('button', { type: 'button', class: 'action-pin', 'aria-label': m.pinnedAt ? 'Unpin' : 'Pin', title: m.pinnedAt ? 'Unpin' : 'Pin' }, m.pinnedAt ? '⊘' : '📌'));
-    actions.push(h('button', { type: 'button', class: 'action-react', 'aria-label': 'React', title: 'React' }, h('span', { class: 'icon i-smile' })));
-    actions.push(h('button', { type: 'button', class: 'action-forward', 'aria-label': 'Forward', title: 'Forward' }, '↪'));
+    actions.push(h('button', { type: 'button', class: 'action-pin', 'aria-label': m.pinnedAt ? t('Unpin') : t('Pin'), title: m.pinnedAt ? t('Unpin') : t('Pin') }, m.pinnedAt ? '⊘' : '📌'));
+    actions.push(h('button', { type: 'button', class: 'action-react', 'aria-label': t('React'), title: t('React') }, h('span', { class: 'icon i-smile' })));
+    actions.push(h('button', { type: 'button', class: 'action-forward', 'aria-label': t('Forward'), title: t('Forward') }, '↪'));
     if (!own && m.id && m.type !== 'system') {
-      actions.push(h('button', { type: 'button', class: 'action-report', 'aria-label': 'Report this message', title: 'Report' }, '⚑'));
+      actions.push(h('button', { type: 'button', class: 'action-report', 'aria-label': t('Report this message'), title: t('Report') }, '⚑'));
     }
     if (own && m.type !== 'system') {
-      if (!opts.inThread) actions.push(h('button', { type: 'button', class: 'action-edit', 'aria-label': 'Edit', title: 'Edit' }, '✎'));
-      actions.push(h('button', { type: 'button', class: 'action-delete', 'aria-label': 'Delete', title: 'Delete' }, h('span', { class: 'icon i-trash' })));
+      if (!opts.inThread) actions.push(h('button', { type: 'button', class: 'action-edit', 'aria-label': t('Edit'), title: t('Edit') }, '✎'));
+      actions.push(h('button', { type: 'button', class: 'action-delete', 'aria-label': t('Delete'), title: t('Delete') }, h('span', { class: 'icon i-trash' })));
     }
   }
-  const picker = h('div', { class: 'react-picker', hidden: true, role: 'group', 'aria-label': 'Pick a reaction' },
-    EMOJI.map((e) => h('button', { type: 'button', class: 'react-choice', dataset: { emoji: e }, 'aria-label': `React with ${e}` }, e)),
+  const picker = h('div', { class: 'react-picker', hidden: true, role: 'group', 'aria-label': t('Pick a reaction') },
+    EMOJI.map((e) => h('button', { type: 'button', class: 'react-choice', dataset: { emoji: e }, 'aria-label': t('React with {emoji}', { emoji: e }) }, e)),
     // Any other emoji: typed or picked from the system's emoji keyboard, then Enter or +.
-    h('input', { class: 'react-other-input', 'aria-label': 'Another emoji', placeholder: '🙂…', maxlength: '16', autocomplete: 'off', enterkeyhint: 'send' }),
-    h('button', { type: 'button', class: 'react-other-go', 'aria-label': 'React with the emoji typed', title: 'React with the emoji typed' }, '+'));
+    h('input', { class: 'react-other-input', 'aria-label': t('Another emoji'), placeholder: '🙂…', maxlength: '16', autocomplete: 'off', enterkeyhint: 'send' }),
+    h('button', { type: 'button', class: 'react-other-go', 'aria-label': t('React with the emoji typed'), title: t('React with the emoji typed') }, '+'));
   const mentionsMe = !own && (m.mentions || []).includes(store.me?.id);
   const thread = m.thread && !opts.inThread
-    ? h('button', { type: 'button', class: 'thread-link', 'aria-label': `Open thread, ${threadLine(m.thread)}` }, `💬 ${threadLine(m.thread)}`)
+    ? h('button', { type: 'button', class: 'thread-link', 'aria-label': t('Open thread, {line}', { line: threadLine(m.thread) }) }, `💬 ${threadLine(m.thread)}`)
     : null;
   return h('div', { class: `msg${own ? ' own' : ''}${grouped ? ' grouped' : ''}${deleted ? ' is-deleted' : ''}${mentionsMe ? ' mentions-me' : ''}${blocked ? ' blocked-shown' : ''}`, dataset: blocked ? { ...data, blocked: 'true' } : data },
     h('div', { class: 'msg-row' },
       h('div', { class: 'bubble', tabindex: '0' }, body),
-      actions.length ? h('div', { class: 'actions', role: 'toolbar', 'aria-label': 'Message actions' }, actions) : null),
+      actions.length ? h('div', { class: 'actions', role: 'toolbar', 'aria-label': t('Message actions') }, actions) : null),
     reactions,
     thread,
     picker);
@@ -146,7 +147,7 @@ function attachmentElement(att, localFile, opts) {
     if (localFile) img.src = localBlobUrl(localFile);
     else attachmentBlobUrl(att.url).then((u) => { img.src = u; }).catch(() => { img.alt = `${att.name} (could not load)`; });
     // A click (or Enter) shows it full screen; the bubble's own click (its actions) is not it.
-    const open = h('button', { type: 'button', class: 'attachment-open', 'aria-label': `Open ${att.name || 'image'} full screen` }, img);
+    const open = h('button', { type: 'button', class: 'attachment-open', 'aria-label': t('Open {name} full screen', { name: att.name || t('image') }) }, img);
     open.addEventListener('click', (e) => { e.stopPropagation(); if (img.src) openViewer(img.src, att.name, open); });
     return h('div', { class: 'attachment' }, open);
   }

@@ -1,6 +1,7 @@
 // The user's own profile in the Account panel: their picture (choose an image, or remove it)
 // and display name. Each change is one PATCH /users/me; the answer updates the page at once
 // and user.updated brings it to everyone else in the organization.
+import { t } from '/web/i18n.js';
 import { $ } from '/web/dom.js';
 import { uploadAttachment } from '/web/api.js';
 import { store } from '/web/store.js';
@@ -16,13 +17,13 @@ export function initProfile() {
     e.target.value = '';
     if (file) choosePicture(file);
   });
-  $('#profile-picture-remove').addEventListener('click', () => change({ avatarId: null }, 'Picture removed.'));
+  $('#profile-picture-remove').addEventListener('click', () => change({ avatarId: null }, t('Picture removed.')));
   $('#profile-form').addEventListener('submit', (e) => {
     e.preventDefault();
     const name = $('#profile-name').value.trim();
-    if (!name) { say('Type a name.', true); return; }
-    if (name === store.me?.displayName) { say('That is your name already.'); return; }
-    change({ displayName: name }, 'Name saved.');
+    if (!name) { say(t('Type a name.'), true); return; }
+    if (name === store.me?.displayName) { say(t('That is your name already.')); return; }
+    change({ displayName: name }, t('Name saved.'));
   });
 }
 
@@ -36,11 +37,11 @@ export function renderProfile() {
 }
 
 async function choosePicture(file) {
-  if (!PICTURE_TYPES.has(file.type)) { say('Choose a PNG, JPEG, GIF or WebP image.', true); return; }
-  say('Uploading…');
+  if (!PICTURE_TYPES.has(file.type)) { say(t('Choose a PNG, JPEG, GIF or WebP image.'), true); return; }
+  say(t('Uploading…'));
   try {
-    const attachment = await uploadAttachment(file, (f) => say(`Uploading… ${Math.round(f * 100)} %`));
-    await change({ avatarId: attachment.id }, 'Picture saved.');
+    const attachment = await uploadAttachment(file, (f) => say(t('Uploading… {percent} %', { percent: Math.round(f * 100) })));
+    await change({ avatarId: attachment.id }, t('Picture saved.'));
   } catch (e) { say(e.message, true); }
 }
 

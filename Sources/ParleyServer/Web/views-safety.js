@@ -2,6 +2,7 @@
 // report dialog (a message or a person, with a reason), and the Account and privacy panel
 // (one's profile, download my data, the people I block, delete my account). Names, message texts and reasons
 // are text nodes (h() never parses HTML).
+import { t } from '/web/i18n.js';
 import { h, $, setChildren } from '/web/dom.js';
 import { api, fetchBlob } from '/web/api.js';
 import { store, userName } from '/web/store.js';
@@ -69,12 +70,12 @@ export function renderPerson() {
   const blocked = store.blocked.has(personId);
   $('#person-name').textContent = userName(personId);
   $('#person-email').textContent = user?.email || '';
-  $('#person-state').textContent = blocked ? 'You block this person.' : '';
+  $('#person-state').textContent = blocked ? t('You block this person.') : '';
   const button = $('#person-block');
-  button.textContent = blocked ? 'Unblock' : 'Block';
+  button.textContent = t(blocked ? 'Unblock' : 'Block');
   button.dataset.blocked = blocked ? 'true' : 'false';
-  button.setAttribute('aria-label', `${blocked ? 'Unblock' : 'Block'} ${userName(personId)}`);
-  $('#person-report').setAttribute('aria-label', `Report ${userName(personId)}`);
+  button.setAttribute('aria-label', t(blocked ? 'Unblock {name}' : 'Block {name}', { name: userName(personId) }));
+  $('#person-report').setAttribute('aria-label', t('Report {name}', { name: userName(personId) }));
 }
 
 async function toggleBlock() {
@@ -97,12 +98,12 @@ async function toggleBlock() {
 export function openReport(target, from) {
   reportTarget = target;
   const m = target.message;
-  $('#report-heading').textContent = m ? 'Report a message' : `Report ${userName(target.userId)}`;
+  $('#report-heading').textContent = m ? t('Report a message') : t('Report {name}', { name: userName(target.userId) });
   setChildren($('#report-subject'), m
     ? h('blockquote', { class: 'report-quote' },
       h('div', { class: 'reply-sender' }, userName(m.senderId)),
       h('div', { class: 'report-quote-text', dir: 'auto' }, m.text || m.attachment?.name || ''))
-    : h('p', { class: 'hint' }, 'Tell the admins of your organization what this person did.'));
+    : h('p', { class: 'hint' }, t('Tell the admins of your organization what this person did.')));
   $('#report-reason').value = '';
   $('#report-error').textContent = '';
   $('#report-form').hidden = false;
@@ -120,7 +121,7 @@ async function sendReport() {
   const reason = $('#report-reason').value.trim();
   const err = $('#report-error');
   err.textContent = '';
-  if (!reason) { err.textContent = 'Say in a few words what is wrong.'; return; }
+  if (!reason) { err.textContent = t('Say in a few words what is wrong.'); return; }
   const body = target.message ? { messageId: target.message.id, reason } : { userId: target.userId, reason };
   const button = $('#report-send');
   button.disabled = true;
@@ -128,7 +129,7 @@ async function sendReport() {
     await client.report(body);
     $('#report-form').hidden = true;
     const done = $('#report-done');
-    done.textContent = 'Thank you. Your report went to the admins of your organization; the person you reported is not told.';
+    done.textContent = t('Thank you. Your report went to the admins of your organization; the person you reported is not told.');
     done.hidden = false;
     $('#report-close').focus();
   } catch (e) {
@@ -158,12 +159,12 @@ function renderBlockedList() {
   setChildren($('#blocked-list'), ids.length ? ids.map((id) => h('li', { class: 'member-row', dataset: { userId: id } },
     h('span', { class: 'user-name' }, userName(id)),
     h('button', {
-      type: 'button', class: 'text-btn blocked-unblock', 'aria-label': `Unblock ${userName(id)}`,
+      type: 'button', class: 'text-btn blocked-unblock', 'aria-label': t('Unblock {name}', { name: userName(id) }),
       onclick: async (e) => {
         e.currentTarget.disabled = true;
         try { await client.setBlocked(id, false); renderBlockedList(); } catch (err) { $('#account-error').textContent = err.message; }
       },
-    }, 'Unblock'))) : h('li', { class: 'muted pad' }, 'You block nobody.'));
+    }, t('Unblock')))) : h('li', { class: 'muted pad' }, t('You block nobody.')));
 }
 
 // The export needs the Authorization header, so it is fetched as a Blob and saved through an
@@ -172,14 +173,14 @@ async function downloadMyData() {
   const button = $('#export-download');
   const status = $('#export-status');
   button.disabled = true;
-  status.textContent = 'Preparing your data…';
+  status.textContent = t('Preparing your data…');
   try {
     const blob = await fetchBlob('/users/me/export');
     const url = URL.createObjectURL(blob);
     const a = h('a', { href: url, download: 'parley-export.zip', hidden: true });
     document.body.appendChild(a); a.click(); a.remove();
     setTimeout(() => URL.revokeObjectURL(url), 60000);
-    status.textContent = `Downloaded parley-export.zip (${Math.max(1, Math.round(blob.size / 1024))} KB).`;
+    status.textContent = t('Downloaded parley-export.zip ({kb} KB).', { kb: Math.max(1, Math.round(blob.size / 1024)) });
   } catch (e) {
     status.textContent = '';
     $('#account-error').textContent = e.message;
@@ -190,7 +191,7 @@ async function eraseMyAccount() {
   const password = $('#erase-password').value;
   const err = $('#account-error');
   err.textContent = '';
-  if (!password) { err.textContent = 'Type your password to confirm.'; return; }
+  if (!password) { err.textContent = t('Type your password to confirm.'); return; }
   const button = $('#erase-confirm');
   button.disabled = true;
   try {

@@ -1,5 +1,6 @@
 // The thread panel: a root message, its replies (from the cache, then the server's
 // newest page), and a composer whose replies go through the outbox like any message.
+import { tn } from '/web/i18n.js';
 import { h, $, setChildren } from '/web/dom.js';
 import { store, orderedMessages, messageStatus, findMessage } from '/web/store.js';
 import * as client from '/web/client.js';
@@ -50,7 +51,7 @@ export function renderThread() {
   const replies = orderedMessages(open.conversationId, { thread: open.rootId });
   const nodes = [];
   if (root) nodes.push(h('div', { class: 'thread-root' }, messageElement(root, conv, messageStatus(conv, root), false, null, { inThread: true, showError: opts.showError })));
-  nodes.push(h('div', { class: 'thread-count' }, replies.length === 1 ? '1 reply' : `${replies.length} replies`));
+  nodes.push(h('div', { class: 'thread-count' }, tn(replies.length, '{n} reply', '{n} replies')));
   let prev = null;
   for (const m of replies) {
     const grouped = !!prev && prev.senderId === m.senderId && (new Date(m.createdAt) - new Date(prev.createdAt)) < 5 * 60000;
