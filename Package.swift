@@ -246,5 +246,6 @@ let package = Package(
 // skip the target; ParleyUISourceTests parses its files everywhere.
 #if os(macOS)
 package.products.append(.library(name: "ParleyUI", targets: ["ParleyUI"]))
-package.targets.append(.target(name: "ParleyUI", dependencies: ["ParleyClient", "ParleyProtocol"], swiftSettings: strict))
+package.targets.append(.target(
+    name: "ParleyUI", dependencies: ["ParleyClient", "ParleyProtocol"], resources: [.process("Resources")], swiftSettings: strict))
 #endif

@@ -34,7 +34,7 @@ public enum ParleyStrings {
     /// `template` with each `{name}` replaced by `values[name]` in one pass, so a value that
     /// itself reads "{name}" (a person may be called that) stays as typed. An unknown
     /// placeholder stays as it is.
-    static func fill(_ template: String, _ values: [String: String]) -> String {
+    public static func fill(_ template: String, _ values: [String: String]) -> String {
         guard !values.isEmpty, template.contains("{") else { return template }
         var out = ""
         var rest = template[...]

@@ -27,12 +27,12 @@ struct ForwardSheet: View {
             }
             .overlay {
                 if session.list?.rows.contains(where: { $0.id != from }) != true {
-                    ContentUnavailableView("No other conversations", systemImage: "bubble.left.and.bubble.right")
+                    ContentUnavailableView(tr("No other conversations"), systemImage: "bubble.left.and.bubble.right")
                 }
             }
-            .navigationTitle("Forward to")
+            .navigationTitle(tr("Forward to"))
             .toolbar {
-                ToolbarItem(placement: .cancellationAction) { Button("Cancel") { dismiss() } }
+                ToolbarItem(placement: .cancellationAction) { Button(tr("Cancel")) { dismiss() } }
             }
         }
     }
@@ -58,19 +58,19 @@ struct SaveAttachmentSheet: View {
                 Text(message.attachment.map(ChatPresentation.attachmentLine) ?? "")
                 if let file {
                     ShareLink(item: file) {
-                        Label("Save or share", systemImage: "square.and.arrow.up")
+                        Label(tr("Save or share"), systemImage: "square.and.arrow.up")
                     }
                     .buttonStyle(.borderedProminent)
                 } else if failed {
-                    Text(model.lastError ?? "The file could not be downloaded.").foregroundStyle(.red)
+                    Text(model.lastError ?? tr("The file could not be downloaded.")).foregroundStyle(.red)
                 } else {
-                    ProgressView("Downloading…")
+                    ProgressView(tr("Downloading…"))
                 }
             }
             .padding()
-            .navigationTitle("Save")
+            .navigationTitle(tr("Save"))
             .toolbar {
-                ToolbarItem(placement: .cancellationAction) { Button("Done") { dismiss() } }
+                ToolbarItem(placement: .cancellationAction) { Button(tr("Done")) { dismiss() } }
             }
             .task { await download() }
         }
@@ -103,7 +103,7 @@ struct ChatSearchSheet: View {
     var body: some View {
         NavigationStack {
             List(results, id: \.message.id) { result in
-                Text(ChatPresentation.searchLine(result, sender: names.name(result.message.senderId) ?? "Someone"))
+                Text(ChatPresentation.searchLine(result, sender: names.name(result.message.senderId) ?? tr("Someone")))
                     .lineLimit(3)
             }
             .overlay {
@@ -111,7 +111,7 @@ struct ChatSearchSheet: View {
                     ContentUnavailableView.search(text: query)
                 }
             }
-            .searchable(text: $query, prompt: "Search this conversation")
+            .searchable(text: $query, prompt: tr("Search this conversation"))
             .task(id: query) {
                 // Asked 0.3 s after the last keystroke, not on each.
                 try? await Task.sleep(for: .milliseconds(300))
@@ -119,9 +119,9 @@ struct ChatSearchSheet: View {
                 let text = query.trimmingCharacters(in: .whitespaces)
                 results = text.isEmpty ? [] : await model.search(text)
             }
-            .navigationTitle("Search")
+            .navigationTitle(tr("Search"))
             .toolbar {
-                ToolbarItem(placement: .cancellationAction) { Button("Done") { dismiss() } }
+                ToolbarItem(placement: .cancellationAction) { Button(tr("Done")) { dismiss() } }
             }
         }
     }
@@ -149,8 +149,8 @@ struct NewGroupView: View {
     var body: some View {
         NavigationStack {
             List {
-                Section { TextField("Group name", text: $name) }
-                Section("People") {
+                Section { TextField(tr("Group name"), text: $name) }
+                Section(tr("People")) {
                     ForEach(people) { person in
                         Button {
                             if chosen.contains(person.id) { chosen.remove(person.id) } else { chosen.insert(person.id) }
@@ -169,11 +169,11 @@ struct NewGroupView: View {
                     Section { Text(error).foregroundStyle(.red) }
                 }
             }
-            .navigationTitle("New group")
+            .navigationTitle(tr("New group"))
             .toolbar {
-                ToolbarItem(placement: .cancellationAction) { Button("Cancel") { dismiss() } }
+                ToolbarItem(placement: .cancellationAction) { Button(tr("Cancel")) { dismiss() } }
                 ToolbarItem(placement: .confirmationAction) {
-                    Button("Create") {
+                    Button(tr("Create")) {
                         creating = true
                         Task {
                             let id = await session.groupConversation(named: name, with: Array(chosen))
@@ -217,25 +217,25 @@ struct GroupSheet: View {
     var body: some View {
         NavigationStack {
             List {
-                Section("Name") {
-                    TextField("Group name", text: $name)
-                    Button("Rename") { run { await session.renameGroup(conversationId, to: name) } }
+                Section(tr("Name")) {
+                    TextField(tr("Group name"), text: $name)
+                    Button(tr("Rename")) { run { await session.renameGroup(conversationId, to: name) } }
                         .disabled(name.trimmingCharacters(in: .whitespaces).isEmpty || name == conversation?.name)
                 }
-                Section("Members") {
+                Section(tr("Members")) {
                     ForEach(members, id: \.self) { id in
                         HStack {
                             person(id)
                             Spacer()
                             if id != session.user?.id {
-                                Button("Remove", role: .destructive) { run { await session.removeMember(id, from: conversationId) } }
+                                Button(tr("Remove"), role: .destructive) { run { await session.removeMember(id, from: conversationId) } }
                                     .buttonStyle(.borderless)
                             }
                         }
                     }
                 }
                 if !others.isEmpty {
-                    Section("Add people") {
+                    Section(tr("Add people")) {
                         ForEach(others) { user in
                             Button {
                                 run { await session.addMembers([user.id], to: conversationId) }
@@ -250,7 +250,7 @@ struct GroupSheet: View {
                     }
                 }
                 Section {
-                    Button("Leave group", role: .destructive) {
+                    Button(tr("Leave group"), role: .destructive) {
                         run {
                             let left = await session.leaveGroup(conversationId)
                             if left { dismiss() }
@@ -263,9 +263,9 @@ struct GroupSheet: View {
                 }
             }
             .disabled(working)
-            .navigationTitle(conversation?.name ?? "Group")
+            .navigationTitle(conversation?.name ?? tr("Group"))
             .toolbar {
-                ToolbarItem(placement: .confirmationAction) { Button("Done") { dismiss() } }
+                ToolbarItem(placement: .confirmationAction) { Button(tr("Done")) { dismiss() } }
             }
             .onAppear { name = conversation?.name ?? "" }
         }
@@ -273,7 +273,8 @@ struct GroupSheet: View {
 
     private func person(_ id: EntityID) -> some View {
         let user = session.users[id]
-        let shown = id == session.user?.id ? "\(session.user?.displayName ?? "You") (you)" : user?.displayName ?? "Someone"
+        let mine = session.user?.displayName ?? tr("You")
+        let shown = id == session.user?.id ? tr("\(mine) (you)") : user?.displayName ?? tr("Someone")
         return HStack {
             AvatarView(initials: ChatPresentation.initials(user?.displayName ?? shown), presence: nil, picture: user?.avatarUrl, size: 32)
             Text(shown)

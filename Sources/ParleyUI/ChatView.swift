@@ -150,18 +150,18 @@ public struct ChatView: View {
             }
             .background(.bar)
         }
-        .alert("Report message", isPresented: Binding(get: { reporting != nil }, set: { if !$0 { reporting = nil } })) {
-            TextField("What is wrong with it?", text: $reportReason)
-            Button("Report") {
+        .alert(tr("Report message"), isPresented: Binding(get: { reporting != nil }, set: { if !$0 { reporting = nil } })) {
+            TextField(tr("What is wrong with it?"), text: $reportReason)
+            Button(tr("Report")) {
                 let message = reporting, reason = reportReason
                 reporting = nil
                 reportReason = ""
                 guard let message, !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else { return }
                 Task { await model.report(message, reason: reason) }
             }
-            Button("Cancel", role: .cancel) { reportReason = "" }
+            Button(tr("Cancel"), role: .cancel) { reportReason = "" }
         } message: {
-            Text("Your organization's admins will see the message and your reason.")
+            Text(tr("Your organization's admins will see the message and your reason."))
         }
         .navigationTitle(session.list?.rows.first { $0.id == model.conversationId }?.title ?? "")
         .toolbar {
@@ -178,7 +178,7 @@ public struct ChatView: View {
                             Image(systemName: "bell.slash.fill")
                                 .font(.caption)
                                 .foregroundStyle(.secondary)
-                                .accessibilityLabel("Muted")
+                                .accessibilityLabel(tr("Muted"))
                         }
                     }
                     if let conversation {
@@ -196,23 +196,23 @@ public struct ChatView: View {
                         Task { await model.setMuted(!muted) }
                     } label: {
                         // Muted: no notifications except mentions; unread still counts.
-                        Label(muted ? "Unmute" : "Mute", systemImage: muted ? "bell" : "bell.slash")
+                        Label(muted ? tr("Unmute") : tr("Mute"), systemImage: muted ? "bell" : "bell.slash")
                     }
                     .disabled(conversation == nil)
                     Button {
                         searching = true
                     } label: {
-                        Label("Search", systemImage: "magnifyingglass")
+                        Label(tr("Search"), systemImage: "magnifyingglass")
                     }
                     if conversation?.type == .group {
                         Button {
                             managingGroup = true
                         } label: {
-                            Label("Members", systemImage: "person.3")
+                            Label(tr("Members"), systemImage: "person.3")
                         }
                     }
                 } label: {
-                    Label("Chat options", systemImage: "ellipsis.circle")
+                    Label(tr("Chat options"), systemImage: "ellipsis.circle")
                 }
             }
         }
@@ -269,8 +269,8 @@ public struct ChatView: View {
             }
             .buttonStyle(.plain)
             .background(.bar)
-            .accessibilityLabel("Pinned: \(line)")
-            .accessibilityHint("Shows the pinned message")
+            .accessibilityLabel(tr("Pinned: \(line)"))
+            .accessibilityHint(tr("Shows the pinned message"))
             Divider()
         }
     }

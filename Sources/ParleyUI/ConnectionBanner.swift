@@ -36,7 +36,7 @@ public struct ConnectionBanner: View {
                     .lineLimit(2)
                 Spacer(minLength: 0)
                 if state == .failed, let retry {
-                    Button("Try again", action: retry)
+                    Button(tr("Try again"), action: retry)
                         .font(.footnote.bold())
                 }
             }

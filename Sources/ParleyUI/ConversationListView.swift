@@ -49,7 +49,7 @@ public struct ConversationListView: View {
         .overlay {
             if items.isEmpty {
                 ContentUnavailableView {
-                    Label(session.list?.isLoading == true ? "Loading" : "No conversations", systemImage: "bubble.left.and.bubble.right")
+                    Label(session.list?.isLoading == true ? tr("Loading") : tr("No conversations"), systemImage: "bubble.left.and.bubble.right")
                 } description: {
                     Text(ChatPresentation.emptyListText(isLoading: session.list?.isLoading == true))
                 }
@@ -65,37 +65,37 @@ public struct ConversationListView: View {
         .refreshable {
             await session.client?.synchronize()
         }
-        .navigationTitle("Chats")
+        .navigationTitle(tr("Chats"))
         .toolbar {
             ToolbarItem(placement: .primaryAction) {
                 Button {
                     choosingPerson = true
                 } label: {
-                    Label("New chat", systemImage: "square.and.pencil")
+                    Label(tr("New chat"), systemImage: "square.and.pencil")
                 }
             }
             ToolbarItem(placement: .secondaryAction) {
                 Button {
                     creatingGroup = true
                 } label: {
-                    Label("New group", systemImage: "person.3")
+                    Label(tr("New group"), systemImage: "person.3")
                 }
             }
             ToolbarItem(placement: .secondaryAction) {
                 Button {
                     editingProfile = true
                 } label: {
-                    Label("Profile", systemImage: "person.crop.circle")
+                    Label(tr("Profile"), systemImage: "person.crop.circle")
                 }
             }
             ToolbarItem(placement: .secondaryAction) {
-                Button("Sign out", role: .destructive) {
+                Button(tr("Sign out"), role: .destructive) {
                     Task { await session.signOut() }
                 }
             }
         }
-        .alert("Couldn't change notifications", isPresented: Binding(get: { muteError != nil }, set: { if !$0 { muteError = nil } })) {
-            Button("OK", role: .cancel) {}
+        .alert(tr("Couldn't change notifications"), isPresented: Binding(get: { muteError != nil }, set: { if !$0 { muteError = nil } })) {
+            Button(tr("OK"), role: .cancel) {}
         } message: {
             Text(muteError ?? "")
         }
@@ -122,7 +122,7 @@ extension ConversationListView {
         Button {
             setMuted(!item.isMuted, item.id)
         } label: {
-            Label(item.isMuted ? "Unmute" : "Mute", systemImage: item.isMuted ? "bell" : "bell.slash")
+            Label(item.isMuted ? tr("Unmute") : tr("Mute"), systemImage: item.isMuted ? "bell" : "bell.slash")
         }
         .tint(.indigo)
     }
@@ -240,11 +240,11 @@ struct PeoplePicker: View {
                 }
             }
             .searchable(text: $query)
-            .navigationTitle("New chat")
+            .navigationTitle(tr("New chat"))
             .toolbar {
                 // A macOS sheet has no swipe to close: this is its way out (a phone's too).
                 ToolbarItem(placement: .cancellationAction) {
-                    Button("Cancel") { dismiss() }
+                    Button(tr("Cancel")) { dismiss() }
                 }
             }
         }

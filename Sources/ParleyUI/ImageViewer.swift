@@ -36,13 +36,13 @@ extension EnvironmentValues {
 extension View {
     /// Image bubbles below this view open full screen: over the whole screen on iOS, in a sheet
     /// on macOS.
-    func opensImagesFullScreen(_ viewed: Binding<ViewedImage?>) -> some View {
+    func opensImagesFullScreen(_ shown: Binding<ViewedImage?>) -> some View {
         #if os(iOS)
-        environment(\.parleyOpenImage, OpenImageAction { viewed.wrappedValue = $0 })
-            .fullScreenCover(item: viewed) { ImageViewer(viewed: $0) }
+        environment(\.parleyOpenImage, OpenImageAction { shown.wrappedValue = $0 })
+            .fullScreenCover(item: shown) { ImageViewer(viewed: $0) }
         #else
-        environment(\.parleyOpenImage, OpenImageAction { viewed.wrappedValue = $0 })
-            .sheet(item: viewed) { ImageViewer(viewed: $0).frame(minWidth: 640, minHeight: 480) }
+        environment(\.parleyOpenImage, OpenImageAction { shown.wrappedValue = $0 })
+            .sheet(item: shown) { ImageViewer(viewed: $0).frame(minWidth: 640, minHeight: 480) }
         #endif
     }
 }
@@ -89,7 +89,7 @@ struct ImageViewer: View {
                 #endif
                 .toolbar {
                     ToolbarItem(placement: .cancellationAction) {
-                        Button("Done") { dismiss() }
+                        Button(tr("Done")) { dismiss() }
                     }
                     ToolbarItem(placement: .primaryAction) {
                         ShareLink(item: viewed.image, preview: SharePreview(viewed.name, image: viewed.image))

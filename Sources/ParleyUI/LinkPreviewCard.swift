@@ -30,7 +30,7 @@ struct LinkPreviewCard: View {
                 content
             }
             .buttonStyle(.plain)
-            .accessibilityHint("Opens the page")
+            .accessibilityHint(tr("Opens the page"))
         } else {
             content
         }

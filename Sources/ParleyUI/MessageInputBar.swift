@@ -60,7 +60,7 @@ public struct MessageInputBar: View {
     /// The bar.
     public var body: some View {
         VStack(spacing: 6) {
-            if let line = replyingTo ?? editing.map({ _ in "Editing your message" }) {
+            if let line = replyingTo ?? editing.map({ _ in tr("Editing your message") }) {
                 HStack {
                     Image(systemName: replyingTo != nil ? "arrowshape.turn.up.left" : "pencil")
                     Text(line).lineLimit(1)
@@ -71,7 +71,7 @@ public struct MessageInputBar: View {
                     } label: {
                         Image(systemName: "xmark.circle.fill")
                     }
-                    .accessibilityLabel("Cancel")
+                    .accessibilityLabel(tr("Cancel"))
                 }
                 .font(.caption)
                 .foregroundStyle(.secondary)
@@ -83,7 +83,7 @@ public struct MessageInputBar: View {
                             Button("@" + candidate.name) { complete(with: candidate) }
                                 .buttonStyle(.bordered)
                                 .controlSize(.small)
-                                .accessibilityLabel("Mention \(candidate.name)")
+                                .accessibilityLabel(tr("Mention \(candidate.name)"))
                         }
                     }
                 }
@@ -94,28 +94,28 @@ public struct MessageInputBar: View {
                         Button {
                             pickingPhoto = true
                         } label: {
-                            Label("Photo or video", systemImage: "photo.on.rectangle")
+                            Label(tr("Photo or video"), systemImage: "photo.on.rectangle")
                         }
                         #if os(iOS)
                         if CameraPicker.isAvailable {
                             Button {
                                 takingPhoto = true
                             } label: {
-                                Label("Camera", systemImage: "camera")
+                                Label(tr("Camera"), systemImage: "camera")
                             }
                         }
                         #endif
                         Button {
                             picking = true
                         } label: {
-                            Label("File", systemImage: "doc")
+                            Label(tr("File"), systemImage: "doc")
                         }
                     } label: {
                         Image(systemName: "plus.circle").font(.title2)
                     }
-                    .accessibilityLabel("Attach a photo, a video or a file")
+                    .accessibilityLabel(tr("Attach a photo, a video or a file"))
                 }
-                TextField("Message", text: $text, axis: .vertical)
+                TextField(tr("Message"), text: $text, axis: .vertical)
                     .lineLimit(1...6)
                     .textFieldStyle(.roundedBorder)
                     .focused($focused)
@@ -128,7 +128,7 @@ public struct MessageInputBar: View {
                         .font(.title2)
                 }
                 .disabled(trimmed.isEmpty)
-                .accessibilityLabel(editing == nil ? "Send" : "Save the edit")
+                .accessibilityLabel(editing == nil ? tr("Send") : tr("Save the edit"))
             }
         }
         .padding(.horizontal)
@@ -154,11 +154,11 @@ public struct MessageInputBar: View {
             guard let item else { return }
             photo = nil
             Task {
-                guard let picked = await PickedMedia.load(item) else {
+                guard let media = await PickedMedia.load(item) else {
                     photoFailed = true
                     return
                 }
-                hand(picked)
+                hand(media)
             }
         }
         #if os(iOS)
@@ -166,19 +166,19 @@ public struct MessageInputBar: View {
             CameraPicker { data in
                 takingPhoto = false
                 guard let data else { return }
-                guard let picked = try? PickedMedia.temporary(data, type: .jpeg) else {
+                guard let media = try? PickedMedia.temporary(data, type: .jpeg) else {
                     photoFailed = true
                     return
                 }
-                hand(picked)
+                hand(media)
             }
             .ignoresSafeArea()
         }
         #endif
-        .alert("The photo could not be loaded", isPresented: $photoFailed) {
-            Button("OK", role: .cancel) {}
+        .alert(tr("The photo could not be loaded"), isPresented: $photoFailed) {
+            Button(tr("OK"), role: .cancel) {}
         } message: {
-            Text("It may still be downloading from iCloud. Try again in a moment.")
+            Text(tr("It may still be downloading from iCloud. Try again in a moment."))
         }
         .fileImporter(isPresented: $picking, allowedContentTypes: [.item]) { result in
             guard case .success(let picked) = result, let onAttach else { return }
@@ -193,9 +193,9 @@ public struct MessageInputBar: View {
     }
 
     /// Hands a photo or camera picture to `onAttach`, then removes the temporary file.
-    private func hand(_ picked: PickedMedia) {
-        onAttach?(picked.file, picked.contentType, picked.isImage)
-        picked.discard()
+    private func hand(_ media: PickedMedia) {
+        onAttach?(media.file, media.contentType, media.isImage)
+        media.discard()
     }
 
     private func send() {

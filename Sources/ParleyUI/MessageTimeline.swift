@@ -180,22 +180,22 @@ public struct MessageBubbleView: View {
                     .font(.caption.bold())
                     .buttonStyle(.borderless)
                     .disabled(actions.openThread == nil)
-                    .accessibilityLabel("Open thread, \(line)")
+                    .accessibilityLabel(tr("Open thread, \(line)"))
                 }
                 HStack(spacing: 4) {
                     if item.isPinned, item.cell != .deleted {
-                        Image(systemName: "pin.fill").accessibilityLabel("Pinned")
+                        Image(systemName: "pin.fill").accessibilityLabel(tr("Pinned"))
                     }
                     if item.mentionsMe {
-                        Image(systemName: "at").accessibilityLabel("Mentions you")
+                        Image(systemName: "at").accessibilityLabel(tr("Mentions you"))
                     }
-                    if item.isEdited { Text("edited") }
+                    if item.isEdited { Text(tr("edited")) }
                     Text(item.time)
                     if let status = item.status {
                         Text(status.glyph)
                             .foregroundStyle(status == .read ? theme.accent : status.canResend ? Color.red : Color.secondary)
                             .accessibilityLabel(status.label)
-                        if status.canResend { Text("Tap to resend").foregroundStyle(.red) }
+                        if status.canResend { Text(tr("Tap to resend")).foregroundStyle(.red) }
                     }
                 }
                 .font(.caption2)
@@ -209,14 +209,14 @@ public struct MessageBubbleView: View {
             if item.status?.canResend == true { actions.resend(item.message) }
         }
         .contextMenu { menu }
-        .alert("React with any emoji", isPresented: $choosingEmoji) {
-            TextField("Emoji", text: $otherEmoji)
-            Button("React") {
+        .alert(tr("React with any emoji"), isPresented: $choosingEmoji) {
+            TextField(tr("Emoji"), text: $otherEmoji)
+            Button(tr("React")) {
                 let emoji = otherEmoji.trimmingCharacters(in: .whitespaces)
                 otherEmoji = ""
                 if !emoji.isEmpty, !item.myReactions.contains(emoji) { actions.react(item.message, emoji) }
             }
-            Button("Cancel", role: .cancel) { otherEmoji = "" }
+            Button(tr("Cancel"), role: .cancel) { otherEmoji = "" }
         }
     }
 
@@ -283,16 +283,16 @@ struct MessageCell: View {
                 .onTapGesture(perform: showFullScreen)
                 .accessibilityElement()
                 .accessibilityLabel(spoken)
-                .accessibilityValue(image == nil ? "Loading" : "")
+                .accessibilityValue(image == nil ? tr("Loading") : "")
                 .accessibilityAddTraits(openImage != nil && image != nil ? [.isImage, .isButton] : .isImage)
-                .accessibilityHint(openImage != nil && image != nil ? "Opens the picture full screen" : "")
+                .accessibilityHint(openImage != nil && image != nil ? tr("Opens the picture full screen") : "")
                 .accessibilityAction(.default, showFullScreen)
                 if !item.body.isEmpty { Text(item.body) }
             }
             .task(id: item.message.attachment?.id) { await loadImage() }
         case .video, .audio, .file:
             VStack(alignment: .leading, spacing: 4) {
-                Label(item.attachmentLine ?? "Attachment", systemImage: symbol)
+                Label(item.attachmentLine ?? tr("Attachment"), systemImage: symbol)
                     .accessibilityLabel(spoken)
                 if !item.body.isEmpty { Text(item.body) }
             }
@@ -321,7 +321,7 @@ struct MessageCell: View {
 
     /// What VoiceOver says of the attachment ("Picture, photo.png, 1.2 MB").
     private var spoken: String {
-        item.message.attachment.map(ChatPresentation.spokenAttachment) ?? "Attachment"
+        item.message.attachment.map(ChatPresentation.spokenAttachment) ?? tr("Attachment")
     }
 
     private var aspect: CGFloat {
@@ -355,7 +355,7 @@ struct LocationCell: View {
                 #if canImport(MapKit)
                 let coordinate = CLLocationCoordinate2D(latitude: pin.latitude, longitude: pin.longitude)
                 Map(initialPosition: .region(MKCoordinateRegion(center: coordinate, latitudinalMeters: 800, longitudinalMeters: 800))) {
-                    Marker(pin.name ?? "Location", coordinate: coordinate)
+                    Marker(pin.name ?? tr("Location"), coordinate: coordinate)
                 }
                 .frame(width: 240, height: 150)
                 .clipShape(RoundedRectangle(cornerRadius: 10))

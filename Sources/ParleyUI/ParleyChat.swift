@@ -99,7 +99,7 @@ public struct ParleyChat: View {
                     SignInView(session: session)
                 }
             } else if server == nil {
-                ContentUnavailableView("Can't use this server", systemImage: "exclamationmark.triangle", description: Text(address))
+                ContentUnavailableView(tr("Can't use this server"), systemImage: "exclamationmark.triangle", description: Text(address))
             } else {
                 ProgressView()
             }
@@ -198,7 +198,7 @@ struct ChatNavigation: View {
                 }
                 .id(selection)
             } else {
-                ContentUnavailableView("No chat selected", systemImage: "bubble.left.and.bubble.right")
+                ContentUnavailableView(tr("No chat selected"), systemImage: "bubble.left.and.bubble.right")
             }
         }
         .environment(\.parleyPictures, PictureLoader { [session] url in await session.pictureData(url) })

@@ -28,20 +28,20 @@ struct ProfileView: View {
                             picture: session.user?.avatarUrl, size: 72)
                         VStack(alignment: .leading, spacing: 8) {
                             PhotosPicker(selection: $photo, matching: .images) {
-                                Label("Choose a picture", systemImage: "photo")
+                                Label(tr("Choose a picture"), systemImage: "photo")
                             }
                             if session.user?.avatarUrl != nil {
-                                Button("Remove picture", role: .destructive) {
+                                Button(tr("Remove picture"), role: .destructive) {
                                     run { await session.removePicture() }
                                 }
                             }
                         }
                     }
                 }
-                Section("Display name") {
-                    TextField("Display name", text: $name)
+                Section(tr("Display name")) {
+                    TextField(tr("Display name"), text: $name)
                         .onSubmit(saveName)
-                    Button("Save name", action: saveName)
+                    Button(tr("Save name"), action: saveName)
                         .disabled(working || name.trimmingCharacters(in: .whitespaces).isEmpty || name == session.user?.displayName)
                 }
                 if let error = session.profileError {
@@ -49,10 +49,10 @@ struct ProfileView: View {
                 }
             }
             .disabled(working)
-            .navigationTitle("Profile")
+            .navigationTitle(tr("Profile"))
             .toolbar {
                 ToolbarItem(placement: .confirmationAction) {
-                    Button("Done") { dismiss() }
+                    Button(tr("Done")) { dismiss() }
                 }
             }
             .onAppear { name = session.user?.displayName ?? "" }

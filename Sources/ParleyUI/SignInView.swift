@@ -30,23 +30,23 @@ public struct SignInView: View {
         NavigationStack {
             Form {
                 Section {
-                    TextField("Organization", text: $organization)
+                    TextField(tr("Organization"), text: $organization)
                         .textContentType(.organizationName)
-                    TextField("Email", text: $email)
+                    TextField(tr("Email"), text: $email)
                         .textContentType(.emailAddress)
                         .autocorrectionDisabled()
                     #if os(iOS)
                         .textInputAutocapitalization(.never)
                         .keyboardType(.emailAddress)
                     #endif
-                    SecureField("Password", text: $password)
+                    SecureField(tr("Password"), text: $password)
                         .textContentType(creatingAccount ? .newPassword : .password)
                 }
                 if creatingAccount {
-                    Section("Your account") {
-                        TextField("Your name", text: $displayName)
+                    Section(tr("Your account")) {
+                        TextField(tr("Your name"), text: $displayName)
                             .textContentType(.name)
-                        TextField("Invite code (to join an existing organization)", text: $inviteCode)
+                        TextField(tr("Invite code (to join an existing organization)"), text: $inviteCode)
                             .autocorrectionDisabled()
                     }
                 }
@@ -59,7 +59,7 @@ public struct SignInView: View {
                 Section {
                     Button(action: submit) {
                         HStack {
-                            Text(creatingAccount ? "Create account" : "Sign in")
+                            Text(creatingAccount ? tr("Create account") : tr("Sign in"))
                             if session.state == .signingIn {
                                 Spacer()
                                 ProgressView()
@@ -67,12 +67,12 @@ public struct SignInView: View {
                         }
                     }
                     .disabled(!canSubmit)
-                    Button(creatingAccount ? "I have an account" : "Create an account") {
+                    Button(creatingAccount ? tr("I have an account") : tr("Create an account")) {
                         creatingAccount.toggle()
                     }
                 }
             }
-            .navigationTitle(creatingAccount ? "Create account" : "Sign in")
+            .navigationTitle(creatingAccount ? tr("Create account") : tr("Sign in"))
             .onSubmit(submit)
         }
     }

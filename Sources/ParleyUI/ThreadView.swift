@@ -91,7 +91,7 @@ public struct ThreadView: View {
                 mentionCandidates: { draft in await chat.mentionCandidates(for: draft) })
                 .background(.bar)
         }
-        .navigationTitle("Thread")
+        .navigationTitle(tr("Thread"))
         .opensImagesFullScreen($viewing)
         .task { await model.start() }
         .onDisappear { model.stop() }
@@ -101,7 +101,7 @@ public struct ThreadView: View {
     /// still on its way).
     private var replyCount: String {
         let count = max(model.root?.thread?.replyCount ?? 0, model.replies.count)
-        return count == 1 ? "1 reply" : "\(count) replies"
+        return count == 1 ? tr("1 reply") : tr("\(String(count)) replies")
     }
 
     @ViewBuilder private func row(_ item: ChatPresentation.Item) -> some View {

@@ -391,6 +391,6 @@ public enum ChatPresentation {
         }
         let who = last.senderId == me ? ParleyStrings.text("who.you") : names(last.senderId) ?? ParleyStrings.text("who.someone")
         let body = last.text.isEmpty ? (last.attachment.map(attachmentLine) ?? "") : firstLine(last.text, max: 80)
-        return conversation.type == .direct && last.senderId != me ? body : "\(who): \(body)"
+        return conversation.type == .direct && last.senderId != me ? body : ParleyStrings.text("preview.from", ["who": who, "text": body])
     }
 }

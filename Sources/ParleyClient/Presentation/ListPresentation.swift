@@ -106,12 +106,12 @@ extension ChatPresentation {
         let typingText = typing.flatMap { $0.isEmpty ? nil : $0 }
         let preview = typingText ?? self.preview(conversation, me: me, names: names)
         var spoken = [row.title]
-        if row.unreadCount > 0 { spoken.append("\(row.unreadCount) unread") }
+        if row.unreadCount > 0 { spoken.append(ParleyStrings.text("spoken.unread", ["count": "\(row.unreadCount)"])) }
         if conversation.mentionCount > 0 {
-            spoken.append(conversation.mentionCount == 1 ? "1 mention" : "\(conversation.mentionCount) mentions")
+            spoken.append(ParleyStrings.text(conversation.mentionCount == 1 ? "spoken.mention" : "spoken.mentions", ["count": "\(conversation.mentionCount)"]))
         }
-        if conversation.muted { spoken.append("muted") }
-        if presence == .online { spoken.append("online") }
+        if conversation.muted { spoken.append(ParleyStrings.text("spoken.muted")) }
+        if presence == .online { spoken.append(ParleyStrings.text("subtitle.online")) }
         spoken.append(preview)
         return ListRowItem(
             id: row.id, title: row.title, initials: initials(conversation.type == .group && conversation.name == nil ? "" : row.title),
@@ -130,13 +130,15 @@ extension ChatPresentation {
     ) -> String {
         if let typing, !typing.isEmpty { return typing }
         if conversation.type == .group {
-            return conversation.memberCount == 1 ? "1 member" : "\(conversation.memberCount) members"
+            return ParleyStrings.text(conversation.memberCount == 1 ? "subtitle.member" : "subtitle.members", ["count": "\(conversation.memberCount)"])
         }
         guard let peer = conversation.participantIds.first(where: { $0 != me }), let user = users[peer] else { return "" }
-        if user.isOnline { return "online" }
-        guard let seen = user.lastSeenAt else { return "offline" }
+        if user.isOnline { return ParleyStrings.text("subtitle.online") }
+        guard let seen = user.lastSeenAt else { return ParleyStrings.text("subtitle.offline") }
         let day = listTime(seen, now: now, calendar: calendar)
-        return calendar.isDate(seen, inSameDayAs: now) ? "last seen \(day)" : "last seen \(day) at \(time(seen, calendar: calendar))"
+        return calendar.isDate(seen, inSameDayAs: now)
+            ? ParleyStrings.text("subtitle.seenAt", ["time": day])
+            : ParleyStrings.text("subtitle.seenOn", ["day": day, "time": time(seen, calendar: calendar)])
     }
 
     /// A list row's time: "10:42" today, "Yesterday", a weekday within the week, else "23 Nov"

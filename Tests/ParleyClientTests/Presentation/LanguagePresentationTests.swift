@@ -41,6 +41,10 @@ import Testing
             #expect(ChatPresentation.StatusMark.read.label == "lu")
             #expect(ChatPresentation.jumpToNewest(newBelow: 3) == "↓ 3 nouveaux")
             #expect(ChatPresentation.emptyListText(isLoading: true) == "Chargement des conversations…")
+            let group = Conversation(
+                id: EntityID(), type: .group, name: "Lancement", participantIds: [me, ada, bob], createdAt: Date(), lastActivityAt: Date(),
+                lastSeq: 0, unreadCount: 0, readSeq: 0, members: [])
+            #expect(ChatPresentation.subtitle(group, me: me, users: [:]) == "3 membres")
         }
         // Outside the scope, the process's language is as it was.
         #expect(ChatPresentation.banner(.disconnected) == "Offline")
