@@ -40,6 +40,9 @@ public struct MessageTimeline: View {
     }
 
     @State private var scrolledToUnread = false
+    /// The item at the top of the screen. Bound to the scroll view, it keeps that item where it
+    /// is when an older page is put in above it: the list does not jump.
+    @State private var topItem: String?
 
     /// The scrolling list.
     public var body: some View {
@@ -87,7 +90,9 @@ public struct MessageTimeline: View {
                 }
             }
             .padding(.horizontal, 10)
+            .scrollTargetLayout()
         }
+        .scrollPosition(id: $topItem, anchor: .top)
         .defaultScrollAnchor(.bottom)
         // Opened with unread messages: at the "New messages" line, once it is there.
         .onChange(of: items.contains { $0.id == "unread" }, initial: true) { _, hasUnreadLine in

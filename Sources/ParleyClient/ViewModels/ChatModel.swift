@@ -46,6 +46,8 @@ public final class ChatModel {
     @ObservationIgnored private var shownGeneration = 0
     /// The server answered an older page with nothing: the conversation's start is shown.
     @ObservationIgnored private var reachedStart = false
+    /// An older page is on its way (a screen may show a spinner at the top).
+    public private(set) var isLoadingOlder = false
     /// A reload is waiting out ``coalescing`` (the changes meanwhile ride along).
     @ObservationIgnored private var reloadPending = false
     /// Reloads from the database so far (tests count them).
@@ -273,7 +275,11 @@ public final class ChatModel {
 
     /// Prepends the page before the oldest shown message.
     public func loadOlder(limit: Int = 50) async {
-        guard let oldest = messages.first(where: \.isConfirmed)?.seq else { return }
+        // The top of the list can appear twice before the page arrives (a bounce, a redraw):
+        // one page at a time, so it is neither asked for nor inserted twice.
+        guard !isLoadingOlder, let oldest = messages.first(where: \.isConfirmed)?.seq else { return }
+        isLoadingOlder = true
+        defer { isLoadingOlder = false }
         do {
             let older = try await client.loadOlder(conversationId, before: oldest, limit: limit)
             if older.isEmpty { reachedStart = true }

@@ -54,6 +54,34 @@ import Testing
         await client.stop()
     }
 
+    /// The top of the list appearing twice before the page arrives asks for it once: one page
+    /// read, no message twice.
+    @Test func theTopReachedTwiceLoadsOnePage() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let (alice, bob, direct) = try await server.directPair()
+        for n in 1...120 { _ = try await bob.api.send(.init(clientMessageId: "b\(n)", text: "\(n)"), to: direct.id) }
+        let client = try ChatClientTests.client(alice)
+        await client.start()
+        let chat = ChatModel(client: client, conversationId: direct.id)
+        await chat.start()
+        try await waitFor("the newest page") { await MainActor.run { chat.messages.last?.seq == 120 } }
+        let shown = chat.messages.count
+        // Each page the client reads counts as a cache hit or a miss.
+        func pagesRead() async -> Int { let counts = await client.readCounts; return counts.cacheHits + counts.cacheMisses }
+        let before = await pagesRead()
+        async let first: Void = chat.loadOlder()
+        async let second: Void = chat.loadOlder()
+        _ = await (first, second)
+        #expect(await pagesRead() - before == 1, "one page read, not two")
+        let seqs = chat.messages.compactMap(\.seq)
+        #expect(seqs == Array((seqs.first ?? 1)...120), "in order, none twice")
+        #expect(chat.messages.count == shown + 50 || seqs.first == 1, "one page more: \(chat.messages.count)")
+        #expect(!chat.isLoadingOlder)
+        chat.stop()
+        await client.stop()
+    }
+
     @Test func aLongWindowLetsTheOldPagesGoAndGetsThemBack() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
