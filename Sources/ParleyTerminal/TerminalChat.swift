@@ -72,6 +72,8 @@ public final class TerminalChat {
     var api: ParleyAPI?
     var list: ConversationListModel?
     var chat: ChatModel?
+    /// The open chat's window is being trimmed (``markVisible(_:)``).
+    var trimming = false
     /// The thread open over the chat: its replies replace the timeline, lines reply in it.
     var thread: ThreadModel?
     var directory: DirectoryModel?
@@ -271,7 +273,17 @@ public final class TerminalChat {
     private func markVisible(_ chat: ChatModel) {
         // In a thread its replies are what is on screen (a reply's seq reads what is below it).
         let shown = thread.map(threadMessages) ?? chat.messages
-        guard screen.scroll == 0, screen.overlay == nil, let newest = shown.last(where: \.isConfirmed), newest.id != lastVisibleId else { return }
+        guard screen.scroll == 0, screen.overlay == nil else { return }
+        // At the newest of a long chat: the pages scrolled back through go (PgUp brings them
+        // back from the cache), as in the web client and SwiftUI.
+        if thread == nil, !trimming, chat.messages.count > 300 {
+            trimming = true
+            Task {
+                await chat.trimWindowIfLong()
+                trimming = false
+            }
+        }
+        guard let newest = shown.last(where: \.isConfirmed), newest.id != lastVisibleId else { return }
         lastVisibleId = newest.id
         let visible = Array(shown.suffix(30))
         Task { await chat.messagesBecameVisible(visible) }

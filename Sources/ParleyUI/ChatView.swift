@@ -93,7 +93,7 @@ public struct ChatView: View {
                 if atBottom {
                     withAnimation { proxy.scrollTo(newest, anchor: .bottom) }
                     // Read to the end: the pages scrolled through on the way up can go.
-                    Task { await model.trimWindow() }
+                    Task { await model.trimWindowIfLong() }
                 } else {
                     newBelow += 1
                 }

@@ -315,6 +315,14 @@ public final class ChatModel {
         await reload()
     }
 
+    /// ``trimWindow(keeping:)`` once the window holds more than `most` messages: what a screen
+    /// calls while the newest is on it, so a long chat read to its end lets its old pages go
+    /// without being trimmed again at every new message.
+    public func trimWindowIfLong(most: Int = 300, keeping: Int = 200) async {
+        guard messages.count > max(most, keeping) else { return }
+        await trimWindow(keeping: keeping)
+    }
+
     /// Reads the window from the local database (ordered there by seq: no sort in memory).
     public func reload() async {
         reloads += 1

@@ -3,6 +3,7 @@
 // domains and message retention, and the audit log. Opened from the menu (admins only) or the
 // `#admin` link; a member who gets here anyway sees the server's 403 as a sentence. Every name,
 // reason, message text and audit detail is a text node (h() never parses HTML).
+import { t, tn } from '/web/i18n.js';
 import { h, $, setChildren, formatDay, formatTime } from '/web/dom.js';
 import { api, qs } from '/web/api.js';
 import { store } from '/web/store.js';
@@ -76,7 +77,7 @@ function showSection(name) {
   $('#admin-body').setAttribute('aria-labelledby', `admin-tab-${name}`);
   $('#admin-body').dataset.section = name;
   setError('');
-  setChildren($('#admin-body'), h('p', { class: 'muted pad' }, 'Loading…'));
+  setChildren($('#admin-body'), h('p', { class: 'muted pad' }, t('Loading…')));
   load();
 }
 
@@ -85,7 +86,7 @@ function say(text) { $('#admin-status').textContent = text; }
 
 // A refusal in words: a member who reached the console, or a role taken away meanwhile.
 function fail(e) {
-  if (e.status === 403) setError(`Only admins of your organization can use the admin console. (${e.message})`);
+  if (e.status === 403) setError(t('Only admins of your organization can use the admin console. ({reason})', { reason: e.message }));
   else setError(e.message);
 }
 
@@ -93,7 +94,7 @@ function nameOf(id) {
   if (!id) return '';
   if (id === store.me?.id) return store.me.displayName;
   const u = people.get(id) || store.users.get(id);
-  return u ? u.displayName : `unknown user ${id.slice(0, 8)}…`;
+  return u ? u.displayName : t('unknown user {id}…', { id: id.slice(0, 8) });
 }
 
 function when(iso) {
@@ -163,17 +164,17 @@ async function act(button, work, done) {
 
 // ---- reports ----
 function reportsView() {
-  const select = h('select', { id: 'admin-report-status', 'aria-label': 'Which reports' },
-    ['open', 'resolved', 'dismissed'].map((s) => h('option', { value: s }, s === 'open' ? 'Open' : s === 'resolved' ? 'Resolved' : 'Dismissed')));
+  const select = h('select', { id: 'admin-report-status', 'aria-label': t('Which reports') },
+    ['open', 'resolved', 'dismissed'].map((s) => h('option', { value: s }, s === 'open' ? t('Open') : s === 'resolved' ? t('Resolved') : t('Dismissed'))));
   select.value = reportStatus;
   select.addEventListener('change', () => { reportStatus = select.value; load(); });
   const items = reports.items.map(reportRow);
   return [
-    h('div', { class: 'admin-toolbar' }, h('label', { class: 'inline-label', for: 'admin-report-status' }, 'Show'), select,
-      h('span', { class: 'hint', id: 'admin-report-count' }, `${reports.items.length}${reports.hasMore ? '+' : ''} ${reportStatus}`)),
-    h('ul', { id: 'admin-reports', class: 'admin-list', 'aria-label': 'Reports' },
-      items.length ? items : h('li', { class: 'muted pad admin-empty' }, reportStatus === 'open' ? 'No open reports. All clear.' : `No ${reportStatus} reports.`)),
-    reports.hasMore ? h('button', { type: 'button', id: 'admin-reports-more', class: 'text-btn', onclick: (e) => moreReports(e.currentTarget) }, 'Older reports') : null,
+    h('div', { class: 'admin-toolbar' }, h('label', { class: 'inline-label', for: 'admin-report-status' }, t('Show')), select,
+      h('span', { class: 'hint', id: 'admin-report-count' }, `${reports.items.length}${reports.hasMore ? '+' : ''} ` + t(reportStatus))),
+    h('ul', { id: 'admin-reports', class: 'admin-list', 'aria-label': t('Reports') },
+      items.length ? items : h('li', { class: 'muted pad admin-empty' }, reportStatus === 'open' ? t('No open reports. All clear.') : t(`No ${reportStatus} reports.`))),
+    reports.hasMore ? h('button', { type: 'button', id: 'admin-reports-more', class: 'text-btn', onclick: (e) => moreReports(e.currentTarget) }, t('Older reports')) : null,
   ];
 }
 
@@ -185,36 +186,36 @@ function reportRow(r) {
       ? h('blockquote', { class: `report-message${m.deletedAt ? ' deleted' : ''}` },
         h('div', { class: 'reply-sender' }, nameOf(m.senderId), ' ', h('span', { class: 'hint' }, when(m.createdAt))),
         h('div', { class: 'report-message-text', dir: 'auto' }, m.deletedAt ? deletedText(m) : (m.text || m.attachment?.name || '')))
-      : h('blockquote', { class: 'report-message deleted' }, h('div', { class: 'report-message-text' }, 'The message no longer exists.'));
+      : h('blockquote', { class: 'report-message deleted' }, h('div', { class: 'report-message-text' }, t('The message no longer exists.')));
   }
   const buttons = [];
   if (r.status === 'open') {
     buttons.push(h('button', {
-      type: 'button', class: 'text-btn accent report-resolve', 'aria-label': `Resolve the report by ${nameOf(r.reporterId)}`,
-      onclick: (e) => act(e.currentTarget, () => api('PATCH', `/organization/reports/${r.id}`, { status: 'resolved' }), 'Report resolved.'),
-    }, 'Resolve'));
+      type: 'button', class: 'text-btn accent report-resolve', 'aria-label': t('Resolve the report by {name}', { name: nameOf(r.reporterId) }),
+      onclick: (e) => act(e.currentTarget, () => api('PATCH', `/organization/reports/${r.id}`, { status: 'resolved' }), t('Report resolved.')),
+    }, t('Resolve')));
     buttons.push(h('button', {
-      type: 'button', class: 'text-btn report-dismiss', 'aria-label': `Dismiss the report by ${nameOf(r.reporterId)}`,
-      onclick: (e) => act(e.currentTarget, () => api('PATCH', `/organization/reports/${r.id}`, { status: 'dismissed' }), 'Report dismissed.'),
-    }, 'Dismiss'));
+      type: 'button', class: 'text-btn report-dismiss', 'aria-label': t('Dismiss the report by {name}', { name: nameOf(r.reporterId) }),
+      onclick: (e) => act(e.currentTarget, () => api('PATCH', `/organization/reports/${r.id}`, { status: 'dismissed' }), t('Report dismissed.')),
+    }, t('Dismiss')));
   } else {
     buttons.push(h('button', {
-      type: 'button', class: 'text-btn report-reopen', 'aria-label': `Reopen the report by ${nameOf(r.reporterId)}`,
-      onclick: (e) => act(e.currentTarget, () => api('PATCH', `/organization/reports/${r.id}`, { status: 'open' }), 'Report reopened.'),
-    }, 'Reopen'));
+      type: 'button', class: 'text-btn report-reopen', 'aria-label': t('Reopen the report by {name}', { name: nameOf(r.reporterId) }),
+      onclick: (e) => act(e.currentTarget, () => api('PATCH', `/organization/reports/${r.id}`, { status: 'open' }), t('Report reopened.')),
+    }, t('Reopen')));
   }
   if (m && !m.deletedAt && r.conversationId) {
     buttons.push(h('button', {
-      type: 'button', class: 'text-btn danger report-delete-message', 'aria-label': `Delete the reported message of ${nameOf(m.senderId)}`,
-      onclick: (e) => act(e.currentTarget, () => api('DELETE', `/conversations/${r.conversationId}/messages/${r.messageId}`), 'Message deleted.'),
-    }, 'Delete message'));
+      type: 'button', class: 'text-btn danger report-delete-message', 'aria-label': t('Delete the reported message of {name}', { name: nameOf(m.senderId) }),
+      onclick: (e) => act(e.currentTarget, () => api('DELETE', `/conversations/${r.conversationId}/messages/${r.messageId}`), t('Message deleted.')),
+    }, t('Delete message')));
   }
   return h('li', { class: 'admin-report', dataset: { reportId: r.id, status: r.status } },
     h('div', { class: 'report-meta' },
-      h('span', null, 'Reported by ', h('strong', { class: 'report-reporter' }, nameOf(r.reporterId))),
+      h('span', null, t('Reported by '), h('strong', { class: 'report-reporter' }, nameOf(r.reporterId))),
       r.userId ? h('span', null, ' about ', h('strong', { class: 'report-user' }, nameOf(r.userId))) : null,
       h('span', { class: 'hint' }, ` · ${when(r.createdAt)}`)),
-    h('div', { class: 'report-reason-line' }, h('span', { class: 'hint' }, 'Reason: '), h('span', { class: 'report-reason', dir: 'auto' }, r.reason)),
+    h('div', { class: 'report-reason-line' }, h('span', { class: 'hint' }, t('Reason: ')), h('span', { class: 'report-reason', dir: 'auto' }, r.reason)),
     quote,
     h('div', { class: 'admin-actions' }, buttons));
 }
@@ -235,8 +236,8 @@ function membersView() {
   const sorted = [...members].sort((a, b) => (b.id === store.me?.id) - (a.id === store.me?.id)
     || (a.role === 'admin' ? 0 : 1) - (b.role === 'admin' ? 0 : 1) || a.displayName.localeCompare(b.displayName));
   return [
-    h('p', { class: 'hint admin-intro' }, 'Admins can invite people, handle reports, change roles and settings. Deactivating signs a person out for good; erasing also removes their messages, files and name.'),
-    h('ul', { id: 'admin-members', class: 'admin-list', 'aria-label': 'Members' }, sorted.map(memberRow)),
+    h('p', { class: 'hint admin-intro' }, t('Admins can invite people, handle reports, change roles and settings. Deactivating signs a person out for good; erasing also removes their messages, files and name.')),
+    h('ul', { id: 'admin-members', class: 'admin-list', 'aria-label': t('Members') }, sorted.map(memberRow)),
   ];
 }
 
@@ -247,38 +248,38 @@ function memberRow(u) {
   const controls = [];
   if (confirming && confirming.userId === u.id) {
     const erase = confirming.kind === 'erase';
-    controls.push(h('div', { class: 'admin-confirm', role: 'group', 'aria-label': erase ? `Confirm erasing ${name}` : `Confirm deactivating ${name}` },
+    controls.push(h('div', { class: 'admin-confirm', role: 'group', 'aria-label': t(erase ? 'Confirm erasing {name}' : 'Confirm deactivating {name}', { name }) },
       h('p', { class: 'admin-confirm-text' }, erase
-        ? `Erase ${name}? Their messages become “deleted”, their files are removed and their name becomes “Deleted user”. This cannot be undone.`
-        : `Deactivate ${name}? They are signed out everywhere and cannot sign in again.`),
+        ? t('Erase {name}? Their messages become “deleted”, their files are removed and their name becomes “Deleted user”. This cannot be undone.', { name })
+        : t('Deactivate {name}? They are signed out everywhere and cannot sign in again.', { name })),
       h('div', { class: 'admin-actions' },
-        h('button', { type: 'button', class: 'text-btn admin-confirm-cancel', onclick: () => { confirming = null; render(); } }, 'Cancel'),
+        h('button', { type: 'button', class: 'text-btn admin-confirm-cancel', onclick: () => { confirming = null; render(); } }, t('Cancel')),
         h('button', {
           type: 'button', class: 'text-btn danger admin-confirm-yes',
           onclick: (e) => {
             confirming = null;
             act(e.currentTarget, () => api('DELETE', `/users/${u.id}${erase ? qs({ erase: 'true' }) : ''}`), erase ? `${name} erased.` : `${name} deactivated.`);
           },
-        }, erase ? `Erase ${name}` : `Deactivate ${name}`))));
+        }, t(erase ? 'Erase {name}' : 'Deactivate {name}', { name })))));
   } else if (!me) {
     const next = role === 'admin' ? 'member' : 'admin';
     controls.push(h('div', { class: 'admin-actions' },
       h('button', {
-        type: 'button', class: 'text-btn admin-role', dataset: { role: next }, 'aria-label': `Make ${name} ${next === 'admin' ? 'an admin' : 'a member'}`,
+        type: 'button', class: 'text-btn admin-role', dataset: { role: next }, 'aria-label': t(next === 'admin' ? 'Make {name} an admin' : 'Make {name} a member', { name }),
         onclick: (e) => act(e.currentTarget, () => api('PATCH', `/users/${u.id}`, { role: next }), `${name} is now ${next === 'admin' ? 'an admin' : 'a member'}.`),
-      }, next === 'admin' ? 'Make admin' : 'Make member'),
+      }, next === 'admin' ? t('Make admin') : t('Make member')),
       h('button', {
-        type: 'button', class: 'text-btn admin-deactivate', 'aria-label': `Deactivate ${name}`,
+        type: 'button', class: 'text-btn admin-deactivate', 'aria-label': t('Deactivate {name}', { name }),
         onclick: () => { confirming = { userId: u.id, kind: 'deactivate' }; render(); document.querySelector('#admin-members .admin-confirm-cancel')?.focus(); },
-      }, 'Deactivate'),
+      }, t('Deactivate')),
       h('button', {
-        type: 'button', class: 'text-btn danger admin-erase', 'aria-label': `Erase ${name}`,
+        type: 'button', class: 'text-btn danger admin-erase', 'aria-label': t('Erase {name}', { name }),
         onclick: () => { confirming = { userId: u.id, kind: 'erase' }; render(); document.querySelector('#admin-members .admin-confirm-cancel')?.focus(); },
-      }, 'Erase…')));
+      }, t('Erase…'))));
   }
   return h('li', { class: 'admin-member', dataset: { userId: u.id, role } },
     h('div', { class: 'admin-member-main' },
-      h('span', { class: 'user-name' }, me ? `${name} (you)` : name),
+      h('span', { class: 'user-name' }, me ? t('{name} (you)', { name }) : name),
       h('span', { class: `role-badge ${role}` }, role),
       h('div', { class: 'user-email' }, u.email || '')),
     controls);
@@ -290,48 +291,48 @@ function organizationView() {
   const domains = h('input', { id: 'admin-domains', value: (org.allowedEmailDomains || []).join(', '), spellcheck: 'false', autocomplete: 'off', placeholder: 'example.com, example.org' });
   const days = h('input', { id: 'admin-retention-days', type: 'number', min: '1', max: '36500', step: '1', inputmode: 'numeric', value: org.messageRetentionDays ? String(org.messageRetentionDays) : '' });
   const retention = org.messageRetentionDays
-    ? `Messages older than ${org.messageRetentionDays} ${org.messageRetentionDays === 1 ? 'day' : 'days'} are deleted.`
-    : 'Messages are kept for ever.';
+    ? tn(org.messageRetentionDays, 'Messages older than {n} day are deleted.', 'Messages older than {n} days are deleted.')
+    : t('Messages are kept for ever.');
   const saveDomains = (e) => {
     e.preventDefault();
     const list = domains.value.split(/[\s,]+/).map((d) => d.trim()).filter(Boolean);
-    act($('#admin-domains-save'), () => api('PATCH', '/organization', { allowedEmailDomains: list }), 'Allowed domains saved.');
+    act($('#admin-domains-save'), () => api('PATCH', '/organization', { allowedEmailDomains: list }), t('Allowed domains saved.'));
   };
   const saveRetention = (e) => {
     e.preventDefault();
     const n = Number(days.value.trim());
-    if (!Number.isInteger(n) || n < 1 || n > 36500) { setError('Retention is a whole number of days from 1 to 36500.'); return; }
-    act($('#admin-retention-save'), () => api('PATCH', '/organization', { messageRetentionDays: n }), `Messages are now kept ${n} days.`);
+    if (!Number.isInteger(n) || n < 1 || n > 36500) { setError(t('Retention is a whole number of days from 1 to 36500.')); return; }
+    act($('#admin-retention-save'), () => api('PATCH', '/organization', { messageRetentionDays: n }), tn(n, 'Messages are now kept {n} day.', 'Messages are now kept {n} days.'));
   };
   return [
     h('section', { class: 'admin-block' },
-      h('h3', null, 'Invites'),
-      h('p', { class: 'hint' }, 'New people join with an invite link. Create one, copy it, see who used which and revoke the rest.'),
-      h('button', { type: 'button', id: 'admin-invites', class: 'text-btn accent', onclick: () => { closeAdmin(); openInvites($('#menu-open')); } }, 'Invite people and manage invites…')),
+      h('h3', null, t('Invites')),
+      h('p', { class: 'hint' }, t('New people join with an invite link. Create one, copy it, see who used which and revoke the rest.')),
+      h('button', { type: 'button', id: 'admin-invites', class: 'text-btn accent', onclick: () => { closeAdmin(); openInvites($('#menu-open')); } }, t('Invite people and manage invites…'))),
     h('section', { class: 'admin-block' },
-      h('h3', null, 'Allowed email domains'),
-      h('p', { class: 'hint' }, 'Addresses at these domains may join without an invite (they confirm their address by email). Separate them with commas; empty: invites only.'),
-      h('form', { class: 'admin-inline-form', onsubmit: saveDomains }, h('label', { class: 'visually-hidden', for: 'admin-domains' }, 'Allowed email domains'), domains,
-        h('button', { type: 'submit', id: 'admin-domains-save', class: 'text-btn accent' }, 'Save'))),
+      h('h3', null, t('Allowed email domains')),
+      h('p', { class: 'hint' }, t('Addresses at these domains may join without an invite (they confirm their address by email). Separate them with commas; empty: invites only.')),
+      h('form', { class: 'admin-inline-form', onsubmit: saveDomains }, h('label', { class: 'visually-hidden', for: 'admin-domains' }, t('Allowed email domains')), domains,
+        h('button', { type: 'submit', id: 'admin-domains-save', class: 'text-btn accent' }, t('Save')))),
     h('section', { class: 'admin-block' },
-      h('h3', null, 'Message retention'),
+      h('h3', null, t('Message retention')),
       h('p', { id: 'admin-retention-current', class: 'admin-current' }, retention),
       h('form', { class: 'admin-inline-form', onsubmit: saveRetention },
-        h('label', { for: 'admin-retention-days', class: 'inline-label' }, 'Delete messages after'), days, h('span', { class: 'inline-label' }, 'days'),
-        h('button', { type: 'submit', id: 'admin-retention-save', class: 'text-btn accent' }, 'Save'),
+        h('label', { for: 'admin-retention-days', class: 'inline-label' }, t('Delete messages after')), days, h('span', { class: 'inline-label' }, t('days')),
+        h('button', { type: 'submit', id: 'admin-retention-save', class: 'text-btn accent' }, t('Save')),
         h('button', {
           type: 'button', id: 'admin-retention-off', class: 'text-btn', disabled: !org.messageRetentionDays,
-          onclick: (e) => act(e.currentTarget, () => api('PATCH', '/organization', { messageRetentionDays: null }), 'Messages are now kept for ever.'),
-        }, 'Keep for ever'))),
+          onclick: (e) => act(e.currentTarget, () => api('PATCH', '/organization', { messageRetentionDays: null }), t('Messages are now kept for ever.')),
+        }, t('Keep for ever')))),
   ];
 }
 
 // ---- the audit log ----
 function auditView() {
   return [
-    h('ul', { id: 'admin-audit', class: 'admin-list audit-list', 'aria-label': 'Audit log, newest first' },
-      audit.items.length ? audit.items.map(auditRow) : h('li', { class: 'muted pad admin-empty' }, 'Nothing recorded yet.')),
-    audit.hasMore ? h('button', { type: 'button', id: 'admin-audit-more', class: 'text-btn', onclick: (e) => moreAudit(e.currentTarget) }, 'Older entries') : null,
+    h('ul', { id: 'admin-audit', class: 'admin-list audit-list', 'aria-label': t('Audit log, newest first') },
+      audit.items.length ? audit.items.map(auditRow) : h('li', { class: 'muted pad admin-empty' }, t('Nothing recorded yet.'))),
+    audit.hasMore ? h('button', { type: 'button', id: 'admin-audit-more', class: 'text-btn', onclick: (e) => moreAudit(e.currentTarget) }, t('Older entries')) : null,
   ];
 }
 
@@ -340,10 +341,10 @@ function auditRow(entry) {
   return h('li', { class: 'audit-entry', dataset: { entryId: entry.id, action: entry.action } },
     h('time', { class: 'audit-time', datetime: entry.at || '' }, when(entry.at)),
     h('div', { class: 'audit-main' },
-      h('span', { class: 'audit-actor' }, nameOf(entry.actorId)), ' ', ACTIONS[entry.action] || 'acted', ' ',
+      h('span', { class: 'audit-actor' }, nameOf(entry.actorId)), ' ', t(ACTIONS[entry.action] || 'acted'), ' ',
       h('code', { class: 'audit-action mono' }, entry.action),
-      target ? h('div', { class: 'audit-target' }, h('span', { class: 'hint' }, 'Target: '), target) : null,
-      entry.detail ? h('div', { class: 'audit-detail' }, h('span', { class: 'hint' }, 'Detail: '), entry.detail) : null));
+      target ? h('div', { class: 'audit-target' }, h('span', { class: 'hint' }, t('Target: ')), target) : null,
+      entry.detail ? h('div', { class: 'audit-detail' }, h('span', { class: 'hint' }, t('Detail: ')), entry.detail) : null));
 }
 
 async function moreAudit(button) {

@@ -1,6 +1,7 @@
 // The "Invite people" panel (admins): create an invite, copy its join link, list the
 // organization's invites and revoke one. Also the join link itself: `/#join=CODE&organization=NAME`,
 // read (and removed from the address bar) by app.js when the page opens signed out.
+import { t } from '/web/i18n.js';
 import { h, $, setChildren } from '/web/dom.js';
 import { api } from '/web/api.js';
 import { store } from '/web/store.js';
@@ -76,7 +77,7 @@ function wholeNumber(input, what, min, max) {
   const raw = input.value.trim();
   if (!raw && !input.validity?.badInput) return { value: undefined };
   const n = Number(raw);
-  if (!raw || !Number.isInteger(n) || n < min || n > max) return { error: `${what} must be a whole number from ${min} to ${max}.` };
+  if (!raw || !Number.isInteger(n) || n < min || n > max) return { error: t('{what} must be a whole number from {min} to {max}.', { what: t(what), min, max }) };
   return { value: n };
 }
 
@@ -114,12 +115,13 @@ function showResult(invite, name, fresh = true) {
   const linkInput = h('input', { id: 'invite-link', readonly: true, value: link, spellcheck: 'false', onfocus: (e) => e.target.select() });
   const codeInput = h('input', { id: 'invite-code', readonly: true, value: invite.code, spellcheck: 'false', class: 'mono', onfocus: (e) => e.target.select() });
   setChildren($('#invite-result'),
-    h('p', { class: 'invite-done' }, fresh ? 'Invite created. ' : '', 'Send this link to the person you are inviting',
-      invite.email ? ` (${invite.email})` : '', '; it opens the sign-up form with the code filled in.'),
-    h('label', { for: 'invite-link' }, 'Join link'),
+    h('p', { class: 'invite-done' }, fresh ? t('Invite created. ') : '', invite.email
+      ? t('Send this link to the person you are inviting ({email}); it opens the sign-up form with the code filled in.', { email: invite.email })
+      : t('Send this link to the person you are inviting; it opens the sign-up form with the code filled in.')),
+    h('label', { for: 'invite-link' }, t('Join link')),
     h('div', { class: 'copy-row' }, linkInput,
-      h('button', { type: 'button', id: 'invite-copy', class: 'text-btn', onclick: () => copyText(link, linkInput, status) }, 'Copy')),
-    h('label', { for: 'invite-code' }, 'Code ', h('span', { class: 'hint' }, '(for the Invite code field, or parley register --invite)')),
+      h('button', { type: 'button', id: 'invite-copy', class: 'text-btn', onclick: () => copyText(link, linkInput, status) }, t('Copy'))),
+    h('label', { for: 'invite-code' }, t('Code '), h('span', { class: 'hint' }, t('(for the Invite code field, or parley register --invite)'))),
     codeInput,
     status);
 }
@@ -135,13 +137,13 @@ async function copyText(text, input, status) {
   status.textContent = '';
   try {
     await writeClipboard(text);
-    status.textContent = 'Copied to the clipboard.';
+    status.textContent = t('Copied to the clipboard.');
   } catch {
     input.focus();
     input.select();
     let copied = false;
     try { copied = document.execCommand('copy'); } catch { /* not supported */ }
-    status.textContent = copied ? 'Copied to the clipboard.' : 'Selected: press Ctrl+C (⌘C on a Mac) to copy.';
+    status.textContent = t(copied ? 'Copied to the clipboard.' : 'Selected: press Ctrl+C (⌘C on a Mac) to copy.');
   }
 }
 
@@ -167,7 +169,7 @@ async function loadInvites() {
     renderInvites(res.invites || []);
   } catch (e) {
     if (mine !== loadNo) return;
-    setChildren(list, h('li', { class: 'muted pad' }, 'Could not load the invites.'));
+    setChildren(list, h('li', { class: 'muted pad' }, t('Could not load the invites.')));
     $('#invite-error').textContent = e.message;
   } finally { if (mine === loadNo) list.removeAttribute('aria-busy'); }
 }
@@ -175,42 +177,42 @@ async function loadInvites() {
 function renderInvites(invites) {
   const list = $('#invite-list');
   $('#invite-count').textContent = invites.length ? `(${invites.length})` : '';
-  if (!invites.length) { setChildren(list, h('li', { class: 'muted pad' }, 'No invites yet.')); return; }
+  if (!invites.length) { setChildren(list, h('li', { class: 'muted pad' }, t('No invites yet.'))); return; }
   setChildren(list, invites.map((invite) => {
     const state = inviteState(invite);
     const short = `${invite.code.slice(0, 8)}…`;
     const facts = [
-      invite.email ? `for ${invite.email}` : 'for anyone with the link',
-      `${invite.uses}/${invite.maxUses} used`,
-      `${state === 'expired' ? 'expired' : 'expires'} ${formatExpiry(invite.expiresAt)}`,
+      invite.email ? t('for {email}', { email: invite.email }) : t('for anyone with the link'),
+      t('{uses}/{most} used', { uses: invite.uses, most: invite.maxUses }),
+      t(state === 'expired' ? 'expired {when}' : 'expires {when}', { when: formatExpiry(invite.expiresAt) }),
     ];
     return h('li', { class: `invite-row ${state}`, dataset: { code: invite.code, state } },
       h('div', { class: 'invite-main' },
         h('code', { class: 'invite-code mono', title: invite.code }, invite.code),
         h('div', { class: 'invite-facts' },
-          state !== 'open' ? h('span', { class: 'invite-badge' }, state === 'used' ? 'Used up' : 'Expired') : null,
+          state !== 'open' ? h('span', { class: 'invite-badge' }, t(state === 'used' ? 'Used up' : 'Expired')) : null,
           facts.join(' · '))),
       h('div', { class: 'invite-actions' },
         state === 'open' ? h('button', {
-          type: 'button', class: 'text-btn invite-copy-link', 'aria-label': `Copy the join link of invite ${short}`,
+          type: 'button', class: 'text-btn invite-copy-link', 'aria-label': t('Copy the join link of invite {code}', { code: short }),
           onclick: async (e) => {
             const button = e.currentTarget;
             let name = '';
             try { name = await organizationName(); } catch { /* without the name */ }
             try {
               await writeClipboard(joinLink(invite.code, name));
-              button.textContent = 'Copied';
-              $('#invite-status').textContent = `The join link of invite ${short} is copied.`;
+              button.textContent = t('Copied');
+              $('#invite-status').textContent = t('The join link of invite {code} is copied.', { code: short });
             } catch {
               showResult(invite, name, false);
               $('#invite-link').focus();
             }
           },
-        }, 'Copy link') : null,
+        }, t('Copy link')) : null,
         h('button', {
-          type: 'button', class: 'text-btn danger invite-revoke', 'aria-label': `Revoke invite ${short}`,
+          type: 'button', class: 'text-btn danger invite-revoke', 'aria-label': t('Revoke invite {code}', { code: short }),
           onclick: (e) => revoke(invite.code, e.currentTarget),
-        }, 'Revoke')));
+        }, t('Revoke'))));
   }));
 }
 
@@ -223,7 +225,7 @@ async function revoke(code, button) {
   try {
     await api('DELETE', `/organization/invites/${encodeURIComponent(code)}`);
     if ($('#invite-code')?.value === code) setChildren($('#invite-result'));
-    $('#invite-status').textContent = `Invite ${code.slice(0, 8)}… revoked.`;
+    $('#invite-status').textContent = t('Invite {code}… revoked.', { code: code.slice(0, 8) });
     await loadInvites();
     // Focus stays in the list: on the row that took this one's place, or the last one.
     const buttons = document.querySelectorAll('#invite-list .invite-revoke');

@@ -106,6 +106,13 @@ import Testing
         #expect(chat.messages.first?.seq == 71 && chat.messages.count == 91)
         await chat.trimWindow(keeping: 500)
         #expect(chat.messages.count == 91, "a window within the bound stays as it is")
+        // What screens call at the newest: nothing below the bound, back to `keeping` above it.
+        await chat.trimWindowIfLong(most: 100, keeping: 30)
+        #expect(chat.messages.count == 91, "91 is within 100")
+        await chat.loadOlder(limit: 50)
+        #expect(chat.messages.count == 141)
+        await chat.trimWindowIfLong(most: 100, keeping: 30)
+        #expect(chat.messages.compactMap(\.seq) == Array(132...161), "over 100: the newest 30 stay")
         chat.stop()
         await client.stop()
     }
