@@ -136,7 +136,8 @@ export function getCache(conversationId, create = true) {
 export function upsertMessage(m) {
   const c = getCache(m.conversationId, false);
   if (!c) return false;
-  if (c.loaded && c.hasMoreBefore && c.oldestSeq !== null && m.seq < c.oldestSeq) return false; // outside the window
+  // Outside the window, unless it is one the window kept (an open thread's root and replies).
+  if (c.loaded && c.hasMoreBefore && c.oldestSeq !== null && m.seq < c.oldestSeq && !c.byId.has(m.id) && !(m.threadRootId && c.byId.has(m.threadRootId))) return false;
   const key = msgKey(m);
   const old = c.messages.get(key);
   if (old && old.updatedSeq > m.updatedSeq) return false;
@@ -149,9 +150,10 @@ export function upsertMessage(m) {
 // Long chats: the window a conversation keeps in memory. Once it holds more than `most`
 // timeline messages and the person is at the newest (or has left the chat), everything older
 // than the newest `keep` goes; scrolling up pages it back in from the server, as at first.
-// Thread replies are numbered after their root, so no kept root loses its replies.
+// Thread replies are numbered after their root, so no kept root loses its replies; the thread
+// open beside the chat (`keepThread`, its root's id) stays whole however old its root.
 export const WINDOW = { keep: 200, most: 300 };
-export function trimWindow(conversationId, { keep = WINDOW.keep, most = WINDOW.most } = {}) {
+export function trimWindow(conversationId, { keep = WINDOW.keep, most = WINDOW.most, keepThread = null } = {}) {
   const c = store.caches.get(conversationId);
   if (!c || !c.loaded || c.loadingOlder) return false;
   const seqs = [];
@@ -159,7 +161,8 @@ export function trimWindow(conversationId, { keep = WINDOW.keep, most = WINDOW.m
   if (seqs.length <= Math.max(most, keep)) return false;
   seqs.sort((a, b) => b - a);
   const cutoff = seqs[keep - 1];
-  for (const [key, m] of c.messages) if (m.seq < cutoff) { c.messages.delete(key); c.byId.delete(m.id); }
+  const kept = (m) => keepThread && (m.id === keepThread || m.threadRootId === keepThread);
+  for (const [key, m] of c.messages) if (m.seq < cutoff && !kept(m)) { c.messages.delete(key); c.byId.delete(m.id); }
   c.oldestSeq = cutoff;
   c.hasMoreBefore = true;
   return true;
@@ -255,7 +258,10 @@ export function messageStatus(conv, m) {
 // The timeline (thread replies left out), or with {thread: rootId} that thread's replies.
 export function orderedMessages(conversationId, { thread = null } = {}) {
   const c = store.caches.get(conversationId);
-  const inScope = (m) => (thread ? m.threadRootId === thread : !m.threadRootId);
+  // The timeline starts at the window's oldest message: an open thread's root kept from
+  // before it (trimWindow's keepThread) is the thread panel's, not a stray line above a gap.
+  const inWindow = (m) => thread || !c.hasMoreBefore || c.oldestSeq === null || m.seq >= c.oldestSeq;
+  const inScope = (m) => (thread ? m.threadRootId === thread : !m.threadRootId) && inWindow(m);
   const list = c ? [...c.messages.values()].filter(inScope) : [];
   list.sort((a, b) => a.seq - b.seq);
   const meId = store.me?.id;

@@ -7,7 +7,7 @@ import {
 } from '/web/store.js';
 import { messageElement, messageSignature, toggleRevealed, onReactInputKey, carryState } from '/web/views-message.js';
 import { openReport, openPerson } from '/web/views-safety.js';
-import { openThread, initThread, renderThread } from '/web/views-thread.js';
+import { openThread, initThread, renderThread, threadOpenFor } from '/web/views-thread.js';
 import { attachMentionCompletion, mentionsIn } from '/web/mentions.js';
 import * as client from '/web/client.js';
 import { openForward } from '/web/views-list.js';
@@ -103,7 +103,9 @@ async function onScroll() {
   stick = box.scrollHeight - box.scrollTop - box.clientHeight < 80;
   $('#jump-latest').hidden = stick;
   // At the newest messages of a long chat: the pages read above go (the window stays bounded).
-  if (stick && store.openId && trimWindow(store.openId)) { renderChat(); return; }
+  const thread = threadOpenFor();
+  const keepThread = thread && thread.conversationId === store.openId ? thread.rootId : null;
+  if (stick && store.openId && trimWindow(store.openId, { keepThread })) { renderChat(); return; }
   if (box.scrollTop > 80 || !store.openId) return;
   const id = store.openId;
   const before = box.scrollHeight - box.scrollTop;

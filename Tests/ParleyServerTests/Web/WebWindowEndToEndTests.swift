@@ -82,6 +82,24 @@ import Testing
             try await ada.click("#conversation-list [data-conversation-id=\"\(direct.id)\"]")
             try await ada.waitFor("\(Web.messages("one more")).length === 1")
             try await Self.expectShownInOrder(ada, count: 200, newest: total + 1, "reopened from the kept window")
+
+            // A thread open on an old message stays whole when the chat is trimmed under it.
+            // More than 300 in the window (the bound), the root among them.
+            try await Self.pageBack(ada, direct.id, until: 301)
+            let root = try #require(try await carol.messages(direct.id, before: 41, limit: 1).messages.first)
+            #expect(root.seq == 40)
+            _ = try await carol.send(.init(clientMessageId: "in-thread", text: "a reply in the thread", threadRootId: root.id), to: direct.id)
+            let link = "#messages [data-seq=\"40\"] .thread-link"
+            try await ada.waitFor("!!document.querySelector(\(BrowserPage.literal(link)))", "the thread line under message 40")
+            try await ada.click(link)
+            let replyShown = "[...document.querySelectorAll('#thread-panel .text')].some(e => e.textContent === 'a reply in the thread')"
+            try await ada.waitFor(replyShown, "the reply in the thread panel")
+            try await ada.eval("(() => { const b = document.querySelector('#messages'); b.scrollTop = b.scrollHeight; b.dispatchEvent(new Event('scroll')); })()")
+            try await ada.waitFor("document.querySelectorAll('#messages [data-seq]').length === 200", "trimmed under the thread")
+            try await Self.expectShownInOrder(ada, count: 200, newest: total + 1, "the timeline has no stray root above a gap")
+            #expect(try await ada.eval(replyShown) as? Bool == true, "the thread keeps its reply")
+            #expect(try await ada.eval("[...document.querySelectorAll('#thread-panel .text')].some(e => e.textContent === 'message 40')") as? Bool == true,
+                "and its root")
             #expect(ada.problems.isEmpty, "\(ada.problems)")
         }
     }
