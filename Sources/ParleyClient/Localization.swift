@@ -147,6 +147,15 @@ extension ClientError: LocalizedError {
         }
     }
 
+    /// A sentence for a sign-in or sign-up form: a refused sign-in says the email or password
+    /// is wrong; anything else is ``readable(_:locale:)``.
+    public static func readableSignIn(_ error: any Error, locale: Locale = ParleyStrings.locale) -> String {
+        if let error = error as? ClientError, error.kind == .server, error.code == .unauthorized {
+            return ParleyStrings.text("signIn.wrongCredentials", locale: locale)
+        }
+        return readable(error, locale: locale)
+    }
+
     /// A sentence for any error a screen shows: a ``ClientError``'s localized text (with the
     /// server's explanation of a refused request in English, where it is the same language), a
     /// hook's own reason, or a general sentence; never a raw code.

@@ -219,7 +219,7 @@ extension TerminalChat {
                     : TerminalStrings.text("Unblocked {name}", ["name": user.displayName])
                 await chat?.reload()
             } catch {
-                screen.status = "\(error)"
+                screen.status = ClientError.readable(error)
             }
         case .report(let number, let reason):
             guard let target = message(number), let client else { return }
@@ -227,7 +227,7 @@ extension TerminalChat {
                 try await client.report(message: target, reason: reason)
                 screen.status = TerminalStrings.text("Reported to your organization's admins")
             } catch {
-                screen.status = "\(error)"
+                screen.status = ClientError.readable(error)
             }
         case .reportPerson(let who, let reason):
             guard let user = await findUser(who), let client else { return }
@@ -235,7 +235,7 @@ extension TerminalChat {
                 try await client.report(user: user.id, reason: reason)
                 screen.status = TerminalStrings.text("Reported {name} to your organization's admins", ["name": user.displayName])
             } catch {
-                screen.status = "\(error)"
+                screen.status = ClientError.readable(error)
             }
         case .mute(let muted):
             guard let chat else {
@@ -295,7 +295,7 @@ extension TerminalChat {
             await list?.reload()
             await open(conversation.id)
         } catch {
-            screen.status = "\(error)"
+            screen.status = ClientError.readable(error)
         }
     }
 
@@ -314,7 +314,7 @@ extension TerminalChat {
             await list?.reload()
             screen.status = done
         } catch {
-            screen.status = "\(error)"
+            screen.status = ClientError.readable(error)
         }
     }
 
@@ -330,7 +330,7 @@ extension TerminalChat {
                 ? TerminalStrings.text("Nobody in your organization matches \"{text}\"", ["text": text])
                 : TerminalStrings.text("{count} people match \"{text}\": use the email", ["count": "\(others.count)", "text": text])
         } catch {
-            screen.status = "\(error)"
+            screen.status = ClientError.readable(error)
         }
         return nil
     }

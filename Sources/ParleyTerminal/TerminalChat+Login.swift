@@ -154,7 +154,8 @@ extension TerminalChat {
             retry.email = flow.email
             retry.step = .password
             login = retry
-            screen.status = "\(error)"
+            // A sentence in the person's language ("Wrong email or password."), not a code.
+            screen.status = ClientError.readableSignIn(error)
             showLoginStep()
         }
     }

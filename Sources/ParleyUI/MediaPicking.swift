@@ -85,6 +85,7 @@ struct CameraPicker: UIViewControllerRepresentable {
 
     func makeCoordinator() -> Coordinator { Coordinator(onFinish: onFinish) }
 
+    @MainActor
     final class Coordinator: NSObject, UIImagePickerControllerDelegate, UINavigationControllerDelegate {
         let onFinish: (Data?) -> Void
         init(onFinish: @escaping (Data?) -> Void) { self.onFinish = onFinish }

@@ -346,9 +346,6 @@ public final class ChatSession {
     /// A sentence for a form, in the device's language: a refused sign-in says so; anything
     /// else is ``ClientError/readable(_:locale:)``.
     static func describe(_ error: any Error, locale: Locale = ParleyStrings.locale) -> String {
-        if let error = error as? ClientError, error.kind == .server, error.code == .unauthorized {
-            return ParleyStrings.text("signIn.wrongCredentials", locale: locale)
-        }
-        return ClientError.readable(error, locale: locale)
+        ClientError.readableSignIn(error, locale: locale)
     }
 }
