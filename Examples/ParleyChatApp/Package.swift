@@ -33,6 +33,9 @@ let package = Package(
                 // device): App Transport Security lets URLSession reach IP addresses and
                 // local names over HTTP with this. A real server has HTTPS and needs nothing.
                 .appTransportSecurity(configuration: .init(allowsLocalNetworking: true)),
+                // The attach menu's Camera: iOS asks the person with this sentence
+                // (NSCameraUsageDescription). The Photos picker needs no permission.
+                .camera(purposeString: "Take a photo to send in a chat."),
             ]
         ),
     ],
