@@ -143,7 +143,10 @@ export function upsertMessage(m) {
   if (old && old.updatedSeq > m.updatedSeq) return false;
   c.messages.set(key, m);
   c.byId.set(m.id, m);
-  if (c.oldestSeq === null || m.seq < c.oldestSeq) c.oldestSeq = m.seq;
+  // A message the window kept from before its start (an open thread's root, edited or replied
+  // to) does not move the start: paging back still asks for everything below it.
+  const kept = c.loaded && c.hasMoreBefore && c.oldestSeq !== null && m.seq < c.oldestSeq;
+  if (c.oldestSeq === null || (m.seq < c.oldestSeq && !kept)) c.oldestSeq = m.seq;
   return true;
 }
 

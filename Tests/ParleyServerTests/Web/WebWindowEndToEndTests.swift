@@ -100,6 +100,14 @@ import Testing
             #expect(try await ada.eval(replyShown) as? Bool == true, "the thread keeps its reply")
             #expect(try await ada.eval("[...document.querySelectorAll('#thread-panel .text')].some(e => e.textContent === 'message 40')") as? Bool == true,
                 "and its root")
+            // The root changes (a second reply updates its thread line): the window's start
+            // stays, so the timeline keeps no stray root and paging back leaves no gap.
+            _ = try await carol.send(.init(clientMessageId: "in-thread-2", text: "another reply", threadRootId: root.id), to: direct.id)
+            try await ada.waitFor("[...document.querySelectorAll('#thread-panel .text')].some(e => e.textContent === 'another reply')", "the second reply")
+            try await Self.expectShownInOrder(ada, count: 200, newest: total + 1, "the root's change moves nothing")
+            try await Self.pageBack(ada, direct.id, until: 253)
+            try await ada.waitFor("document.querySelectorAll('#messages [data-seq]').length === 250")
+            try await Self.expectShownInOrder(ada, count: 250, newest: total + 1, "a page back, 82 to 131, no gap")
             #expect(ada.problems.isEmpty, "\(ada.problems)")
         }
     }
