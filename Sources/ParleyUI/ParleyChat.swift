@@ -51,7 +51,8 @@ public struct ParleyChat: View {
     ///   - theme: The screens' colours and fonts.
     ///   - registry: Which cell each message type gets (an app's own types drawn with
     ///     ``SwiftUI/View/customMessageCell(_:)``).
-    ///   - hooks: The app's own checks and preparations of what is sent.
+    ///   - hooks: The app's own checks and preparations of what is sent, and the service the
+    ///     chats act through (``ParleyClient/MessageHooks/service``: wrap or replace any action).
     public init(
         server: String, keychainAccessGroup: String? = nil, theme: ParleyTheme = .standard,
         registry: MessageComponentRegistry = MessageComponentRegistry(), hooks: MessageHooks = MessageHooks()

@@ -59,11 +59,19 @@ public struct MessageHooks: Sendable {
     public var prechecks: [any MessagePrecheck]
     /// Run by the outbox in this order before a message is sent, found by name.
     public var preparations: [any MessagePreparation]
+    /// The service the chat screens act through (send, resend, forward, revoke, save, delete
+    /// for me, edit, react, search), made for the signed-in user's client; nil is
+    /// ``MessageService``. An app wraps or replaces it to log, guard or reroute any action.
+    public var service: (@Sendable (ChatClient) -> any MessageServicing)?
 
-    /// Hooks with the given prechecks and preparations (none by default).
-    public init(prechecks: [any MessagePrecheck] = [], preparations: [any MessagePreparation] = []) {
+    /// Hooks with the given prechecks, preparations and service (none by default).
+    public init(
+        prechecks: [any MessagePrecheck] = [], preparations: [any MessagePreparation] = [],
+        service: (@Sendable (ChatClient) -> any MessageServicing)? = nil
+    ) {
         self.prechecks = prechecks
         self.preparations = preparations
+        self.service = service
     }
 }
 

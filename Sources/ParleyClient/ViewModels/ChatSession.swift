@@ -61,7 +61,8 @@ public final class ChatSession {
     /// A session with a server. `databaseDirectory` holds one database file per user (nil: in
     /// memory, for previews and tests). `hooks` are the app's own checks and preparations of
     /// what is sent (``MessageHooks``): its prechecks run first, its preparations before the
-    /// SDK's picture downscaling and upload.
+    /// SDK's picture downscaling and upload; its `service`, if any, is what every chat screen
+    /// acts through.
     public init(server: URL, store: any SessionStore, databaseDirectory: String?, hooks: MessageHooks = MessageHooks()) {
         self.server = server
         self.store = store
@@ -137,7 +138,7 @@ public final class ChatSession {
     public func chat(_ conversationId: EntityID) -> ChatModel? {
         guard let client else { return nil }
         let names = self.names
-        return ChatModel(client: client, conversationId: conversationId, names: { names.name($0) })
+        return ChatModel(client: client, conversationId: conversationId, names: { names.name($0) }, service: hooks.service?(client))
     }
 
     /// Starts a direct conversation with someone (or opens the existing one) and returns its id.
@@ -264,7 +265,8 @@ public final class ChatSession {
                 transport: transport, database: try path.map { try LocalDatabase.open(path: $0) } ?? LocalDatabase.inMemory(),
                 userId: session.user.id,
                 hooks: MessageHooks(
-                    prechecks: hooks.prechecks, preparations: hooks.preparations + [ImageDownscaling(), AttachmentUpload(api: transport.api)]),
+                    prechecks: hooks.prechecks, preparations: hooks.preparations + [ImageDownscaling(), AttachmentUpload(api: transport.api)],
+                    service: hooks.service),
                 mediaDirectory: path.map { URL(fileURLWithPath: $0 + "-media", isDirectory: true) },
                 outboxFilesDirectory: path.map { URL(fileURLWithPath: $0 + "-outbox", isDirectory: true) })
             self.session = session

@@ -220,6 +220,17 @@ import Testing
         #expect(none.isEmpty)
     }
 
+    /// Makes a ``RecordingService`` per client and keeps what they all recorded.
+    final class RecordingServices: Sendable {
+        let made = Mutex<[RecordingService]>([])
+        func make(_ client: ChatClient) -> any MessageServicing {
+            let service = RecordingService(base: MessageService(client: client))
+            made.withLock { $0.append(service) }
+            return service
+        }
+        var log: [String] { made.withLock { $0.flatMap { $0.log.withLock { $0 } } } }
+    }
+
     /// An app's own service: wraps the standard one and records what the screen asked for.
     final class RecordingService: MessageServicing, Sendable {
         let base: MessageService
