@@ -9,7 +9,9 @@ import Testing
     if: getuid() == 0 && TestTools.mayRun("ip") && TestTools.mayRun("iptables") && TestTools.mayRun("python3") && TestTools.mayRun("curl"),
     "needs root, iproute2, iptables, python3 and curl"))
 struct LinkDelayTests {
-    @Test func aDegradedLinkIsLateAndLossyYetDeliversAndHealsWhole() throws {
+    /// Heavy: one at a time with `bench partition`'s lossy-link test, which checks that no
+    /// `bench link-delay` outlives its fault and would find this one's.
+    @Test(.heavy) func aDegradedLinkIsLateAndLossyYetDeliversAndHealsWhole() throws {
         let tag = "ld\(String(getpid(), radix: 16))"
         let script = """
             set -u

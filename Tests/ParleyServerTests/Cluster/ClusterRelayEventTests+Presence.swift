@@ -104,7 +104,11 @@ extension ClusterRelayEventTests {
         let nodeId = "node-b-\(UUID().uuidString.prefix(6).lowercased())"
         let b = try await Self.node(on: url) { $0.cluster?.nodeId = nodeId }
         nodes.add(b)
-        #expect(try #require(b.app.cluster).isOnlineElsewhere(alice.id), "joined without loading who is online")
+        // Before any client of B connects. Not asserted at the instant B starts: on a saturated
+        // machine A's heartbeat can be late past the dead-after bound, and B counts A's users
+        // from A's next one.
+        let cluster = try #require(b.app.cluster)
+        try await waitFor("B to know Alice is online, with no client of its own") { cluster.isOnlineElsewhere(alice.id) }
         #expect(try await b.api(token: bob.token).users().first { $0.id == alice.id }?.isOnline == true)
         #expect(!a.app.fanOut.isOnline(bob.id))
 
