@@ -54,10 +54,19 @@ public enum ParleyStrings {
     /// The text for `key` in `locale`'s language (English when the catalog lacks it).
     static func text(_ key: String, locale: Locale) -> String {
         let language = locale.language.languageCode?.identifier ?? Catalog.source
-        if let compiled = compiled(key, language: language) { return compiled }
-        if let value = catalog.value(key, language: language) ?? catalog.value(key, language: Catalog.source) { return value }
-        return compiled(key, language: Catalog.source) ?? key
+        // A timeline asks for "You" once per message and frame: each text is looked up in the
+        // bundles once per language (a bundle lookup costs microseconds), then remembered.
+        let memo = language + "\u{0}" + key
+        if let known = found.withLockedValue({ $0[memo] }) { return known }
+        let value = compiled(key, language: language)
+            ?? catalog.value(key, language: language) ?? catalog.value(key, language: Catalog.source)
+            ?? compiled(key, language: Catalog.source) ?? key
+        found.withLockedValue { $0[memo] = value }
+        return value
     }
+
+    /// Texts already looked up, by language and key (the catalog does not change while running).
+    private static let found = NIOLockedValueBox<[String: String]>([:])
 
     /// The languages the catalog has texts in.
     static var languages: Set<String> { catalog.languages }

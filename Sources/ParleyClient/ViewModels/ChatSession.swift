@@ -265,8 +265,7 @@ public final class ChatSession {
                 transport: transport, database: try path.map { try LocalDatabase.open(path: $0) } ?? LocalDatabase.inMemory(),
                 userId: session.user.id,
                 hooks: MessageHooks(
-                    prechecks: hooks.prechecks, preparations: hooks.preparations + [ImageDownscaling(), AttachmentUpload(api: transport.api)],
-                    service: hooks.service),
+                    prechecks: hooks.prechecks, preparations: hooks.preparations + [ImageDownscaling(), AttachmentUpload(api: transport.api)]),
                 mediaDirectory: path.map { URL(fileURLWithPath: $0 + "-media", isDirectory: true) },
                 outboxFilesDirectory: path.map { URL(fileURLWithPath: $0 + "-outbox", isDirectory: true) })
             self.session = session

@@ -158,7 +158,8 @@ export function upsertMessage(m) {
 export const WINDOW = { keep: 200, most: 300 };
 export function trimWindow(conversationId, { keep = WINDOW.keep, most = WINDOW.most, keepThread = null } = {}) {
   const c = store.caches.get(conversationId);
-  if (!c || !c.loaded || c.loadingOlder) return false;
+  // Called on every scroll at the newest: nothing to count while the whole window is within bounds.
+  if (!c || !c.loaded || c.loadingOlder || c.messages.size <= Math.max(most, keep)) return false;
   const seqs = [];
   for (const m of c.messages.values()) if (!m.threadRootId) seqs.push(m.seq);
   if (seqs.length <= Math.max(most, keep)) return false;

@@ -30,6 +30,18 @@ import Testing
             userId: user.id, environment: environment, policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)), pollInterval: .seconds(5))
     }
 
+    /// Alice's chat with Bob after Bob wrote `count` messages, open at its newest page.
+    static func longChat(_ server: TestServer, count: Int) async throws -> (client: ChatClient, chat: ChatModel, bob: TestUser, direct: Conversation) {
+        let (alice, bob, direct) = try await server.directPair()
+        for n in 1...count { _ = try await bob.api.send(.init(clientMessageId: "b\(n)", text: "\(n)"), to: direct.id) }
+        let client = try ChatClientTests.client(alice)
+        await client.start()
+        let chat = ChatModel(client: client, conversationId: direct.id)
+        await chat.start()
+        try await waitFor("the newest page") { await MainActor.run { chat.messages.last?.seq == Int64(count) } }
+        return (client, chat, bob, direct)
+    }
+
     @Test func aBurstOfMessagesIsOneReload() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
@@ -59,13 +71,7 @@ import Testing
     @Test func theTopReachedTwiceLoadsOnePage() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let (alice, bob, direct) = try await server.directPair()
-        for n in 1...120 { _ = try await bob.api.send(.init(clientMessageId: "b\(n)", text: "\(n)"), to: direct.id) }
-        let client = try ChatClientTests.client(alice)
-        await client.start()
-        let chat = ChatModel(client: client, conversationId: direct.id)
-        await chat.start()
-        try await waitFor("the newest page") { await MainActor.run { chat.messages.last?.seq == 120 } }
+        let (client, chat, _, _) = try await Self.longChat(server, count: 120)
         let shown = chat.messages.count
         // Each page the client reads counts as a cache hit or a miss.
         func pagesRead() async -> Int { let counts = await client.readCounts; return counts.cacheHits + counts.cacheMisses }
@@ -85,13 +91,7 @@ import Testing
     @Test func aLongWindowLetsTheOldPagesGoAndGetsThemBack() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let (alice, bob, direct) = try await server.directPair()
-        for n in 1...160 { _ = try await bob.api.send(.init(clientMessageId: "b\(n)", text: "\(n)"), to: direct.id) }
-        let client = try ChatClientTests.client(alice)
-        await client.start()
-        let chat = ChatModel(client: client, conversationId: direct.id)
-        await chat.start()
-        try await waitFor("the newest page") { await MainActor.run { chat.messages.last?.seq == 160 } }
+        let (client, chat, bob, direct) = try await Self.longChat(server, count: 160)
         while chat.canLoadOlder { await chat.loadOlder() }
         #expect(chat.messages.compactMap(\.seq) == Array(1...160), "scrolled back to the start")
         await chat.trimWindow(keeping: 40)

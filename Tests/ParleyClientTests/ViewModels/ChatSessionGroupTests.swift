@@ -8,15 +8,22 @@ import Testing
 /// leave reach the server and the list; a change the server refuses says why and changes
 /// nothing.
 @MainActor @Suite struct ChatSessionGroupTests {
+    /// A session of its own (session file and databases in a new folder), signed in as Alice.
+    static func aliceSession(_ server: TestServer, hooks: MessageHooks = MessageHooks()) async -> ChatSession {
+        let folder = TestServer.temporaryDirectory()
+        let session = ChatSession(
+            server: server.baseURL, store: FileSessionStore(path: folder + "/session.json"), databaseDirectory: folder + "/db", hooks: hooks)
+        await session.signIn(organization: "acme", email: "alice@x.io", password: TestUser.password)
+        return session
+    }
+
     @Test func renameAddRemoveAndLeaveAGroup() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let (alice, bob, direct) = try await server.directPair()
         let carol = try await server.register("carol@x.io", name: "Carol")
         let dave = try await server.register("dave@x.io", name: "Dave")
-        let folder = TestServer.temporaryDirectory()
-        let session = ChatSession(server: server.baseURL, store: FileSessionStore(path: folder + "/session.json"), databaseDirectory: folder + "/db")
-        await session.signIn(organization: "acme", email: "alice@x.io", password: TestUser.password)
+        let session = await Self.aliceSession(server)
         let list = try #require(session.list)
         let group = try #require(await session.groupConversation(named: "Launch", with: [bob.id, carol.id]))
         session.selection = group

@@ -14,10 +14,7 @@ import Testing
         let (_, bob, direct) = try await server.directPair()
         let made = InteractionLayerTests.RecordingServices()
         let hooks = MessageHooks(service: { client in made.make(client) })
-        let folder = TestServer.temporaryDirectory()
-        let session = ChatSession(
-            server: server.baseURL, store: FileSessionStore(path: folder + "/session.json"), databaseDirectory: folder + "/db", hooks: hooks)
-        await session.signIn(organization: "acme", email: "alice@x.io", password: TestUser.password)
+        let session = await ChatSessionGroupTests.aliceSession(server, hooks: hooks)
         let chat = try #require(session.chat(direct.id))
         await chat.start()
         await chat.send("through the app's service")

@@ -59,6 +59,9 @@ import FoundationNetworking
         #expect((response as? HTTPURLResponse)?.statusCode == 201)
 
         let fanout = try await Self.span("fanout", in: trace, of: collector)
+        // Spans are exported in batches: the request's own span can come in a batch after the
+        // fan-out's (a full suite on 2 cores showed it).
+        try await waitFor("the request's server span") { collector.received.contains { $0.traceId == trace && $0.kind == 2 } }
         let spans = collector.received.filter { $0.traceId == trace }
         let http = try #require(spans.first { $0.kind == 2 })
         #expect(http.parentSpanId == callerSpan)
