@@ -10,7 +10,12 @@ import ParleyProtocol
 ///
 /// The rules throw an `ChatError` (a refusal) only before their first write, so a store that
 /// batches several operations into one transaction (group commit) can answer a refused one
-/// with its error and commit the others without a savepoint each.
+/// with its error and commit the others without a savepoint each; both stores check it (a job
+/// refused after writing sends its batch to the savepoint path).
+///
+/// A rule awaits nothing but these primitives while its transaction is open: it decides over
+/// what it read and writes what it decided. SQLite runs the rule inline on its writer's thread
+/// (see `InlineAsync`), which stops a rule that awaits anything that resumes later.
 public protocol StoreTransaction: Sendable {
     // MARK: Conversations
 
@@ -275,6 +280,13 @@ struct QueuedWrite: Sendable {
     var sending: MessageDraft? = nil
     /// The write, run inside the batch's transaction.
     let run: @Sendable (any StoreTransaction) async throws -> any Sendable
+}
+
+/// A group commit's job refused (threw a `ChatError`) after it had written: the store aborts
+/// the batch's transaction and runs the batch again with a savepoint per job, whose rollback
+/// undoes the refused job's writes.
+struct RefusedAfterWriting: Error {
+    let refusal: ChatError
 }
 
 extension StoreTransaction {

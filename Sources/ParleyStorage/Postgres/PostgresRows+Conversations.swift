@@ -16,7 +16,7 @@ extension PostgresRows {
             """
             SELECT c.id, c.type, c.name, c.created_at, c.last_activity_at, c.last_seq,
                    mem.ids, mem.reads, mem.delivered,
-                   COALESCE(\(unescaped: unreadExpression), 0)::bigint, COALESCE(p.mention_unread, 0),
+                   COALESCE(\(unescaped: ChatSQL.unreadCount), 0)::bigint, COALESCE(p.mention_unread, 0),
                    COALESCE(p.muted, false), p.muted_until, COALESCE(p.read_seq, 0)
             FROM conversations c
             LEFT JOIN participants p ON p.conversation_id = c.id AND p.user_id = \(viewer)

@@ -16,6 +16,7 @@ extension PostgresConnection {
     /// Seen as a node that stopped committing for good after `pg_ctl restart -m fast`.
     package func checkedQuery(_ query: PostgresQuery, _ logger: Logger) async throws -> PostgresRowSequence {
         guard !isClosed else { throw ConnectionClosed() }
+        WriteTally.current?.note(query)
         return try await self.query(query, logger: logger)
     }
 
@@ -24,6 +25,7 @@ extension PostgresConnection {
         _ statement: Statement, _ logger: Logger
     ) async throws -> AsyncThrowingMapSequence<PostgresRowSequence, Row> where Row == Statement.Row {
         guard !isClosed else { throw ConnectionClosed() }
+        WriteTally.current?.noteWrite()
         return try await execute(statement, logger: logger)
     }
 }
@@ -166,15 +168,8 @@ enum PostgresRows {
         ).map { EntityID(try $0.decode(UUID.self)) }
     }
 
-    /// The contract's unread count (other senders' messages above the member's `readSeq`, not
-    /// deleted, not system) from a participant row `p` and its conversation row `c`, in O(1):
-    /// the base taken at the member's last read, plus the countable messages since, less the
-    /// member's own since (see SQLiteRows.unreadExpression, the same design).
-    static let unreadExpression =
-        "(p.unread_base + (c.countable - p.countable_at_base) - (p.own_countable - p.own_at_base) + p.thread_unread)"
-
     /// A member's own part of a view from `p` and `c` (see SQLiteRows.ownColumns).
-    static let ownColumns = "\(unreadExpression)::bigint AS unread, p.mention_unread, p.muted, p.muted_until, p.read_seq"
+    static let ownColumns = "\(ChatSQL.unreadCount)::bigint AS unread, p.mention_unread, p.muted, p.muted_until, p.read_seq"
 
     /// A member's own part of a view, read with ``ownColumns`` starting at column `at`.
     static func own(_ row: PostgresRow, at start: Int = 0, now: Date = Date()) throws -> OwnView {
@@ -193,21 +188,10 @@ enum PostgresRows {
         try await c.run(
             """
             UPDATE participants p SET
-                unread_base = (
-                    SELECT count(*) FROM messages m
-                    WHERE m.conversation_id = p.conversation_id AND m.seq > p.read_seq AND m.sender_id <> p.user_id
-                    AND m.deleted_at IS NULL AND m.type <> 'system' AND m.thread_root_id IS NULL
-                    AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = p.user_id AND b.blocked_id = m.sender_id)),
+                unread_base = (\(unescaped: ChatSQL.unreadMessages(member: "p.user_id", conversation: "p.conversation_id", readSeq: "p.read_seq"))),
                 countable_at_base = c.countable, own_at_base = p.own_countable, base_seq = c.last_seq,
-                thread_unread = (
-                    SELECT count(*) FROM messages m
-                    JOIN thread_members t ON t.root_id = m.thread_root_id AND t.user_id = p.user_id
-                    WHERE m.conversation_id = p.conversation_id AND m.seq > p.read_seq AND m.sender_id <> p.user_id
-                    AND m.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = p.user_id AND b.blocked_id = m.sender_id)),
-                mention_unread = (
-                    SELECT count(*) FROM mentions x JOIN messages m ON m.id = x.message_id
-                    WHERE x.conversation_id = p.conversation_id AND x.user_id = p.user_id AND x.seq > p.read_seq
-                    AND m.deleted_at IS NULL AND NOT EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = p.user_id AND b.blocked_id = m.sender_id))
+                thread_unread = (\(unescaped: ChatSQL.unreadThreadReplies(member: "p.user_id", conversation: "p.conversation_id", readSeq: "p.read_seq"))),
+                mention_unread = (\(unescaped: ChatSQL.unreadMentions(member: "p.user_id", conversation: "p.conversation_id", readSeq: "p.read_seq")))
             FROM conversations c
             WHERE c.id = p.conversation_id AND p.conversation_id = \(conversationId) AND p.user_id = ANY(\(userIds))
             """, logger)

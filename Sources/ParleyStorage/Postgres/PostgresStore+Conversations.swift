@@ -25,7 +25,7 @@ extension PostgresStore {
         return try await single { c in
             let row = try await c.first(
                 """
-                SELECT COALESCE(SUM(\(unescaped: PostgresRows.unreadExpression)), 0)::bigint
+                SELECT COALESCE(SUM(\(unescaped: ChatSQL.unreadCount)), 0)::bigint
                 FROM participants p JOIN conversations c ON c.id = p.conversation_id WHERE p.user_id = \(userId.uuid)
                 AND NOT (p.muted AND (p.muted_until IS NULL OR p.muted_until > \(Date().millisecondsSince1970)))
                 """, logger)

@@ -18,7 +18,7 @@ extension PostgresStore {
                 FROM messages m
                 JOIN participants p ON p.conversation_id = m.conversation_id AND p.user_id = \(viewer.uuid)
                 CROSS JOIN to_tsquery('simple', \(match)) AS q
-                WHERE m.search_vector @@ q AND m.deleted_at IS NULL AND m.type <> 'system'
+                WHERE m.search_vector @@ q AND \(unescaped: ChatSQL.searchable)
                 AND (\(conversationId?.uuid)::uuid IS NULL OR m.conversation_id = \(conversationId?.uuid))
                 ORDER BY m.created_at DESC, m.seq DESC
                 LIMIT \(limit + 1) OFFSET \(offset)

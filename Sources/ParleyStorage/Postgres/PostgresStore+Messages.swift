@@ -42,9 +42,11 @@ extension PostgresStore {
     ///
     /// A refused write (a rule's `ChatError`) is refused before it writes anything, so it needs
     /// no savepoint: its error is its answer and the batch goes on (a savepoint each would cost
-    /// two more round trips per send). Anything else that fails (a retry that raced its
-    /// original, a database error) aborts the transaction, and the batch runs again with a
-    /// savepoint per write, so one failure cannot undo the others.
+    /// two more round trips per send). That is checked, not trusted: a job refused after a
+    /// statement that may write (``WriteTally``) aborts the transaction like any failure.
+    /// Anything else that fails (a retry that raced its original, a database error) aborts it
+    /// too, and the batch runs again with a savepoint per write, so one failure cannot undo the
+    /// others, and a refused job's writes roll back with its savepoint.
     static func writeBatch(
         _ jobs: [QueuedWrite], client: PostgresClient, stranded: StrandedWrites, logger: Logger
     ) async -> [Result<any Sendable, any Error>] {
@@ -61,10 +63,13 @@ extension PostgresStore {
                         let plain = PlainSends.drafts(of: jobs, in: order)
                         let prefetched = plain.count > 1 ? try await PostgresRows.insertPlainSends(c, plain, logger) : [:]
                         let tx = PostgresTransaction(c, logger: logger, locked: locked, prefetched: prefetched)
+                        let tally = WriteTally()
                         for index in order {
+                            let written = tally.writes
                             do {
-                                results[index] = .success(try await jobs[index].run(tx))
+                                results[index] = .success(try await WriteTally.$current.withValue(tally) { try await jobs[index].run(tx) })
                             } catch let refused as ChatError where jobs.count > 1 {
+                                guard tally.writes == written else { throw RefusedAfterWriting(refusal: refused) }
                                 results[index] = .failure(refused)
                             }
                         }
@@ -115,4 +120,22 @@ extension PostgresStore {
     private static func lockAll(_ jobs: [QueuedWrite], on c: PostgresConnection, logger: Logger) async throws -> Set<UUID> {
         try await PostgresRows.lockConversations(c, Array(Set(jobs.map(\.conversationId.uuid))), logger)
     }
+}
+
+/// Statements that may have written, counted while a job of a group commit runs, so a job
+/// refused after writing is caught (see ``PostgresStore/writeBatch(_:client:stranded:logger:)``).
+/// A statement counts unless it starts with `SELECT` (reads and row locks); prepared
+/// statements (the sends) always count.
+final class WriteTally: Sendable {
+    @TaskLocal static var current: WriteTally?
+    private let count = Mutex(0)
+
+    var writes: Int { count.withLock { $0 } }
+
+    func note(_ query: PostgresQuery) {
+        let start = query.sql.utf8.drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D }
+        if !start.starts(with: "SELECT".utf8), !start.starts(with: "select".utf8) { noteWrite() }
+    }
+
+    func noteWrite() { count.withLock { $0 += 1 } }
 }

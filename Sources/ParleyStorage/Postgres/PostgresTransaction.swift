@@ -168,7 +168,7 @@ struct PostgresTransaction: StoreTransaction {
         let id = conversationId.uuid
         guard let row = try await connection.first(
             """
-            SELECT (SELECT \(unescaped: PostgresRows.unreadExpression) FROM participants p JOIN conversations c ON c.id = p.conversation_id
+            SELECT (SELECT \(unescaped: ChatSQL.unreadCount) FROM participants p JOIN conversations c ON c.id = p.conversation_id
                     WHERE p.conversation_id = \(id) AND p.user_id = \(userId.uuid)),
                    (SELECT array_agg(user_id ORDER BY joined_at, user_id) FROM participants WHERE conversation_id = \(id))
             """, logger)

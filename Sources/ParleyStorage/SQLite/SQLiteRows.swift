@@ -41,15 +41,8 @@ enum SQLiteRows {
         ).map { try id($0) }
     }
 
-    /// The contract's unread count (other senders' messages above the member's `readSeq`,
-    /// not deleted, not system), from two rows, whatever the backlog: the base taken at the
-    /// member's last read, plus the countable messages since, less the member's own since.
-    /// Thread replies are counted apart, in the member's own `thread_unread`.
-    static let unreadExpression =
-        "(p.unread_base + (c.countable - p.countable_at_base) - (p.own_countable - p.own_at_base) + p.thread_unread)"
-
     /// The columns of a member's own part of a view (unread, mentions, mute, read seq), from `p` and `c`.
-    static let ownColumns = "\(unreadExpression) AS unread, p.mention_unread, p.muted, p.muted_until, p.read_seq"
+    static let ownColumns = "\(ChatSQL.unreadCount) AS unread, p.mention_unread, p.muted, p.muted_until, p.read_seq"
 
     /// A member's own part of a conversation view, read with ``ownColumns``.
     static func own(_ row: Row, now: Date = Date()) -> OwnView {
@@ -75,7 +68,7 @@ enum SQLiteRows {
     static func unreadCount(_ db: Database, _ conversationId: String, _ userId: EntityID) throws -> Int {
         try Int.fetchOne(
             db.cachedStatement(sql: """
-                SELECT \(unreadExpression) FROM participants p JOIN conversations c ON c.id = p.conversation_id
+                SELECT \(ChatSQL.unreadCount) FROM participants p JOIN conversations c ON c.id = p.conversation_id
                 WHERE p.conversation_id = ? AND p.user_id = ?
                 """),
             arguments: [conversationId, userId.description]) ?? 0
@@ -85,38 +78,20 @@ enum SQLiteRows {
     /// leaves few or none) and records the counters it was taken against. Runs when the
     /// watermark moves and when a member joins.
     static func rebase(_ db: Database, _ conversationId: String, _ userId: EntityID) throws {
-        try db.cachedStatement(
-            sql: """
-                UPDATE participants SET
-                    unread_base = (
-                        SELECT COUNT(*) FROM messages m
-                        WHERE m.conversation_id = participants.conversation_id AND m.seq > participants.read_seq
-                        AND m.sender_id != participants.user_id AND m.deleted_at IS NULL AND m.type != 'system'
-                        AND m.thread_root_id IS NULL AND \(blocksSender("participants.user_id", "m.sender_id", not: true))),
-                    countable_at_base = (SELECT c.countable FROM conversations c WHERE c.id = participants.conversation_id),
-                    own_at_base = own_countable,
-                    base_seq = (SELECT c.last_seq FROM conversations c WHERE c.id = participants.conversation_id),
-                    thread_unread = (
-                        SELECT COUNT(*) FROM messages m
-                        JOIN thread_members t ON t.root_id = m.thread_root_id AND t.user_id = participants.user_id
-                        WHERE m.conversation_id = participants.conversation_id AND m.seq > participants.read_seq
-                        AND m.sender_id != participants.user_id AND m.deleted_at IS NULL
-                        AND \(blocksSender("participants.user_id", "m.sender_id", not: true))),
-                    mention_unread = (
-                        SELECT COUNT(*) FROM mentions x JOIN messages m ON m.id = x.message_id
-                        WHERE x.conversation_id = participants.conversation_id AND x.user_id = participants.user_id
-                        AND x.seq > participants.read_seq AND m.deleted_at IS NULL
-                        AND \(blocksSender("participants.user_id", "m.sender_id", not: true)))
-                WHERE conversation_id = ? AND user_id = ?
-                """
-        ).execute(arguments: [conversationId, userId.description])
+        try db.cachedStatement(sql: rebaseSQL).execute(arguments: [conversationId, userId.description])
     }
 
-    /// SQL that is true when the user in `member` blocks the user in `sender`, or with
-    /// `not`, when they do not: one lookup in the blocks' primary key.
-    static func blocksSender(_ member: String, _ sender: String, not: Bool = false) -> String {
-        "\(not ? "NOT " : "")EXISTS (SELECT 1 FROM blocks b WHERE b.blocker_id = \(member) AND b.blocked_id = \(sender))"
-    }
+    /// ``rebase(_:_:_:)``'s statement: the counts are ``ChatSQL``'s, for the row being updated.
+    private static let rebaseSQL = """
+            UPDATE participants SET
+                unread_base = (\(ChatSQL.unreadMessages(member: "participants.user_id", conversation: "participants.conversation_id", readSeq: "participants.read_seq"))),
+                countable_at_base = (SELECT c.countable FROM conversations c WHERE c.id = participants.conversation_id),
+                own_at_base = own_countable,
+                base_seq = (SELECT c.last_seq FROM conversations c WHERE c.id = participants.conversation_id),
+                thread_unread = (\(ChatSQL.unreadThreadReplies(member: "participants.user_id", conversation: "participants.conversation_id", readSeq: "participants.read_seq"))),
+                mention_unread = (\(ChatSQL.unreadMentions(member: "participants.user_id", conversation: "participants.conversation_id", readSeq: "participants.read_seq")))
+            WHERE conversation_id = ? AND user_id = ?
+            """
 
     /// A countable message was deleted: the counters lose it, and so do the bases that had
     /// counted it (members whose base was taken after it was sent), O(members), deletes only.
@@ -148,7 +123,7 @@ enum SQLiteRows {
         }
         try db.execute(sql: "UPDATE conversations SET countable = countable - 1 WHERE id = ?", arguments: [id])
         // A member who blocks the sender counted the message as their own (never unread).
-        let blocker = blocksSender("participants.user_id", "?1")
+        let blocker = ChatSQL.blocks("participants.user_id", "?1")
         try db.execute(
             sql: """
                 UPDATE participants SET

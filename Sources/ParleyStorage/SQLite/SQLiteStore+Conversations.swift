@@ -23,7 +23,7 @@ extension SQLiteStore {
         try await writer.read { db in
             try Int.fetchOne(
                 db.cachedStatement(sql: """
-                    SELECT COALESCE(SUM(\(SQLiteRows.unreadExpression)), 0)
+                    SELECT COALESCE(SUM(\(ChatSQL.unreadCount)), 0)
                     FROM participants p JOIN conversations c ON c.id = p.conversation_id
                     WHERE p.user_id = ? AND NOT (p.muted != 0 AND (p.muted_until IS NULL OR p.muted_until > ?))
                     """),

@@ -13,7 +13,7 @@ extension SQLiteStore {
                 FROM messages_fts
                 JOIN messages m ON m.rowid = messages_fts.rowid
                 JOIN participants p ON p.conversation_id = m.conversation_id AND p.user_id = ?
-                WHERE messages_fts MATCH ? AND m.deleted_at IS NULL AND m.type != 'system'
+                WHERE messages_fts MATCH ? AND \(ChatSQL.searchable)
                 """
             var arguments: StatementArguments = [viewer.description, match]
             if let conversationId {

@@ -73,11 +73,13 @@ public struct SQLiteStore: ParleyStore {
     /// Runs a group commit's batch in one transaction, its rules on the writer's thread (see
     /// ``InlineAsync``).
     ///
-    /// A rule throws an `ChatError` only before it writes anything (a refusal: not a
-    /// participant, a bad reply or watermark), so a refused job needs no savepoint: its error is
-    /// its answer and the batch goes on. Anything else (a write that fails, which the checks
-    /// make exceptional) aborts the transaction, and the batch runs again with a savepoint per
-    /// job, so one failure cannot undo the others.
+    /// A rule refuses (throws a `ChatError`: not a participant, a bad reply or watermark)
+    /// before it writes anything, so a refused job needs no savepoint: its error is its answer
+    /// and the batch goes on. That is checked, not trusted: a job refused after it changed a
+    /// row (SQLite's count of changed rows moved) aborts the transaction like any failure.
+    /// Anything else (a write that fails, which the checks make exceptional) aborts it too,
+    /// and the batch runs again with a savepoint per job, so one failure cannot undo the
+    /// others, and a refused job's writes roll back with its savepoint.
     static func commitBatch(_ jobs: [QueuedWrite], writer: any DatabaseWriter) async -> [Result<any Sendable, any Error>] {
         do {
             return try await writer.write { db in
@@ -86,9 +88,11 @@ public struct SQLiteStore: ParleyStore {
                     var results: [Result<any Sendable, any Error>] = []
                     results.reserveCapacity(jobs.count)
                     for job in jobs {
+                        let changed = tx.rowsChanged
                         do {
                             results.append(.success(try await job.run(tx)))
                         } catch let refused as ChatError {
+                            guard tx.rowsChanged == changed else { throw RefusedAfterWriting(refusal: refused) }
                             results.append(.failure(refused))
                         }
                     }

@@ -9,7 +9,8 @@ import ParleyProtocol
 struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
     // SAFETY: a `Database` may only be used on its writer's thread inside the closure GRDB
     // gave it to. The store creates this value there and runs the rule with ``InlineAsync``,
-    // whose every job runs on that same thread before the closure returns; nothing keeps it after.
+    // whose every job runs on that same thread before the closure returns (a rule that
+    // awaited elsewhere is stopped there); nothing keeps it after.
     let db: Database
     /// The messages this transaction inserted, indexed for search once at its end
     /// (``indexNewMessages()``). Confined to the writer's thread like `db`.
@@ -18,6 +19,10 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
     init(db: Database) {
         self.db = db
     }
+
+    /// Rows inserted, changed or deleted on this connection so far (SQLite's running count):
+    /// a job whose count moved has written.
+    var rowsChanged: Int { db.totalChangesCount }
 
     /// Adds the messages inserted so far to the search index, in one statement: the store calls
     /// it once per write transaction, before the commit.
@@ -276,7 +281,7 @@ struct SQLiteTransaction: StoreTransaction, @unchecked Sendable {
                     UPDATE participants SET thread_unread = thread_unread + (
                         SELECT COUNT(*) FROM messages m
                         WHERE m.thread_root_id = ?1 AND m.seq > participants.read_seq AND m.sender_id != ?2 AND m.deleted_at IS NULL
-                        AND \(SQLiteRows.blocksSender("?2", "m.sender_id", not: true)))
+                        AND \(ChatSQL.blocks("?2", "m.sender_id", not: true)))
                     WHERE conversation_id = ?3 AND user_id = ?2
                     """
             ).execute(arguments: [root, user.description, conversation])

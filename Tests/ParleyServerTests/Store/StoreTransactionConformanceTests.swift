@@ -303,30 +303,4 @@ import Testing
             #expect(committed.seqs.withLock { $0 } == seqs)
         }
     }
-
-    /// A rule may await something elsewhere (an actor) between primitives: on SQLite its
-    /// continuation comes back to the writer's thread and the transaction goes on.
-    @Test(arguments: StoreKind.available)
-    func aRuleThatAwaitsElsewhereStillRunsInItsTransaction(kind: StoreKind) async throws {
-        actor Elsewhere {
-            var calls = 0
-            func visit() async -> Int {
-                try? await Task.sleep(for: .milliseconds(5))
-                calls += 1
-                return calls
-            }
-        }
-        try await withStore(kind) { store, _ in
-            let scene = try await Self.scene(store)
-            let elsewhere = Elsewhere()
-            let seqs = try await store.writing { tx in
-                let first = try await tx.takeNextSeq(in: scene.direct.id)
-                _ = await elsewhere.visit()
-                let second = try await tx.takeNextSeq(in: scene.direct.id)
-                return [first, second]
-            }
-            #expect(seqs == [scene.direct.lastSeq + 1, scene.direct.lastSeq + 2])
-            #expect(await elsewhere.calls == 1)
-        }
-    }
 }
