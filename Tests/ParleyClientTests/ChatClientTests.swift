@@ -6,31 +6,50 @@ import Testing
 
 /// The SDK against a real server: optimistic send, offline queue, catch-up.
 @Suite struct ChatClientTests {
-    /// Real time, but backoff and polling shrunk so tests run in seconds.
+    /// Real time, but backoff and polling shrunk so tests run in seconds. For the suites not
+    /// yet on a manual clock; a new test passes a clock to ``client(_:path:transport:clock:)``.
     static func fastEnvironment() -> ClientEnvironment {
         var environment = ClientEnvironment.live
         environment.sleep = { duration in try await Task.sleep(for: duration / 50) }
         return environment
     }
 
-    static func client(_ user: TestUser, path: String? = nil, transport: (any ChatTransport)? = nil) throws -> ChatClient {
+    /// With a clock: time (timestamps, heartbeats, backoff, polling, the models' coalescing)
+    /// moves only when the test advances it. Without: ``fastEnvironment()``.
+    static func client(
+        _ user: TestUser, path: String? = nil, transport: (any ChatTransport)? = nil, clock: ManualClock? = nil
+    ) throws -> ChatClient {
         let database = try path.map { try LocalDatabase.open(path: $0) } ?? LocalDatabase.inMemory()
         return ChatClient(
             transport: transport ?? LiveTransport(serverURL: user.server.baseURL, token: user.token), database: database,
-            userId: user.id, environment: fastEnvironment(), policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)),
-            pollInterval: .seconds(5))
+            userId: user.id, environment: clock.map(AppLifecycleTests.environment) ?? fastEnvironment(),
+            policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)), pollInterval: .seconds(5))
+    }
+
+    /// Waits until `condition` holds, moving `clock` by `step` (a chat model's coalescing) at
+    /// each look: a model reads its window again only once its coalescing wait has passed.
+    static func waitAdvancing(
+        _ what: String, clock: ManualClock, by step: Duration = ChatModel.coalescing,
+        _ condition: @Sendable () async throws -> Bool
+    ) async throws {
+        try await waitFor(what) {
+            if try await condition() { return true }
+            clock.advance(by: step.seconds)
+            return false
+        }
     }
 
     /// Removed from a group (or leaving it from another device): the one `conversation.updated`
     /// without the user takes the row and its messages away at once, and the events that
     /// follow (the system message) do not bring it back. It stayed until the next full sync.
     @Test func aGroupOneIsRemovedFromLeavesTheListAtOnce() async throws {
+        let clock = ManualClock()
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let (alice, bob, _) = try await server.directPair()
         let group = try await bob.api.createConversation(.init(type: .group, participantIds: [alice.id], name: "Launch"))
         _ = try await bob.api.send(.init(clientMessageId: "g1", text: "welcome"), to: group.id)
-        let client = try Self.client(alice)
+        let client = try Self.client(alice, clock: clock)
         await client.start()
         _ = try await client.openConversation(group.id)
         try await waitFor("the group in Alice's list") { try await client.database.conversations().contains { $0.id == group.id } }
@@ -47,11 +66,12 @@ import Testing
     }
 
     @Test func optimisticSendShowsAtOnceThenIsConfirmedOnEveryDevice() async throws {
+        let clock = ManualClock()
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let (alice, bob, direct) = try await server.directPair()
-        let aliceClient = try Self.client(alice)
-        let bobClient = try Self.client(bob)
+        let aliceClient = try Self.client(alice, clock: clock)
+        let bobClient = try Self.client(bob, clock: clock)
         await aliceClient.start()
         await bobClient.start()
         _ = try await aliceClient.openConversation(direct.id)
@@ -78,10 +98,11 @@ import Testing
     /// A sync says so while it runs (the banner's "Syncing…"), and says when it ended, once
     /// however many run at once; the list model follows.
     @Test func aSyncIsAnnouncedWhileItRunsAndTheListModelShowsIt() async throws {
+        let clock = ManualClock()
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let (alice, _, _) = try await server.directPair()
-        let client = try Self.client(alice)
+        let client = try Self.client(alice, clock: clock)
         let changes = await client.changes()
         let model = await ConversationListModel(client: client)
         await model.start()
@@ -101,12 +122,13 @@ import Testing
     }
 
     @Test func messagesWrittenWhileTheServerIsDownAreDeliveredOnceWhenItReturns() async throws {
+        let clock = ManualClock()
         let directory = TestServer.temporaryDirectory()
         let server = try await TestServer.start(dataDirectory: directory)
         let port = server.port
         let (alice, bob, direct) = try await server.directPair()
         let databasePath = directory + "/alice-client.sqlite"
-        var aliceClient = try Self.client(alice, path: databasePath)
+        var aliceClient = try Self.client(alice, path: databasePath, clock: clock)
         await aliceClient.start()
         _ = try await aliceClient.openConversation(direct.id)
         await server.stop()
@@ -115,7 +137,7 @@ import Testing
         #expect(try await aliceClient.database.outboxCount() == 5)
         // The app is killed while offline, and opened again later.
         await aliceClient.stop()
-        let reopened = try Self.client(alice, path: databasePath)
+        let reopened = try Self.client(alice, path: databasePath, clock: clock)
         aliceClient = reopened
         let shown = try await reopened.database.messages(in: direct.id, viewer: alice.id)
         #expect(shown.map(\.text) == (1...5).map { "offline \($0)" } && shown.allSatisfy { $0.delivery == .sending })
@@ -131,10 +153,11 @@ import Testing
     }
 
     @Test func aRefusedMessageIsMarkedFailedAndCanBeDiscarded() async throws {
+        let clock = ManualClock()
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let (alice, bob, direct) = try await server.directPair()
-        let client = try Self.client(alice)
+        let client = try Self.client(alice, clock: clock)
         await client.start()
         _ = try await client.openConversation(direct.id)
         // Enqueue a request the server will refuse (a reply to a message of no conversation).
@@ -157,11 +180,12 @@ import Testing
     }
 
     @Test func openingFromTheCacheCountsHitsAndPagesBackToTheServer() async throws {
+        let clock = ManualClock()
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let (alice, bob, direct) = try await server.directPair()
         for index in 1...30 { _ = try await bob.api.send(.init(clientMessageId: "b\(index)", text: "\(index)"), to: direct.id) }
-        let client = try Self.client(alice)
+        let client = try Self.client(alice, clock: clock)
         let first = try await client.openConversation(direct.id, limit: 10)
         #expect(first.compactMap(\.seq) == Array(21...30))
         let second = try await client.openConversation(direct.id, limit: 10)
@@ -180,10 +204,11 @@ import Testing
     /// A screen pages back only while there is something older: never in an empty chat (its
     /// spinner would spin forever), and not once the first message is shown.
     @Test func aChatModelOffersOlderMessagesOnlyWhileThereAreSome() async throws {
+        let clock = ManualClock()
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let (alice, bob, direct) = try await server.directPair()
-        let client = try Self.client(alice)
+        let client = try Self.client(alice, clock: clock)
         await client.start()
         let empty = await ChatModel(client: client, conversationId: direct.id)
         await empty.start()
@@ -193,7 +218,7 @@ import Testing
         try await waitFor("the messages") { try await client.database.messages(in: direct.id, viewer: alice.id).count >= 50 }
         let chat = await ChatModel(client: client, conversationId: direct.id)
         await chat.start()
-        try await waitFor("the newest 50") { await chat.messages.last?.seq == 60 }
+        try await Self.waitAdvancing("the newest 50", clock: clock) { await chat.messages.last?.seq == 60 }
         // The window is the newest page, unless the cache already held all 60 when it opened
         // (a loaded machine): either way, older ones are offered exactly when seq 1 is not shown.
         let firstShown = await chat.messages.first?.seq ?? -1
@@ -206,10 +231,11 @@ import Testing
     }
 
     @Test func editsDeletesAndReactionsReachTheCache() async throws {
+        let clock = ManualClock()
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let (alice, bob, direct) = try await server.directPair()
-        let bobClient = try Self.client(bob)
+        let bobClient = try Self.client(bob, clock: clock)
         await bobClient.start()
         _ = try await bobClient.openConversation(direct.id)
         try await waitFor("connected") { await bobClient.connectionState == .connected }
@@ -229,12 +255,13 @@ import Testing
     }
 
     @Test func listAndChatModelsFollowTheDatabase() async throws {
+        let clock = ManualClock()
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let alice = try await server.register("alice@x.io")
         let bob = try await server.register("bob@x.io", name: "Bob")
         let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
-        let client = try Self.client(alice)
+        let client = try Self.client(alice, clock: clock)
         await client.start()
         let list = await ConversationListModel(client: client, names: { $0 == bob.id ? "Bob" : nil })
         await list.start()
@@ -248,7 +275,7 @@ import Testing
         // Bob answers once Alice's message is stored (else his could take the first seq).
         try await waitFor("alice's message stored") { try await client.database.outboxCount() == 0 }
         _ = try await bob.api.send(.init(clientMessageId: "r", text: "hi Alice"), to: direct.id)
-        try await waitFor("the reply shows") { await chat.messages.map(\.text) == ["hi Bob", "hi Alice"] }
+        try await Self.waitAdvancing("the reply shows", clock: clock) { await chat.messages.map(\.text) == ["hi Bob", "hi Alice"] }
         try await waitFor("the badge counts it") { await list.totalUnread == 1 }
         #expect(await chat.connection == .connected)
         await chat.stop()

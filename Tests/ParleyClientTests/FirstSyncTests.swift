@@ -28,12 +28,11 @@ import Testing
             serverURL: server.baseURL, token: alice.token, plan: FaultPlan(seed: 7, odds: odds),
             beforeList: {
                 listRequests.add(1, ordering: .relaxed)
-                while true {
-                    if let client = box.withLock({ $0 }), case .reconnecting = await client.connectionState { return }
-                    try? await Task.sleep(for: .milliseconds(5))
+                try? await waitFor("the connection opened and dropped", timeout: .seconds(60)) {
+                    if let client = box.withLock({ $0 }), case .reconnecting = await client.connectionState { true } else { false }
                 }
             })
-        let client = try ChatClientTests.client(alice, transport: transport)
+        let client = try ChatClientTests.client(alice, transport: transport, clock: ManualClock())
         box.withLock { $0 = client }
         await client.start()
         let list = ConversationListModel(client: client)

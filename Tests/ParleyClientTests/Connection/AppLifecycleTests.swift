@@ -132,9 +132,11 @@ import Testing
             pollInterval: .seconds(3600))
     }
 
-    /// Each connection state the client announced, in order.
+    /// Each connection state the client announced, in order, and how many syncs it announced
+    /// as ended (a marker: what it announced before one is in ``all`` by the time it counts).
     final class States: Sendable {
         private let seen = Mutex<[ConnectionState]>([])
+        private let ended = Mutex(0)
         private let task = Mutex<Task<Void, Never>?>(nil)
 
         static func following(_ client: ChatClient) async -> States {
@@ -144,6 +146,7 @@ import Testing
                 $0 = Task {
                     for await change in stream {
                         if case .connection(let state) = change { states.seen.withLock { $0.append(state) } }
+                        if case .syncing(false) = change { states.ended.withLock { $0 += 1 } }
                     }
                 }
             }
@@ -151,6 +154,7 @@ import Testing
         }
 
         var all: [ConnectionState] { seen.withLock { $0 } }
+        var syncsEnded: Int { ended.withLock { $0 } }
         func stop() { task.withLock { $0?.cancel() } }
     }
 
@@ -213,14 +217,15 @@ import Testing
             if case .reconnecting = await client.connectionState { true } else { false }
         }
 
-        func attempts() async -> Int {
+        @Sendable func attempts() async -> Int {
             if case .reconnecting(let attempt, _) = await client.connectionState { attempt } else { 0 }
         }
         // The control: with a network, the waits end in attempts that fail. (Time moves until
         // it shows: on a loaded machine a move can come before the client's next wait begins.)
-        for _ in 0..<200 where await attempts() <= 1 {
+        try await waitFor("a second attempt") {
+            if await attempts() > 1 { return true }
             clock.advance(by: 40)
-            try await Task.sleep(for: .milliseconds(20))
+            return false
         }
         let spent = await attempts()
         #expect(spent > 1, "with a network the client keeps trying")
@@ -255,13 +260,21 @@ import Testing
         let clock = ManualClock()
         let client = Self.client(alice, clock: clock)
         await client.start()
-        try await waitFor("connected") { await client.connectionState == .connected }
+        // Connected, and the sync the connect started is over (its announcements made).
+        try await waitFor("connected, its sync over") {
+            let connected = await client.connectionState == .connected
+            let pending = await client.connectSyncsPending
+            return connected && pending == 0
+        }
 
         let states = await States.following(client)
         await client.appEnteredBackground()
         clock.advance(by: 3)
         await client.appEnteredForeground()
-        try await Task.sleep(for: .milliseconds(100))
+        // A reconnect on the return would be announced before the end of a sync started after
+        // it (one stream, in order).
+        await client.synchronize()
+        try await waitFor("the sync's end announced") { states.syncsEnded > 0 }
         #expect(!states.all.contains(.connecting), "a glance at another app keeps the socket: \(states.all)")
 
         await client.networkChanged(available: true, interfaceChanged: true)

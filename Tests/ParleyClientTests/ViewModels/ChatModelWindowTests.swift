@@ -9,36 +9,20 @@ import Testing
 /// 004's 0.1 s), not one per message; and a window scrolled back through many pages lets the
 /// old ones go once the newest is on screen, getting them back from the cache on the way up.
 @MainActor @Suite struct ChatModelWindowTests {
-    /// Holds the model's coalescing wait until the test lets it end (other waits run fast).
-    final class Gate: Sendable {
-        private let opened = Atomic(false)
-        func open() { opened.store(true, ordering: .releasing) }
-        var isOpen: Bool { opened.load(ordering: .acquiring) }
-    }
-
-    static func client(_ user: TestUser, gate: Gate) -> ChatClient {
-        var environment = ChatClientTests.fastEnvironment()
-        environment.sleep = { duration in
-            if duration == ChatModel.coalescing {
-                while !gate.isOpen { try await Task.sleep(for: .milliseconds(2)) }
-                return
-            }
-            try await Task.sleep(for: duration / 50)
-        }
-        return ChatClient(
-            transport: LiveTransport(serverURL: user.server.baseURL, token: user.token), database: try! LocalDatabase.inMemory(),
-            userId: user.id, environment: environment, policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)), pollInterval: .seconds(5))
-    }
-
-    /// Alice's chat with Bob after Bob wrote `count` messages, open at its newest page.
-    static func longChat(_ server: TestServer, count: Int) async throws -> (client: ChatClient, chat: ChatModel, bob: TestUser, direct: Conversation) {
+    /// Alice's chat with Bob after Bob wrote `count` messages, open at its newest page; the
+    /// client's time moves only with `clock`.
+    static func longChat(
+        _ server: TestServer, count: Int, clock: ManualClock
+    ) async throws -> (client: ChatClient, chat: ChatModel, bob: TestUser, direct: Conversation) {
         let (alice, bob, direct) = try await server.directPair()
         for n in 1...count { _ = try await bob.api.send(.init(clientMessageId: "b\(n)", text: "\(n)"), to: direct.id) }
-        let client = try ChatClientTests.client(alice)
+        let client = try ChatClientTests.client(alice, clock: clock)
         await client.start()
         let chat = ChatModel(client: client, conversationId: direct.id)
         await chat.start()
-        try await waitFor("the newest page") { await MainActor.run { chat.messages.last?.seq == Int64(count) } }
+        try await ChatClientTests.waitAdvancing("the newest page", clock: clock) {
+            await MainActor.run { chat.messages.last?.seq == Int64(count) }
+        }
         return (client, chat, bob, direct)
     }
 
@@ -46,8 +30,8 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let (alice, bob, direct) = try await server.directPair()
-        let gate = Gate()
-        let client = Self.client(alice, gate: gate)
+        let clock = ManualClock()
+        let client = try ChatClientTests.client(alice, clock: clock)
         await client.start()
         let chat = ChatModel(client: client, conversationId: direct.id)
         await chat.start()
@@ -55,10 +39,10 @@ import Testing
         let before = chat.reloads
         for n in 1...30 { _ = try await bob.api.send(.init(clientMessageId: "b\(n)", text: "\(n)"), to: direct.id) }
         try await waitFor("all thirty cached") { try await client.database.messages(in: direct.id, viewer: alice.id).count == 30 }
-        #expect(chat.reloads == before, "nothing is read while the burst lasts")
+        #expect(chat.reloads == before, "nothing is read while the burst lasts (the clock stands still)")
         #expect(chat.messages.count < 30)
-        gate.open()
-        try await waitFor("the thirty shown") { await MainActor.run { chat.messages.count == 30 } }
+        // Time passes the coalescing wait (in its own steps, until the reload shows).
+        try await ChatClientTests.waitAdvancing("the thirty shown", clock: clock) { await MainActor.run { chat.messages.count == 30 } }
         // One reload for the thirty; the receipts that follow them may change the window once
         // or twice more (each is its own, later change).
         #expect(chat.reloads - before <= 3, "\(chat.reloads - before) reloads for thirty messages")
@@ -71,7 +55,7 @@ import Testing
     @Test func theTopReachedTwiceLoadsOnePage() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let (client, chat, _, _) = try await Self.longChat(server, count: 120)
+        let (client, chat, _, _) = try await Self.longChat(server, count: 120, clock: ManualClock())
         let shown = chat.messages.count
         // Each page the client reads counts as a cache hit or a miss.
         func pagesRead() async -> Int { let counts = await client.readCounts; return counts.cacheHits + counts.cacheMisses }
@@ -91,7 +75,8 @@ import Testing
     @Test func aLongWindowLetsTheOldPagesGoAndGetsThemBack() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
-        let (client, chat, bob, direct) = try await Self.longChat(server, count: 160)
+        let clock = ManualClock()
+        let (client, chat, bob, direct) = try await Self.longChat(server, count: 160, clock: clock)
         while chat.canLoadOlder { await chat.loadOlder() }
         #expect(chat.messages.compactMap(\.seq) == Array(1...160), "scrolled back to the start")
         await chat.trimWindow(keeping: 40)
@@ -99,7 +84,7 @@ import Testing
         #expect(chat.canLoadOlder)
         // New messages still come in; the window grows from its new start.
         _ = try await bob.api.send(.init(clientMessageId: "b161", text: "161"), to: direct.id)
-        try await waitFor("the new one") { await MainActor.run { chat.messages.last?.seq == 161 } }
+        try await ChatClientTests.waitAdvancing("the new one", clock: clock) { await MainActor.run { chat.messages.last?.seq == 161 } }
         #expect(chat.messages.first?.seq == 121)
         // Back up: the pages come again (from the cache).
         await chat.loadOlder(limit: 50)

@@ -55,10 +55,7 @@ import Testing
         let client = try ChatClient(serverURL: server.baseURL, credentials: credentials, userId: alice.id, databasePath: nil)
         await client.start()
         _ = try await client.send(text: "written offline", in: direct.id)
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try await bob.api.messages(direct.id).messages.isEmpty, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await waitFor("the message at the server", timeout: .seconds(20)) { try await !bob.api.messages(direct.id).messages.isEmpty }
         #expect(try await bob.api.messages(direct.id).messages.map(\.text) == ["written offline"])
         #expect(await client.signInRequired == false)
         #expect(storage.saves.count == 1, "one renewal, saved")
@@ -95,10 +92,7 @@ import Testing
         let client = try ChatClient(serverURL: server.baseURL, credentials: credentials, userId: alice.id, databasePath: nil)
         await client.start()
         _ = try await client.send(text: "through my own backend", in: direct.id)
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try await bob.api.messages(direct.id).messages.isEmpty, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await waitFor("the message at the server", timeout: .seconds(20)) { try await !bob.api.messages(direct.id).messages.isEmpty }
         #expect(try await bob.api.messages(direct.id).messages.map(\.text) == ["through my own backend"])
         await client.stop()
 
@@ -109,9 +103,7 @@ import Testing
         let stranded = try ChatClient(serverURL: server.baseURL, credentials: refusing, userId: alice.id, databasePath: nil)
         await stranded.start()
         _ = try await stranded.send(text: "waits for a sign-in", in: direct.id)
-        let until = ContinuousClock.now + .seconds(20)
-        while await !stranded.signInRequired, ContinuousClock.now < until { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(await stranded.signInRequired)
+        try await waitFor("a sign-in asked for", timeout: .seconds(20)) { await stranded.signInRequired }
         #expect(try await stranded.database.outboxCounts() == (queued: 1, failed: 0) ? true : false)
         #expect(try await bob.api.messages(direct.id).messages.count == 1)
         await stranded.stop()

@@ -102,10 +102,14 @@ import Testing
         let second = try await CLI.run(["serve", "--port", "\(port)", "--data-dir", TestServer.temporaryDirectory()])
         #expect(second.status != 0)
         #expect(second.output.contains("127.0.0.1:\(port) is already in use") && !second.output.contains("errno"), "\(second.output)")
-        // The probes were handled (a real request after them is answered), then the log is read.
+        // The probes were handled (a real request after them is answered); then the server is
+        // stopped and its whole log read, up to its last line: whatever the probes made it
+        // log is in it by then.
         let health = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(port)/health")!)
         #expect((health.1 as? HTTPURLResponse)?.statusCode == 200)
-        try await Task.sleep(for: .milliseconds(300))
+        serve.child.terminate()
+        #expect(try await serve.waitForExit() == 0, "\(serve.output)")
+        try await serve.waitForOutput("Parley stopped")
         #expect(!serve.output.lowercased().contains(" error "), "no error line for probes:\n\(serve.output)")
     }
 

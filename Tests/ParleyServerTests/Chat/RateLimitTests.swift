@@ -161,14 +161,14 @@ import FoundationNetworking
         let (bob, direct, client, chat) = try await Self.aliceChatting(server)
         for n in 0..<12 { await chat.send("m\(n)") }
         // The server refuses the sixth on; the SDK keeps them queued (not failed) until the
-        // bucket refills: advance the server's clock while the client retries.
+        // bucket refills: advance the server's clock, then retry; a retry returns once the
+        // outbox has sent all it could.
         var texts: [String] = []
         for _ in 0..<100 {
             texts = try await bob.api.messages(direct.id, limit: 100).messages.map(\.text)
             if texts.count == 12 { break }
             clock.advance(by: 1)
             await client.retryNow()
-            try await Task.sleep(for: .milliseconds(100))
         }
         #expect(texts == (0..<12).map { "m\($0)" })
         let failed = await chat.messages.filter { if case .failed = $0.delivery { true } else { false } }
@@ -187,11 +187,10 @@ import FoundationNetworking
         for n in 0..<4 { await chat.send("w\(n)") }
         // The fourth is refused with retryAfter 30: its next attempt is that far away (the
         // SDK's own first backoff is at most 1 s).
-        var next = Date.distantPast
-        for _ in 0..<3000 where next < Date().addingTimeInterval(5) {
-            next = (try await client.database.nextOutboxAttempt()) ?? .distantPast
-            if next < Date().addingTimeInterval(5) { try await Task.sleep(for: .milliseconds(10)) }
+        try await waitFor("the refused one's next attempt set", timeout: .seconds(30)) {
+            (try await client.database.nextOutboxAttempt() ?? .distantPast) >= Date().addingTimeInterval(5)
         }
+        let next = (try await client.database.nextOutboxAttempt()) ?? .distantPast
         #expect(next.timeIntervalSince(before) >= 29, "the next attempt is at \(next), \(next.timeIntervalSince(before)) s after the sends")
         let counts = try await client.database.outboxCounts()
         #expect(counts.queued == 1 && counts.failed == 0, "queued, not failed: \(counts)")

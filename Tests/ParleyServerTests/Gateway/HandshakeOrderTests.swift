@@ -36,8 +36,7 @@ import WSClient
                             firstFrames.append(type ?? "?")
                         }
                         // Stay connected until everyone has a first frame, so arrivals overlap.
-                        let deadline = ContinuousClock.now + .seconds(30)
-                        while !everyoneHasOne(), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+                        try? await waitFor("every connection's first frame", timeout: .seconds(30)) { everyoneHasOne() }
                         try await outbound.close(.normalClosure, reason: nil)
                     }
                 }

@@ -183,11 +183,8 @@ import WSClient
                 }
                 // Then a valid command: the connection still works after all of it.
                 try await outbound.write(.text(#"{"id":"last","type":"message.send","data":{"conversationId":"\#(direct.id)","clientMessageId":"last","text":"still here"}}"#))
-                let deadline = ContinuousClock.now + .seconds(120)
-                while ContinuousClock.now < deadline {
-                    let done = replies.state.withLock { state in state.byId["last"] != nil && expectedIds.allSatisfy { state.byId[$0] != nil } }
-                    if done { break }
-                    try await Task.sleep(for: .milliseconds(20))
+                try? await waitFor("a reply to every command", timeout: .seconds(120)) {
+                    replies.state.withLock { state in state.byId["last"] != nil && expectedIds.allSatisfy { state.byId[$0] != nil } }
                 }
                 try await outbound.close(.normalClosure, reason: nil)
                 group.cancelAll()

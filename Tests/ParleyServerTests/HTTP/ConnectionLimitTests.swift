@@ -189,14 +189,13 @@ final class RawSocket: Sendable {
         try await waitFor("a place is free again", timeout: .seconds(20)) {
             let socket = try RawSocket(port: server.port)
             socket.send("GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-            var answer = Data()
-            for _ in 0..<200 {
+            let answer = Mutex(Data())
+            try? await waitFor("the answer read to its end", timeout: .seconds(2)) {
                 let (data, closed) = socket.drain()
-                answer += data
-                if closed { break }
-                try await Task.sleep(for: .milliseconds(10))
+                answer.withLock { $0 += data }
+                return closed
             }
-            return String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 200")
+            return String(decoding: answer.withLock { $0 }, as: UTF8.self).hasPrefix("HTTP/1.1 200")
         }
         _ = held
     }

@@ -3,6 +3,7 @@ import ParleyClient
 import ParleyProtocol
 import ParleyServer
 import ParleyTestSupport
+import Synchronization
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -159,14 +160,14 @@ import FoundationNetworking
         defer { node.stop() }
         let oldTrust = try ServerTrust(pem: Data(first.certificatePEM.utf8))
         let newTrust = try ServerTrust(pem: Data(second.certificatePEM.utf8))
-        var registered: AuthResponse?
-        let deadline = ContinuousClock.now + .seconds(60)
-        while registered == nil, ContinuousClock.now < deadline {
-            registered = try? await ParleyAPI(baseURL: node.url, trust: oldTrust).register(
+        let registered = Mutex<AuthResponse?>(nil)
+        try? await waitFor("the TLS node to answer", timeout: .seconds(60)) {
+            let answer = try? await ParleyAPI(baseURL: node.url, trust: oldTrust).register(
                 .init(organization: "acme", email: "carol@x.io", password: TestUser.password, displayName: "Carol"))
-            if registered == nil { try await Task.sleep(for: .milliseconds(200)) }
+            registered.withLock { $0 = answer }
+            return answer != nil
         }
-        let token = try #require(registered?.token, "the TLS node never answered")
+        let token = try #require(registered.withLock { $0 }?.token, "the TLS node never answered")
         try second.writeServerFiles(into: directory)
         node.process.signal(SIGHUP)
         try await waitFor("the new certificate after SIGHUP") {

@@ -6,6 +6,7 @@ import ParleyClient
 import ParleyProtocol
 import ParleyServer
 import ParleyTestSupport
+import Synchronization
 import Testing
 
 /// Link previews through a real server and a real web server on loopback: read after
@@ -47,12 +48,14 @@ import Testing
 
     /// Waits (up to 20 s) until the message carries a preview in the catch-up feed.
     private func previewed(_ message: Message, by user: TestUser) async throws -> Message? {
-        for _ in 0..<200 {
+        let found = Mutex<Message?>(nil)
+        try? await waitFor("a preview of \(message.id)", timeout: .seconds(20)) {
             let changes = try await user.api.changes(message.conversationId, since: message.seq - 1)
-            if let found = changes.messages.first(where: { $0.id == message.id }), found.preview != nil { return found }
-            try await Task.sleep(for: .milliseconds(100))
+            guard let previewed = changes.messages.first(where: { $0.id == message.id && $0.preview != nil }) else { return false }
+            found.withLock { $0 = previewed }
+            return true
         }
-        return nil
+        return found.withLock { $0 }
     }
 
     @Test(arguments: StoreKind.available)
@@ -156,13 +159,11 @@ import Testing
     }
 
     private func waitForMetric(_ server: TestServer, _ line: String) async throws {
-        for _ in 0..<200 {
+        try await waitFor("the metric line \(line)", timeout: .seconds(20)) {
             var request = URLRequest(url: server.baseURL.appendingPathComponent("metrics"))
             request.timeoutInterval = 10
             let (data, _) = try await URLSession.shared.data(for: request)
-            if String(decoding: data, as: UTF8.self).contains(line) { return }
-            try await Task.sleep(for: .milliseconds(100))
+            return String(decoding: data, as: UTF8.self).contains(line)
         }
-        Issue.record("metric line never appeared: \(line)")
     }
 }

@@ -35,6 +35,30 @@ import Testing
 
     struct Refused: Error { let job: Int }
 
+    /// Closed until `open()`; then every waiter, and every later one, goes on.
+    final class Gate: Sendable {
+        private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+        func wait() async {
+            await withCheckedContinuation { continuation in
+                let open = state.withLock { state in
+                    if !state.open { state.waiters.append(continuation) }
+                    return state.open
+                }
+                if open { continuation.resume() }
+            }
+        }
+
+        func open() {
+            let waiters = state.withLock { state in
+                state.open = true
+                defer { state.waiters.removeAll() }
+                return state.waiters
+            }
+            waiters.forEach { $0.resume() }
+        }
+    }
+
     final class Log: Sendable {
         let entries = Mutex<[String]>([])
         func add(_ entry: String) { entries.withLock { $0.append(entry) } }
@@ -91,11 +115,15 @@ import Testing
     }
 
     @Test func anExecutorAnsweringTooFewResultsFailsTheRestInsteadOfHanging() async throws {
+        // The first batch waits until all four are queued: the rest form a batch behind it
+        // (or join it), so some batch holds more than one job.
+        let gate = Gate()
         let held = GroupCommit<Int, Int>(maxBatch: 8) { jobs in
-            try? await Task.sleep(for: .milliseconds(20))
+            await gate.wait()
             return Array(jobs.prefix(1).map { .success($0) })
         }
         let tickets = (0..<4).map { held.enqueue($0) }
+        gate.open()
         var answered = 0, failed = 0
         for ticket in tickets {
             do { _ = try await ticket.value; answered += 1 } catch is GroupCommitError { failed += 1 }

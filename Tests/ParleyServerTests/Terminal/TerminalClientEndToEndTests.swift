@@ -103,6 +103,14 @@ import Testing
 
     static func count(_ text: String, in screen: String) -> Int { screen.components(separatedBy: text).count - 1 }
 
+    /// Presses a paging key and waits until the screen shows its effect (it changed), so the
+    /// next press starts from the page this one reached.
+    static func press(_ key: String, in tmux: Tmux, _ name: String) async throws {
+        let before = try tmux.screen(name)
+        try tmux.press(name, key)
+        try await waitFor("\(name)'s screen to move after \(key)") { try tmux.screen(name) != before }
+    }
+
     @Test(.heavy) func twoPeopleChatInTwoTerminalsThroughOutagesAndSignIn() async throws {
         // A real `parley serve`, so the outage below is a real one (SIGKILL).
         let dataDirectory = TestServer.temporaryDirectory()
@@ -178,10 +186,15 @@ import Testing
         try await tmux.waitFor("carol", "(l)og in or (r)egister")
         try tmux.save("carol", as: "sign-in")
         let invite = try await ParleyAPI(baseURL: url, token: ada.token).createInvite()
-        for answer in ["r", "acme", "carol@x.io", "correct horse battery", "Carol"] {
+        // Each answer taken before the next is typed: the form shows it, or (the password,
+        // masked) asks the next question.
+        for (answer, shown) in [
+            ("r", "Registering"), ("acme", "Organization: acme"), ("carol@x.io", "Email: carol@x.io"),
+            ("correct horse battery", "Your name"), ("Carol", "Name: Carol"),
+        ] {
             try tmux.type("carol", answer)
             try tmux.press("carol", "Enter")
-            try await Task.sleep(for: .milliseconds(150))
+            try await tmux.waitFor("carol", shown)
         }
         let asked = try await tmux.waitFor("carol", "Invite code")
         #expect(asked.contains("Name: Carol") && asked.contains("takes an invite from"), "\(asked)")
@@ -260,8 +273,7 @@ import Testing
         // Eighty unread: the chat opens at the first of them; PgDn goes down to the newest.
         try await tmux.waitFor("ada", "New messages")
         for _ in 0..<20 where try !tmux.screen("ada").contains("m080") {
-            try tmux.press("ada", "NPage")
-            try await Task.sleep(for: .milliseconds(100))
+            try await Self.press("NPage", in: tmux, "ada")
         }
         try await tmux.waitFor("ada", "m080")
         try command("/search edited")
@@ -270,10 +282,8 @@ import Testing
         try tmux.press("ada", "Escape")
 
         // A long history: PgUp pages back to the first message, loading older pages on the way.
-        for _ in 0..<20 {
-            try tmux.press("ada", "PPage")
-            try await Task.sleep(for: .milliseconds(150))
-            if try tmux.screen("ada").contains("m001") { break }
+        for _ in 0..<20 where try !tmux.screen("ada").contains("m001") {
+            try await Self.press("PPage", in: tmux, "ada")
         }
         let top = try await tmux.waitFor("ada", "m001")
         #expect(!top.contains("m080"), "scrolled back, not the newest:\n\(top)")

@@ -18,16 +18,20 @@ import Testing
         let emptyProfile = TestServer.temporaryDirectory()
         try tmux.start("ada", width: 100, height: 24, command: "LANG=fr_FR.UTF-8 LC_ALL= " + Terminal.chat(emptyProfile, server: cast.url))
         try await tmux.waitFor("ada", "(l) se connecter ou (r) créer un compte")
-        for answer in ["l", "acme", "ada@x.io", "not her password"] {
+        // Each answer taken before the next is typed: the form shows it (the password, masked,
+        // is answered by the refusal below).
+        for (answer, shown) in [("l", "Organisation"), ("acme", "Organisation : acme"), ("ada@x.io", "E-mail : ada@x.io"), ("not her password", nil)] {
             try tmux.type("ada", answer)
             try tmux.press("ada", "Enter")
-            try await Task.sleep(for: .milliseconds(150))
+            if let shown { try await tmux.waitFor("ada", shown) }
         }
         let refused = try await tmux.waitFor("ada", "Organisation, e-mail ou mot de passe incorrect.")
         #expect(!refused.contains("unauthorized"), "a sentence, not a code:\n\(refused)")
         try tmux.type("ada", TestUser.password)
         try tmux.press("ada", "Enter")
-        let signedIn = try await tmux.waitFor("ada", "● en ligne")
+        try await tmux.waitFor("ada", "● en ligne")
+        // The list names Bob once the people are read (until then he is "Quelqu’un").
+        let signedIn = try await tmux.waitFor("ada", "Bob")
         #expect(signedIn.contains("Conversations") && signedIn.contains("Bob"), "\(signedIn)")
 
         // Bob's chat: the day and the "new messages" line are French; his message reading

@@ -28,16 +28,25 @@ import Testing
         try tmux.run(["paste-buffer", "-p", "-b", "notes", "-t", "ada"])
         let pasted = try await tmux.waitFor("ada", "> line one⏎/quit⏎line three")
         #expect(!pasted.contains("chat exited"), "the pasted /quit ran:\n\(pasted)")
-        // Nothing is sent by the paste itself.
-        try await Task.sleep(for: .milliseconds(500))
-        #expect(try await bobAPI.messages(direct.id).messages.map(\.text) == ["paste me your notes"])
+        // Nothing is sent by the paste itself: a message typed and sent after it (so after
+        // anything the paste sent) is the only one that reaches the server.
+        try tmux.press("ada", "C-u")
+        try await waitFor("the input line emptied") { try !tmux.screen("ada").contains("> line one⏎/quit⏎line three") }
+        try tmux.type("ada", "typed after the paste")
+        try tmux.press("ada", "Enter")
+        try await waitFor("the marker at the server", timeout: .seconds(20)) {
+            try await bobAPI.messages(direct.id).messages.count >= 2
+        }
+        #expect(try await bobAPI.messages(direct.id).messages.map(\.text) == ["paste me your notes", "typed after the paste"])
+        try tmux.run(["paste-buffer", "-p", "-b", "notes", "-t", "ada"])
+        try await tmux.waitFor("ada", "> line one⏎/quit⏎line three")
 
         try tmux.press("ada", "Enter")
         try await waitFor("Ada's message at the server", timeout: .seconds(20)) {
-            try await bobAPI.messages(direct.id).messages.count == 2
+            try await bobAPI.messages(direct.id).messages.count == 3
         }
         let texts = try await bobAPI.messages(direct.id).messages.map(\.text)
-        #expect(texts == ["paste me your notes", "line one\n/quit\nline three"])
+        #expect(texts == ["paste me your notes", "typed after the paste", "line one\n/quit\nline three"])
         let screen = try await tmux.waitFor("ada", "line three")
         let lines = screen.split(separator: "\n").map(String.init)
         #expect(lines.contains { $0.contains("│   line one") } && lines.contains { $0.contains("│   /quit") }, "three lines in the timeline:\n\(screen)")

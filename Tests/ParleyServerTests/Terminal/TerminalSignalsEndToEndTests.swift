@@ -63,8 +63,15 @@ import Testing
             for (width, height) in sizes {
                 try tmux.run(["resize-window", "-t", "ada", "-x", "\(width)", "-y", "\(height)"])
                 sent += 1
-                _ = try await bobAPI.send(.init(clientMessageId: "r\(sent)", text: "during resize \(sent)"), to: direct.id)
-                try await Task.sleep(for: .milliseconds(round == 0 ? 250 : 60))
+                let message = try await bobAPI.send(.init(clientMessageId: "r\(sent)", text: "during resize \(sent)"), to: direct.id)
+                // Ada's client took the message in at this size (its receipt reached the
+                // server) before the next resize, or it ended.
+                try await waitFor("Ada's client to receive message \(sent) at \(width)x\(height)") {
+                    let screen = try tmux.screen("ada")
+                    if screen.contains("chat exited") || screen.contains("crashed") { return true }
+                    let members = try await bobAPI.conversation(direct.id).members
+                    return members.contains { $0.userId == ada.user.id && $0.deliveredSeq >= message.seq }
+                }
                 let screen = try tmux.screen("ada")
                 #expect(!screen.contains("chat exited") && !screen.contains("crashed"), "the client ended at \(width)x\(height):\n\(screen)")
                 if screen.contains("chat exited") || screen.contains("crashed") { return }
@@ -87,7 +94,11 @@ import Testing
             try tmux.start(name, width: 90, height: 24, command: Self.chatThenModes(profile))
             try await tmux.waitFor(name, "● online")
             try tmux.run(["resize-window", "-t", name, "-x", "70", "-y", "20"])
-            try await Task.sleep(for: .milliseconds(200))
+            // Drawn again at the new size: the status, at the right edge, is back within 70
+            // columns (the pane cut the old frame's at 70).
+            try await waitFor("\(name) redrawn at 70 columns") {
+                try tmux.screen(name).split(separator: "\n").contains { $0.hasSuffix("● online") && $0.count < 70 }
+            }
             let pid = try Self.chatProcess(tmux, name)
             #expect(kill(pid, signal) == 0)
             let after = try await tmux.waitFor(name, "modes read")

@@ -168,7 +168,7 @@ import Testing
             try await bob.waitFor("document.querySelector('#chat').dataset.conversationId === \(BrowserPage.literal(direct))")
             try await ada.screenshot(Self.screens + "/web-chat-desktop.png")
             try await bob.viewport(width: 390, height: 844)
-            try await Task.sleep(for: .milliseconds(300))
+            try await bob.waitFor("innerWidth === 390", "the phone width")
             try await bob.screenshot(Self.screens + "/web-chat-phone.png")
             try await bob.click("#back")
             try await bob.screenshot(Self.screens + "/web-list-phone.png")
@@ -284,23 +284,19 @@ import Testing
             try await ada.waitFor("document.body.dataset.screen === 'main'")
             let rows = "document.querySelectorAll('#conversation-list [data-conversation-id]').length"
             _ = try await ada.waitFor("\(rows) === 50", "the first page of the list")
-            for _ in 0..<5 {
-                _ = try await ada.eval("(() => { const l = document.querySelector('#conversation-list'); l.scrollTop = l.scrollHeight; l.dispatchEvent(new Event('scroll')); })()")
-                if (try await ada.eval(rows) as? NSNumber)?.intValue == 61 { break }
-                try await Task.sleep(for: .milliseconds(300))
-            }
-            _ = try await ada.waitFor("\(rows) === 61", "every conversation after scrolling")
+            // Scrolled to the end until the next page is there (a scroll while a page loads is
+            // ignored, so each poll scrolls again).
+            _ = try await ada.waitFor(
+                "(() => { const l = document.querySelector('#conversation-list'); l.scrollTop = l.scrollHeight; l.dispatchEvent(new Event('scroll')); return \(rows) === 61 })()",
+                "every conversation after scrolling")
 
             // The chat: the newest 50, then older pages as it scrolls to the top.
             try await ada.click("#conversation-list [data-conversation-id=\(BrowserPage.literal(direct.id.description))]")
             let shown = "[...document.querySelectorAll('#messages [data-seq]')].map(e => e.querySelector('.text')?.textContent)"
             _ = try await ada.waitFor("\(shown).length === 50 && \(shown)[49] === 'message 130'", "the newest 50")
-            for _ in 0..<10 {
-                _ = try await ada.eval("(() => { const b = document.querySelector('#messages'); b.scrollTop = 0; b.dispatchEvent(new Event('scroll')); })()")
-                if (try await ada.eval("\(shown).length") as? NSNumber)?.intValue == 130 { break }
-                try await Task.sleep(for: .milliseconds(300))
-            }
-            _ = try await ada.waitFor("\(shown).length === 130", "every message after scrolling up")
+            _ = try await ada.waitFor(
+                "(() => { const b = document.querySelector('#messages'); b.scrollTop = 0; b.dispatchEvent(new Event('scroll')); return \(shown).length === 130 })()",
+                "every message after scrolling up")
             let texts = try await ada.eval("JSON.stringify(\(shown))") as? String
             #expect(texts == String(decoding: try JSONEncoder().encode((1...130).map { "message \($0)" }), as: UTF8.self), "once each, in order")
             #expect(try await ada.eval("document.querySelector('#messages .history-start')?.textContent") as? String

@@ -89,7 +89,7 @@ import Testing
 
             // On a phone the panel fits the width.
             try await ada.viewport(width: 390, height: 844)
-            try await Task.sleep(for: .milliseconds(300))
+            try await ada.waitFor("innerWidth === 390", "the phone width")
             let fits = try await ada.eval("""
                 (() => { const p = document.querySelector('#invite-panel .panel'); const r = p.getBoundingClientRect();
                   return r.left >= 0 && r.right <= innerWidth + 0.5 && p.scrollWidth <= p.clientWidth

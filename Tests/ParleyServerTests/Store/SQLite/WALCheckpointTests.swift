@@ -34,10 +34,7 @@ import Testing
         let logged = Self.size(of: path + "-wal")
         #expect(logged < UInt64(WALCheckpointer.safetyNetPages) * 4096, "below the writer's own threshold: \(logged)")
         // The checkpoint scheduled by the last sends runs within its delay (0.5 s).
-        let deadline = ContinuousClock.now + .seconds(20)
-        while Self.size(of: path) < before + 1_000_000, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try? await waitFor("the checkpoint", timeout: .seconds(20)) { Self.size(of: path) >= before + 1_000_000 }
         #expect(Self.size(of: path) >= before + 1_000_000, "the messages reached the database file: \(before) -> \(Self.size(of: path))")
         #expect(checkpointer.runs > 1)
         try await store.close()
