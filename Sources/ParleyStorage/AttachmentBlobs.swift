@@ -94,12 +94,16 @@ package struct FileBlobs: AttachmentBlobs {
     package func append(_ bytes: ByteBuffer, to name: String, at offset: Int64) async throws -> Int64 {
         let path = path(name)
         return try await pool.runIfActive {
-            let manager = FileManager.default
-            if offset == 0, !manager.fileExists(atPath: path) {
-                try manager.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-                guard manager.createFile(atPath: path, contents: nil) else { throw BlobError.missing }
+            // The first piece creates the file, never truncates it: of two first pieces racing,
+            // the second finds the first's bytes under the lock and is refused, where creating
+            // over it would have emptied what the first had written (both told they landed).
+            if offset == 0 {
+                try FileManager.default.createDirectory(
+                    atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             }
-            guard let handle = FileHandle(forWritingAtPath: path) else { throw BlobError.offsetMismatch(actual: 0) }
+            let descriptor = open(path, offset == 0 ? O_WRONLY | O_CREAT : O_WRONLY, 0o644)
+            guard descriptor >= 0 else { throw BlobError.offsetMismatch(actual: 0) }
+            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: false)
             defer { try? handle.close() }
             guard flock(handle.fileDescriptor, LOCK_EX) == 0 else { throw BlobError.missing }
             defer { flock(handle.fileDescriptor, LOCK_UN) }

@@ -121,6 +121,10 @@ extension PostgresStore {
     public func eraseProfile(userId: EntityID, organizationId: EntityID, now: Date, check: @Sendable (Int) throws -> Void) async throws -> Bool {
         let logger = self.logger
         return try await write { c in
+            // The organization's row first, as a role change or a deactivation takes it: two
+            // admins erased at once (or one erased while the other is demoted) then count the
+            // admins one after the other, and the second sees the first's change.
+            try await c.run("SELECT 1 FROM organizations WHERE id = \(organizationId.uuid) FOR UPDATE", logger)
             guard try await c.first(
                 """
                 UPDATE users SET display_name = 'Deleted user', email = 'deleted-' || id::text, password_hash = '',
