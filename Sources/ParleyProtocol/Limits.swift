@@ -66,7 +66,8 @@ public enum Limits {
         return String(out)
     }
 
-    private static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
+    /// Whether one character is of those ``containsUnsafeCharacters(_:)`` refuses.
+    public static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069, 0x2028, 0x2029: true
         default: false

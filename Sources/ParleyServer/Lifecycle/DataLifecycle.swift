@@ -158,10 +158,11 @@ public struct DataLifecycle: Sendable {
         }
     }
 
-    /// A file name safe inside a ZIP on every system: no path, no control characters.
+    /// A file name safe inside a ZIP on every system: no path, no control characters (C0 and
+    /// C1: a terminal's escape introducers), no direction overrides (``Limits/isUnsafe(_:)``).
     static func safeName(_ name: String) -> String {
         let cleaned = String(name.unicodeScalars.map { scalar -> Character in
-            scalar.value < 0x20 || scalar.value == 0x7F || "/\\:*?\"<>|".unicodeScalars.contains(scalar) ? "_" : Character(scalar)
+            Limits.isUnsafe(scalar) || "/\\:*?\"<>|".unicodeScalars.contains(scalar) ? "_" : Character(scalar)
         })
         let trimmed = cleaned.trimmingCharacters(in: CharacterSet(charactersIn: ". "))
         return trimmed.isEmpty ? "file" : String(trimmed.prefix(120))

@@ -52,8 +52,10 @@ public struct SMTPConfiguration: Sendable, Equatable {
         implicitTLS = scheme == "smtps"
         self.host = host
         port = url.port ?? (implicitTLS ? 465 : 25)
-        username = url.user?.removingPercentEncoding
-        password = url.password?.removingPercentEncoding
+        // Foundation's `user` and `password` are already decoded: decoding again turned
+        // "100%25sure" into nothing and "a%2541" into "aA".
+        username = url.user
+        password = url.password
         guard Self.address(in: from) != nil else { throw SMTPError("the sender must be an email address, got \(from)") }
         self.from = from
     }

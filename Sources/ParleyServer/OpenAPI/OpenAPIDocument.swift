@@ -28,7 +28,7 @@ enum OpenAPIDocument {
                 "description": "Parley's HTTP API. The WebSocket protocol (GET /api/v1/ws) and every rule are in docs/protocol.md.",
             ] as Schema,
             "servers": [["url": "/"]],
-            "tags": ["operations", "auth", "organization", "users", "safety", "conversations", "messages", "receipts", "attachments", "devices", "web client"]
+            "tags": ["operations", "auth", "organization", "users", "safety", "conversations", "messages", "threads", "pins", "receipts", "attachments", "devices", "web client"]
                 .map { ["name": $0] },
             "paths": paths,
             "components": [
