@@ -120,8 +120,11 @@ public actor MediaCache {
     private func load(_ attachment: Attachment) async throws -> Data {
         if let data = readFromDisk(attachment) { return data }
         downloads += 1
+        let started = epoch
         let data = try await download(attachment)
-        writeToDisk(attachment, data)
+        // A sign-out (``purge()``) while it downloaded: the bytes go to whoever asked, but
+        // nothing is written back into the folder the purge removed for the next user.
+        if started == epoch { writeToDisk(attachment, data) }
         return data
     }
 
