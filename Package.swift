@@ -54,19 +54,41 @@ let package = Package(
             name: "ParleyProtocol",
             swiftSettings: strict
         ),
-        // The stores (SQLite, PostgreSQL) and the records they keep. A wall: it sees neither the
-        // chat rules nor HTTP, which live in ParleyServer above it.
+        // What every store is: the `ParleyStore` protocol and its transaction primitives, the
+        // records they keep, group commit, the counting rules as SQL (`ChatSQL`) and blobs. A
+        // wall: it sees neither the chat rules nor HTTP, which live above it, nor any database.
         .target(
             name: "ParleyStorage",
             dependencies: [
                 "ParleyProtocol",
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        // The embedded store: one SQLite file through GRDB. Sees ParleyStorage, not PostgreSQL.
+        .target(
+            name: "ParleySQLite",
+            dependencies: [
+                "ParleyProtocol",
+                "ParleyStorage",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: strict
+        ),
+        // The store for several nodes: PostgreSQL through PostgresNIO. Sees ParleyStorage, not SQLite.
+        .target(
+            name: "ParleyPostgres",
+            dependencies: [
+                "ParleyProtocol",
+                "ParleyStorage",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
@@ -82,6 +104,8 @@ let package = Package(
             dependencies: [
                 "ParleyProtocol",
                 "ParleyStorage",
+                "ParleySQLite",
+                "ParleyPostgres",
                 "ParleyRules",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -158,6 +182,8 @@ let package = Package(
             name: "parley",
             dependencies: [
                 "ParleyProtocol",
+                "ParleyStorage",
+                "ParleySQLite",
                 "ParleyServer",
                 "ParleyClient",
                 "ParleyTerminal",
@@ -188,7 +214,8 @@ let package = Package(
         .target(
             name: "ParleyTestSupport",
             dependencies: [
-                "ParleyProtocol", "ParleyStorage", "ParleyRules", "ParleyServer", "ParleyClient", "ParleyTestParallelism",
+                "ParleyProtocol", "ParleyStorage", "ParleySQLite", "ParleyPostgres", "ParleyRules", "ParleyServer", "ParleyClient",
+                "ParleyTestParallelism",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -213,7 +240,8 @@ let package = Package(
         .testTarget(
             name: "ParleyServerTests",
             dependencies: [
-                "ParleyProtocol", "ParleyStorage", "ParleyRules", "ParleyServer", "ParleyClient", "ParleyTestSupport", "ParleyBench",
+                "ParleyProtocol", "ParleyStorage", "ParleySQLite", "ParleyPostgres", "ParleyRules", "ParleyServer", "ParleyClient",
+                "ParleyTestSupport", "ParleyBench",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "WSClient", package: "swift-websocket"),

@@ -9,6 +9,8 @@ import ServiceLifecycle
 import Synchronization
 import UnixSignals
 @_exported import ParleyStorage
+@_exported import ParleySQLite
+@_exported import ParleyPostgres
 @_exported import ParleyRules
 
 /// A configured Parley server: the store, the HTTP routes, the WebSocket gateway.

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import NIOCore
+import NIOFoundationCompat
 import NIOPosix
 
 /// Where attachment bytes live: files in a directory (SQLite, or several nodes on shared

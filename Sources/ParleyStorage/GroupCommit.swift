@@ -3,10 +3,10 @@ import ParleyProtocol
 import Synchronization
 
 /// The answer to one queued job, once its transaction has committed.
-final class CommitTicket<Output: Sendable>: Sendable {
+package final class CommitTicket<Output: Sendable>: Sendable {
     private let state = Mutex<(result: Result<Output, any Error>?, waiters: [CheckedContinuation<Output, any Error>])>((nil, []))
 
-    func complete(_ result: Result<Output, any Error>) {
+    package func complete(_ result: Result<Output, any Error>) {
         let waiters = state.withLock { state in
             state.result = result
             defer { state.waiters.removeAll() }
@@ -16,7 +16,7 @@ final class CommitTicket<Output: Sendable>: Sendable {
     }
 
     /// Waits for the job's result.
-    var value: Output {
+    package var value: Output {
         get async throws {
             try await withCheckedThrowingContinuation { continuation in
                 let ready = state.withLock { state -> Result<Output, any Error>? in
@@ -38,13 +38,13 @@ final class CommitTicket<Output: Sendable>: Sendable {
 /// that arrive while the lane commits go together in its next transaction. Each job still gets
 /// its own result: the executor runs each in a savepoint, so one job's error does not undo the
 /// others. Every caller is answered only after the transaction that holds its write committed.
-final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
+package final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
     /// Runs a batch in one transaction; returns one result per job, in order.
-    typealias Executor = @Sendable ([Job]) async -> [Result<Output, any Error>]
+    package typealias Executor = @Sendable ([Job]) async -> [Result<Output, any Error>]
 
     /// Runs right after the commit of a job that succeeded, in commit order, before any
     /// caller is answered (fan-out in seq order hangs here).
-    typealias OnCommit = @Sendable (Output) -> Void
+    package typealias OnCommit = @Sendable (Output) -> Void
 
     private typealias Entry = (job: Job, ticket: CommitTicket<Output>, onCommit: OnCommit?, trace: WriteTrace?)
 
@@ -65,13 +65,13 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
     private let observer = HandlerSlot<@Sendable (Int, Duration) -> Void>()
 
     /// Calls `observer` after every batch with its size and its transaction's duration.
-    func observe(_ observer: @escaping @Sendable (Int, Duration) -> Void) {
+    package func observe(_ observer: @escaping @Sendable (Int, Duration) -> Void) {
         self.observer.set(observer)
     }
 
     /// `lanes` transactions may be committing at once: 1 for SQLite (one writer); more for
     /// PostgreSQL, which runs transactions in parallel and shares WAL flushes among them.
-    init(maxBatch: Int = 512, lanes: Int = 1, execute: @escaping Executor) {
+    package init(maxBatch: Int = 512, lanes: Int = 1, execute: @escaping Executor) {
         self.maxBatch = maxBatch
         laneCount = max(1, lanes)
         self.lanes = Mutex(Array(repeating: Lane(), count: max(1, lanes)))
@@ -79,12 +79,12 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
     }
 
     /// Transactions committed and jobs carried so far.
-    var batchStats: (batches: Int, jobs: Int) { counters.withLock { $0 } }
+    package var batchStats: (batches: Int, jobs: Int) { counters.withLock { $0 } }
 
     /// Queues a job now (jobs with the same key commit in this order) and returns its ticket;
     /// `onCommit` runs once its transaction has committed, in commit order among the jobs of
     /// its lane. A `trace` is told the transaction the job rode in.
-    func enqueue(_ job: Job, key: Int = 0, trace: WriteTrace? = nil, onCommit: OnCommit? = nil) -> CommitTicket<Output> {
+    package func enqueue(_ job: Job, key: Int = 0, trace: WriteTrace? = nil, onCommit: OnCommit? = nil) -> CommitTicket<Output> {
         let ticket = CommitTicket<Output>()
         let index = Int(UInt(bitPattern: key) % UInt(laneCount))
         let startCommitting = lanes.withLock { lanes in
@@ -100,7 +100,7 @@ final class GroupCommit<Job: Sendable, Output: Sendable>: Sendable {
     }
 
     /// Queues a job and returns its result once its transaction has committed.
-    func submit(_ job: Job, key: Int = 0) async throws -> Output {
+    package func submit(_ job: Job, key: Int = 0) async throws -> Output {
         try await enqueue(job, key: key).value
     }
 
@@ -192,7 +192,7 @@ public final class WriteTrace: Sendable {
 
 /// The stores' queued writes: a job on the group commit, answered as a typed pending write.
 extension GroupCommit where Job == QueuedWrite, Output == any Sendable {
-    func enqueueWrite<T: Sendable>(
+    package func enqueueWrite<T: Sendable>(
         in conversationId: EntityID, sending draft: MessageDraft?, key: Int, onCommit: @escaping @Sendable (T) -> Void,
         _ body: @escaping @Sendable (any StoreTransaction) async throws -> T
     ) -> PendingWrite<T> {
@@ -212,7 +212,9 @@ extension GroupCommit where Job == QueuedWrite, Output == any Sendable {
 }
 
 /// An executor answered fewer results than jobs (a bug, reported rather than hung).
-struct GroupCommitError: Error {}
+package struct GroupCommitError: Error {
+    package init() {}
+}
 
 /// A store whose queued writes (sends, receipts) go through group commit.
 public protocol GroupCommitting {
@@ -220,5 +222,3 @@ public protocol GroupCommitting {
     var writeBatchStats: (batches: Int, writes: Int) { get }
 }
 
-extension SQLiteStore: GroupCommitting {}
-extension PostgresStore: GroupCommitting {}

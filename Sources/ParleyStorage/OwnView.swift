@@ -2,20 +2,28 @@ import Foundation
 import ParleyProtocol
 
 /// A member's own part of a conversation view: what differs from one member to the next.
-struct OwnView: Sendable, Equatable {
+package struct OwnView: Sendable, Equatable {
     /// Unread messages (the contract's count, thread replies of the member's threads included).
-    var unread: Int
+    package var unread: Int
     /// Unread messages that mention the member.
-    var mentions: Int
+    package var mentions: Int
     /// Whether the member's mute is on now.
-    var muted: Bool
+    package var muted: Bool
     /// When that mute ends, if it does by itself.
-    var mutedUntil: Date?
+    package var mutedUntil: Date?
     /// The member's read watermark.
-    var readSeq: Int64
+    package var readSeq: Int64
+
+    package init(unread: Int, mentions: Int, muted: Bool, mutedUntil: Date?, readSeq: Int64) {
+        self.unread = unread
+        self.mentions = mentions
+        self.muted = muted
+        self.mutedUntil = mutedUntil
+        self.readSeq = readSeq
+    }
 
     /// Puts this member's part into a view of the conversation.
-    func apply(to view: inout Conversation) {
+    package func apply(to view: inout Conversation) {
         view.unreadCount = unread
         view.mentionCount = mentions
         view.muted = muted

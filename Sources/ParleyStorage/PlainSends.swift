@@ -2,11 +2,11 @@ import Foundation
 import ParleyProtocol
 
 /// A send in a batch, by sender and clientMessageId.
-struct PlainSendKey: Hashable, Sendable {
-    let senderId: EntityID
-    let clientMessageId: String
+package struct PlainSendKey: Hashable, Sendable {
+    package let senderId: EntityID
+    package let clientMessageId: String
 
-    init(_ draft: MessageDraft) {
+    package init(_ draft: MessageDraft) {
         senderId = draft.senderId
         clientMessageId = draft.clientMessageId
     }
@@ -14,10 +14,10 @@ struct PlainSendKey: Hashable, Sendable {
 
 /// Which writes of a group commit are plain sends a store may write together (see
 /// ``ParleyStore/enqueueWrite(in:sending:onCommit:_:)``).
-enum PlainSends {
+package enum PlainSends {
     /// Whether a draft can be written with others: nothing to check beyond membership and
     /// retries (no reply, forward or attachment), and not a system message.
-    static func isPlain(_ draft: MessageDraft) -> Bool {
+    package static func isPlain(_ draft: MessageDraft) -> Bool {
         draft.replyToId == nil && draft.forwardedFromId == nil && draft.attachmentId == nil && draft.type != .system
             && draft.threadRootId == nil && draft.mentions.isEmpty
     }
@@ -26,7 +26,7 @@ enum PlainSends {
     /// conversations whose every write in the batch is a plain send (so no other write of a
     /// conversation runs between its sends and takes a seq out of turn), without a sender's
     /// clientMessageId twice in the batch (a retry queued behind its original goes the usual way).
-    static func drafts(of jobs: [QueuedWrite], in order: [Int]) -> [MessageDraft] {
+    package static func drafts(of jobs: [QueuedWrite], in order: [Int]) -> [MessageDraft] {
         var mixed = Set<EntityID>()
         var keys: [PlainSendKey: Int] = [:]
         for job in jobs {

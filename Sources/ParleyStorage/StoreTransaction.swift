@@ -273,20 +273,28 @@ public struct PendingWrite<Output: Sendable>: Sendable {
 public typealias PendingSend = PendingWrite<SendResult>
 
 /// One write of a group commit: the conversation it writes in, and the rule that does it.
-struct QueuedWrite: Sendable {
+package struct QueuedWrite: Sendable {
     /// The conversation to take first (PostgreSQL locks a batch's conversations in id order).
-    let conversationId: EntityID
+    package let conversationId: EntityID
     /// The message it sends, when it is a send (see ``ParleyStore/enqueueWrite(in:sending:onCommit:_:)``).
-    var sending: MessageDraft? = nil
+    package var sending: MessageDraft? = nil
     /// The write, run inside the batch's transaction.
-    let run: @Sendable (any StoreTransaction) async throws -> any Sendable
+    package let run: @Sendable (any StoreTransaction) async throws -> any Sendable
+
+    package init(conversationId: EntityID, sending: MessageDraft? = nil, run: @escaping @Sendable (any StoreTransaction) async throws -> any Sendable) {
+        self.conversationId = conversationId
+        self.sending = sending
+        self.run = run
+    }
 }
 
 /// A group commit's job refused (threw a `ChatError`) after it had written: the store aborts
 /// the batch's transaction and runs the batch again with a savepoint per job, whose rollback
 /// undoes the refused job's writes.
-struct RefusedAfterWriting: Error {
-    let refusal: ChatError
+package struct RefusedAfterWriting: Error {
+    package let refusal: ChatError
+
+    package init(refusal: ChatError) { self.refusal = refusal }
 }
 
 extension StoreTransaction {

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import ParleyServer
+import ParleySQLite
 
 /// `parley backup`: a consistent copy of an embedded (SQLite) server while it runs.
 struct BackupCommand: AsyncParsableCommand {

@@ -7,6 +7,7 @@ import ParleyProtocol
 import ParleyServer
 import Synchronization
 import FoundationNetworking
+import ParleySQLite
 
 struct Durable: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -2,6 +2,8 @@ import Foundation
 import Logging
 import ParleyServer
 import PostgresNIO
+import ParleySQLite
+import ParleyPostgres
 
 /// The stores a test can run on: SQLite always, PostgreSQL when `PARLEY_TEST_POSTGRES_URL` is set.
 public enum StoreKind: String, Sendable, CustomStringConvertible, CaseIterable {

@@ -1,6 +1,7 @@
 import Foundation
 import PostgresNIO
 import ParleyStorage
+import ParleyPostgres
 
 /// How a node joins the others on one PostgreSQL.
 public struct ClusterConfiguration: Sendable {

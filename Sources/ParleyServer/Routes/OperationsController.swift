@@ -2,6 +2,7 @@ import Hummingbird
 import NIOCore
 import Synchronization
 import ParleyStorage
+import ParleySQLite
 
 /// The routes an operator and a load balancer use: alive (`/health`), able to write and not
 /// draining (`/ready`), the counters (`/metrics`), and the API's description (`/api/v1/openapi.json`).

@@ -1,6 +1,8 @@
 import Foundation
 import Logging
 import ParleyStorage
+import ParleySQLite
+import ParleyPostgres
 
 extension ServerConfiguration {
     /// Whether `databaseURL` names a PostgreSQL database (`postgres://` or `postgresql://`).

@@ -5,6 +5,7 @@ import ParleyProtocol
 import PostgresNIO
 import Synchronization
 import ParleyStorage
+import ParleyPostgres
 
 /// Whether the store can write, as far as the server has seen: the first storage failure
 /// (disk full, database read-only or unreachable) is logged once and counted, and a probe

@@ -53,5 +53,5 @@ public struct SignInSession: Sendable, Equatable {
 extension SignInSession {
     /// How long (ms) a row stays after its session ended or expired (it answers "ended" to a
     /// replayed token meanwhile), before the next end of that user's sessions drops it.
-    static let keptAfterEnd: Int64 = 30 * 86_400_000
+    package static let keptAfterEnd: Int64 = 30 * 86_400_000
 }

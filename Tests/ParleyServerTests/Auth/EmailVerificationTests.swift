@@ -7,6 +7,7 @@ import ParleyProtocol
 import GRDB
 import ParleyTestSupport
 import Testing
+@testable import ParleySQLite
 
 /// Joining an organization by its allowed email domain proves the address: the
 /// registration is held and a link goes to the address through a real SMTP conversation (a

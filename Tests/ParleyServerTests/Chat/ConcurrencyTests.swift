@@ -4,6 +4,7 @@ import ParleyProtocol
 import ParleyServer
 import ParleyTestSupport
 import Testing
+import ParleySQLite
 
 /// The invariants under concurrent senders: gapless seq, exactly once, acknowledged means stored.
 @Suite struct ConcurrencyTests {

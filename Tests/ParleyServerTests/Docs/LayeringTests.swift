@@ -2,8 +2,9 @@ import Foundation
 import ParleyTestSupport
 import Testing
 
-/// The layers as docs/architecture.md draws them: the stores (ParleyStorage) see neither the
-/// chat rules (ParleyRules) nor HTTP, and the rules see the stores' primitives and nothing of
+/// The layers as docs/architecture.md draws them: the stores (ParleyStorage, what every store
+/// is; ParleySQLite and ParleyPostgres, one a target) see neither the chat rules (ParleyRules)
+/// nor HTTP, nor each other, and the rules see the stores' primitives and nothing of
 /// HTTP or sockets. The package graph enforces it for the compiler; this reads the sources and
 /// the manifest so a new import or dependency that breaks a layer fails here with its file named.
 @Suite struct LayeringTests {
@@ -23,21 +24,52 @@ import Testing
         }
     }
 
-    @Test func theStoresImportNeitherTheServerNorHTTP() throws {
-        let files = try Self.swiftFiles(under: "Sources/ParleyStorage")
-        #expect(files.count > 40, "the stores are in Sources/ParleyStorage")
-        for file in files {
-            let banned = Self.imports(file.text).filter {
-                $0.hasPrefix("Hummingbird") || ["ParleyServer", "ParleyRules", "NIOHTTP1"].contains($0)
-            }
-            #expect(banned.isEmpty, "\(file.path) imports \(banned)")
-        }
+    /// A target's declaration in the manifest: from its name to the next target's.
+    static func manifestTarget(_ name: String) throws -> String {
         let manifest = try String(contentsOf: Repository.url("Package.swift"), encoding: .utf8)
-        let start = try #require(manifest.range(of: "name: \"ParleyStorage\""))
-        // Its declaration runs to the next target's.
-        let target = String(manifest[start.upperBound...]).components(separatedBy: ".target(").first ?? ""
-        #expect(!target.contains("\"ParleyServer\"") && !target.contains("\"ParleyRules\"") && !target.contains("hummingbird"),
-                "ParleyStorage depends on the server, the rules or HTTP")
+        let start = try #require(manifest.range(of: "name: \"\(name)\""))
+        return String(manifest[start.upperBound...]).components(separatedBy: ".target(").first ?? ""
+    }
+
+    /// What no store may import: the server, the rules, HTTP.
+    static func aboveTheStores(_ module: String) -> Bool {
+        module.hasPrefix("Hummingbird") || ["ParleyServer", "ParleyRules", "NIOHTTP1"].contains(module)
+    }
+
+    @Test func theStoresImportNeitherTheServerNorHTTP() throws {
+        for (folder, least) in [("Sources/ParleyStorage", 12), ("Sources/ParleySQLite", 20), ("Sources/ParleyPostgres", 20)] {
+            let files = try Self.swiftFiles(under: folder)
+            #expect(files.count > least, "the stores are in \(folder)")
+            for file in files {
+                let banned = Self.imports(file.text).filter(Self.aboveTheStores)
+                #expect(banned.isEmpty, "\(file.path) imports \(banned)")
+            }
+        }
+        for name in ["ParleyStorage", "ParleySQLite", "ParleyPostgres"] {
+            let target = try Self.manifestTarget(name)
+            #expect(!target.contains("\"ParleyServer\"") && !target.contains("\"ParleyRules\"") && !target.contains("hummingbird"),
+                    "\(name) depends on the server, the rules or HTTP")
+        }
+    }
+
+    /// Each store sees what every store is (ParleyStorage) and its own database, never the
+    /// other store; and what every store is depends on no database at all.
+    @Test func eachStoreIsATargetThatSeesNoOtherDatabase() throws {
+        let databases: [String: Set<String>] = [
+            "ParleyStorage": ["GRDB", "GRDBSQLite", "PostgresNIO", "ParleySQLite", "ParleyPostgres"],
+            "ParleySQLite": ["PostgresNIO", "ParleyPostgres"],
+            "ParleyPostgres": ["GRDB", "GRDBSQLite", "ParleySQLite"],
+        ]
+        for (name, banned) in databases {
+            for file in try Self.swiftFiles(under: "Sources/\(name)") {
+                let wrong = Set(Self.imports(file.text)).intersection(banned)
+                #expect(wrong.isEmpty, "\(file.path) imports \(wrong.sorted())")
+            }
+            let target = try Self.manifestTarget(name)
+            for module in banned where target.contains("\"\(module)\"") {
+                Issue.record("\(name) depends on \(module)")
+            }
+        }
     }
 
     @Test func theChatRulesSeeTheStoresPrimitivesAndNothingOfHTTP() throws {

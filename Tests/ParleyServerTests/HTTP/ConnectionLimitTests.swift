@@ -10,6 +10,7 @@ import Synchronization
 import Testing
 #if canImport(FoundationNetworking)
 import FoundationNetworking
+@testable import ParleySQLite
 #endif
 
 /// A plain TCP socket to the server, for what no HTTP client does on purpose (half a request

@@ -1,5 +1,6 @@
 import ParleyStorage
 import Testing
+import ParleySQLite
 
 /// Reading glibc's `malloc_info`: the process-wide totals after the last heap, not one arena's.
 @Suite struct ProcessMemoryTests {

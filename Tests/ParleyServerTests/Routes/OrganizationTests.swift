@@ -7,6 +7,7 @@ import ParleyProtocol
 @testable import ParleyRules
 import ParleyTestSupport
 import Testing
+@testable import ParleySQLite
 
 /// Organizations nobody walks into: the founder is admin; an existing
 /// organization admits by invite or allowed domain only; admins manage roles and deactivate.

@@ -5,6 +5,7 @@ import ParleyProtocol
 @testable import ParleyRules
 import ParleyTestSupport
 import Testing
+@testable import ParleySQLite
 
 /// The rules of `ParleyRules` where the store conformance suite does not already reach them,
 /// on both stores; and the runner that lets SQLite run them (``InlineAsync``).

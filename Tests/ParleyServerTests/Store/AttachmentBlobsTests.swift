@@ -5,6 +5,7 @@ import NIOCore
 @testable import ParleyStorage
 import ParleyTestSupport
 import Testing
+@testable import ParleyPostgres
 
 /// Attachment bytes, on both backings: files in a directory (SQLite servers) and chunks in
 /// PostgreSQL (clusters). An append must land only at the blob's known length (a resumed

@@ -6,6 +6,8 @@ import ParleyProtocol
 import ParleyTestSupport
 import PostgresNIO
 import Testing
+@testable import ParleySQLite
+@testable import ParleyPostgres
 
 /// The unread, mention and thread rules are written once (`ChatSQL`) and kept by each store as
 /// O(1) counters moved on every send, delete, read and block. These tests play a conversation

@@ -5,6 +5,7 @@ import GRDB
 @testable import ParleyRules
 import ParleyTestSupport
 import Testing
+@testable import ParleySQLite
 
 /// Push reads a conversation's muted members for every message: through the partial index it
 /// reads only the muted ones, not every member of the group (the primary key would read all).

@@ -7,6 +7,7 @@ import ParleyTestSupport
 import PostgresNIO
 import Synchronization
 import Testing
+import ParleyPostgres
 
 /// PostgreSQL dropping every connection of a node while sends are in flight (a restart, a
 /// failover, an administrator's `pg_terminate_backend`) costs the node a moment, never a lane:

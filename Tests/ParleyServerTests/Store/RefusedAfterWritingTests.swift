@@ -4,6 +4,8 @@ import ParleyProtocol
 @testable import ParleyStorage
 import ParleyTestSupport
 import Testing
+@testable import ParleySQLite
+@testable import ParleyPostgres
 
 /// A group commit answers a refused job (a rule's `ChatError`) with its error and commits the
 /// rest of the batch without a savepoint each, on the promise that a rule refuses before it

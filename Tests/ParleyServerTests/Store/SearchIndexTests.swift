@@ -6,6 +6,7 @@ import ParleyProtocol
 @testable import ParleyRules
 import ParleyTestSupport
 import Testing
+@testable import ParleySQLite
 
 /// The search index stays in step with the messages however they are written: many sends in
 /// one group commit, a message inserted and changed in one transaction, a transaction rolled

@@ -3,6 +3,7 @@ import ParleyProtocol
 import ParleyServer
 import ParleyTestSupport
 import Testing
+import ParleySQLite
 
 /// Group commit on every store: concurrent sends share transactions, each still gets its own
 /// answer, a refused send does not undo its batch, and nothing is acknowledged unstored.

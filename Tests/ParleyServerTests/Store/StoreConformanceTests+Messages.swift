@@ -5,6 +5,7 @@ import ParleyProtocol
 import ParleyServer
 import ParleyTestSupport
 import Testing
+import ParleyPostgres
 
 extension StoreConformanceTests {
     // MARK: Receipts

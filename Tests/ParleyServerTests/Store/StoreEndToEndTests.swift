@@ -4,6 +4,8 @@ import ParleyProtocol
 import ParleyServer
 import ParleyTestSupport
 import Testing
+import ParleySQLite
+import ParleyPostgres
 
 /// The protocol's main path through a real server on every available store: on PostgreSQL
 /// (when `PARLEY_TEST_POSTGRES_URL` is set) as well as on the default SQLite.

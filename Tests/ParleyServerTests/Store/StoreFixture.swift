@@ -5,6 +5,8 @@ import ParleyProtocol
 import ParleyServer
 import ParleyTestSupport
 import Testing
+import ParleySQLite
+import ParleyPostgres
 
 // MARK: - Fixtures
 

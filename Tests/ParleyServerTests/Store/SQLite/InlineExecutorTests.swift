@@ -2,6 +2,7 @@ import Foundation
 @testable import ParleyStorage
 import Synchronization
 import Testing
+@testable import ParleySQLite
 
 /// SQLite runs the async chat rules inside GRDB's synchronous transaction closure: the rule's
 /// task runs on the writer's own thread, to completion, and nothing there ever blocks.

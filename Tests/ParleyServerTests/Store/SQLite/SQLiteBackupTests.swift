@@ -4,6 +4,7 @@ import ParleyProtocol
 @testable import ParleyStorage
 import ParleyTestSupport
 import Testing
+@testable import ParleySQLite
 
 /// `SQLiteBackup` on real files: a backup of a store that is open (its last commits still in
 /// the write-ahead log) restores every committed message with gapless seqs and a new store

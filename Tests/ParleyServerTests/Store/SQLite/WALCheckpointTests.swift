@@ -5,6 +5,7 @@ import ParleyProtocol
 @testable import ParleyRules
 import ParleyTestSupport
 import Testing
+@testable import ParleySQLite
 
 /// The write-ahead log is checkpointed beside the writer, not inside a commit.
 @Suite struct WALCheckpointTests {
