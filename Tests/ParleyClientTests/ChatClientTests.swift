@@ -29,10 +29,10 @@ import Testing
     /// Waits until `condition` holds, moving `clock` by `step` (a chat model's coalescing) at
     /// each look: a model reads its window again only once its coalescing wait has passed.
     static func waitAdvancing(
-        _ what: String, clock: ManualClock, by step: Duration = ChatModel.coalescing,
+        _ what: String, clock: ManualClock, by step: Duration = ChatModel.coalescing, timeout: Duration = .seconds(30),
         _ condition: @Sendable () async throws -> Bool
     ) async throws {
-        try await waitFor(what) {
+        try await waitFor(what, timeout: timeout) {
             if try await condition() { return true }
             clock.advance(by: step.seconds)
             return false

@@ -24,7 +24,7 @@ import Testing
         let plan = FaultPlan(seed: 1, odds: Self.httpDown)
         let path = TestServer.temporaryDirectory() + "/alice.sqlite"
         let offline = try ChatClientTests.client(
-            alice, path: path, transport: FaultyTransport(serverURL: server.baseURL, token: alice.token, plan: plan))
+            alice, path: path, transport: FaultyTransport(serverURL: server.baseURL, token: alice.token, plan: plan), clock: ManualClock())
         await offline.setPushToken(Data(repeating: 0xa1, count: 32), environment: .production)
         #expect(await offline.isPushTokenRegistered() == false)
         #expect(try await server.app.store.devices(userId: alice.id).isEmpty)
@@ -58,7 +58,7 @@ import Testing
         let plan = FaultPlan(seed: 2, odds: Self.httpDown)
         plan.calm()
         let client = try ChatClientTests.client(
-            alice, transport: FaultyTransport(serverURL: server.baseURL, token: alice.token, plan: plan))
+            alice, transport: FaultyTransport(serverURL: server.baseURL, token: alice.token, plan: plan), clock: ManualClock())
         await client.setPushToken(hex: Self.token, environment: .sandbox)
         _ = try await client.openConversation(direct.id)
         let failing = FaultPlan(seed: 3, odds: Self.httpDown)
@@ -74,7 +74,7 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let (alice, bob, direct) = try await server.directPair()
-        let bobClient = try ChatClientTests.client(bob)
+        let bobClient = try ChatClientTests.client(bob, clock: ManualClock())
         _ = try await bobClient.openConversation(direct.id)
         // Bob's app is in the background (not connected); Alice writes three messages.
         var last: Message?

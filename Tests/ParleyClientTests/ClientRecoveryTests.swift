@@ -176,7 +176,7 @@ import Testing
         let (alice, bob, direct) = try await server.directPair()
         let bobSocket = try await bob.connect()
         let bobEvents = EventRecorder(bobSocket)
-        let aliceClient = try ChatClientTests.client(alice)
+        let aliceClient = try ChatClientTests.client(alice, clock: ManualClock())
         await aliceClient.start()
         let model = ChatModel(client: aliceClient, conversationId: direct.id)
         await model.start()
@@ -208,7 +208,7 @@ import Testing
             retention: .init(maxMessagesPerConversation: 3, maxAge: .seconds(30 * 86400)))
         let aliceClient = ChatClient(
             transport: LiveTransport(serverURL: server.baseURL, token: alice.token), database: database, userId: alice.id,
-            environment: ChatClientTests.fastEnvironment(), pollInterval: .seconds(3600))
+            environment: Self.manualEnvironment(ManualClock()), pollInterval: .seconds(3600))
         _ = try await aliceClient.openConversation(direct.id, limit: 8)
         _ = try await aliceClient.openConversation(other.id, limit: 8)
         #expect(try await database.messages(in: other.id, viewer: alice.id, limit: 50).count == 8)

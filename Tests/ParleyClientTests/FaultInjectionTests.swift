@@ -34,12 +34,15 @@ import Testing
         let conversations = [group.id, direct.id]
         let directory = TestServer.temporaryDirectory()
         let plans = users.indices.map { FaultPlan(seed: seed &* 1000 &+ UInt64($0)) }
+        // The clients' time (backoff, heartbeats, polling, retries) moves only with this clock:
+        // by the seed's amount each round, and in steps while the outboxes drain.
+        let clock = ManualClock()
         func makeClient(_ index: Int) throws -> ChatClient {
             let user = users[index]
             return ChatClient(
                 transport: FaultyTransport(serverURL: server.baseURL, token: user.token, plan: plans[index]),
                 database: try LocalDatabase.open(path: "\(directory)/client-\(index).sqlite"), userId: user.id,
-                environment: ChatClientTests.fastEnvironment(), policy: .init(maxAttempts: 10_000, heartbeat: .seconds(5)),
+                environment: AppLifecycleTests.environment(clock), policy: .init(maxAttempts: 10_000, heartbeat: .seconds(5)),
                 pollInterval: .seconds(2))
         }
         var clients = try users.indices.map(makeClient)
@@ -70,7 +73,11 @@ import Testing
                 clients[1] = try makeClient(1)
                 await clients[1].start()
             }
-            try await Task.sleep(for: .milliseconds(Int.random(in: 0...30, using: &generator)))
+            // A pause: the network works in real time, the clients' timers by the clock (the
+            // seed decides both; 0–1.5 s of the clients' time).
+            let pause = Int.random(in: 0...30, using: &generator)
+            clock.advance(by: Double(pause) / 20)
+            try await Task.sleep(for: .milliseconds(pause))
         }
 
         #expect(plans.map(\.injected).reduce(0, +) >= enoughFaults, "the run must actually inject faults: \(plans.map(\.injected))")
@@ -86,8 +93,9 @@ import Testing
         let sentTotal = rounds * clients.count
         let stored = truth.values.flatMap { $0 }
         let context = "seed \(seed) (PARLEY_FAULT_SEED_BASE=\(seed) PARLEY_FAULT_SEEDS=1), faults \(plans.map(\.injected))"
-        // The server may still be receiving retries; wait until the outboxes are empty first.
-        try await waitFor("outboxes empty, \(context)", timeout: .seconds(60)) {
+        // The server may still be receiving retries; wait until the outboxes are empty first
+        // (time passes, so the messages in a backoff become due).
+        try await ChatClientTests.waitAdvancing("outboxes empty, \(context)", clock: clock, by: .seconds(1), timeout: .seconds(60)) {
             for client in settled where try await client.database.outboxCount() > 0 {
                 await client.flushOutbox()
                 return false

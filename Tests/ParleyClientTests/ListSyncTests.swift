@@ -60,7 +60,7 @@ import Testing
         let listRequests = {
             server.app.metrics.value("parley_http_requests_total", labels: ["method": "GET", "route": "/api/v1/conversations", "status": "200"])
         }
-        let client = try ChatClientTests.client(alice)
+        let client = try ChatClientTests.client(alice, clock: ManualClock())
         var asked = listRequests()
         _ = await client.synchronize()
         #expect(listRequests() - asked == 1, "one page, not the whole list")

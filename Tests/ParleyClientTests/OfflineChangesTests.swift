@@ -24,14 +24,16 @@ import Testing
         let theirs = try await bob.api.send(.init(clientMessageId: "b1", text: "hello"), to: direct.id)
         let path = TestServer.temporaryDirectory() + "-alice.sqlite"
 
-        // Alice's device has the conversation, then loses the server.
-        let first = try ChatClientTests.client(alice, path: path)
+        // Alice's device has the conversation, then loses the server. Its clock stands still:
+        // the changes go only when a flush sends them, never on a retry timer.
+        let clock = ManualClock()
+        let first = try ChatClientTests.client(alice, path: path, clock: clock)
         _ = try await first.openConversation(direct.id)
         await first.stop()
         let plan = Self.unreachable()
         let offline = ChatClient(
             transport: FaultyTransport(serverURL: server.baseURL, token: alice.token, plan: plan),
-            database: try LocalDatabase.open(path: path), userId: alice.id, environment: ChatClientTests.fastEnvironment(),
+            database: try LocalDatabase.open(path: path), userId: alice.id, environment: AppLifecycleTests.environment(clock),
             policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)), pollInterval: .seconds(5))
         let service = MessageService(client: offline)
         @Sendable func shown(_ client: ChatClient) async throws -> [LocalMessage] {
@@ -57,7 +59,7 @@ import Testing
         await offline.stop()
 
         // The app restarts with the server back: the changes go, once each, in order.
-        let online = try ChatClientTests.client(alice, path: path)
+        let online = try ChatClientTests.client(alice, path: path, clock: clock)
         #expect(try await shown(online).first { $0.serverId == mine.id }?.text != nil)
         await online.start()
         _ = await online.synchronize()

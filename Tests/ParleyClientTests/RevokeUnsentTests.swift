@@ -38,12 +38,15 @@ import Testing
         }
     }
 
+    /// Time moves only with `clock`: nothing here waits for a timer (a retry's backoff stays
+    /// pending), so what goes, goes because a flush sent it.
     static func client(
-        _ user: TestUser, transport: any ChatTransport, path: String? = nil, hooks: MessageHooks = MessageHooks()
+        _ user: TestUser, transport: any ChatTransport, path: String? = nil, hooks: MessageHooks = MessageHooks(),
+        clock: ManualClock = ManualClock()
     ) throws -> ChatClient {
         ChatClient(
             transport: transport, database: try path.map { try LocalDatabase.open(path: $0) } ?? LocalDatabase.inMemory(),
-            userId: user.id, environment: ChatClientTests.fastEnvironment(), policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)),
+            userId: user.id, environment: AppLifecycleTests.environment(clock), policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)),
             pollInterval: .seconds(3600), hooks: hooks)
     }
 
@@ -95,8 +98,10 @@ import Testing
         let path = TestServer.temporaryDirectory() + "-revoke.sqlite"
         var odds = FaultPlan.Odds.none
         odds.failAfterSend = 1
+        let clock = ManualClock()
         let lossy = try Self.client(
-            alice, transport: FaultyTransport(serverURL: server.baseURL, token: alice.token, plan: FaultPlan(seed: 2, odds: odds)), path: path)
+            alice, transport: FaultyTransport(serverURL: server.baseURL, token: alice.token, plan: FaultPlan(seed: 2, odds: odds)), path: path,
+            clock: clock)
         let pending = try await lossy.send(text: "sent, answer lost", in: direct.id)
         try await waitFor("one attempt whose answer was lost") {
             (try await lossy.database.outboxState(clientMessageId: pending.clientMessageId)?.attempts ?? 0) >= 1
@@ -108,7 +113,8 @@ import Testing
         #expect(try await lossy.database.pendingRevokes(senderId: alice.id).map(\.clientMessageId) == [pending.clientMessageId])
         await lossy.stop()
 
-        let restarted = try ChatClientTests.client(alice, path: path)
+        // The same phone's clock: the lost send's retry is still in its backoff; connecting makes it due.
+        let restarted = try ChatClientTests.client(alice, path: path, clock: clock)
         await restarted.start()
         try await waitFor("still shown deleted after the restart") {
             try await Self.shown(restarted, direct.id, alice, pending.clientMessageId)?.deletedAt != nil

@@ -12,10 +12,11 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let (alice, bob, _) = try await server.directPair()
-        let bobs = try ChatClientTests.client(bob)
+        let clock = ManualClock()
+        let bobs = try ChatClientTests.client(bob, clock: clock)
         await bobs.start()
         try await bobs.refreshDirectory()
-        let alices = try ChatClientTests.client(alice)
+        let alices = try ChatClientTests.client(alice, clock: clock)
         await alices.start()  // alice online: bob's cache says so
         try await waitFor("bob sees alice online") {
             try await bobs.database.users().first { $0.id == alice.id }?.isOnline == true

@@ -17,7 +17,7 @@ import Testing
         let carol = try await server.register("carol@x.io")
         let group = try await alice.api.createConversation(.init(type: .group, participantIds: [bob.id, carol.id], name: "Crew"))
         let early = try await carol.api.send(.init(clientMessageId: "c0", text: "before"), to: group.id)
-        let client = try ChatClientTests.client(bob)
+        let client = try ChatClientTests.client(bob, clock: ManualClock())
         await client.start()
         _ = try await client.openConversation(group.id)
         try await waitFor("connected and cached") {
@@ -54,7 +54,7 @@ import Testing
         defer { Task { await server.stop() } }
         let (alice, _, direct) = try await server.directPair()
         _ = try await alice.api.send(.init(clientMessageId: "m", text: "mine"), to: direct.id)
-        let client = try ChatClientTests.client(alice)
+        let client = try ChatClientTests.client(alice, clock: ManualClock())
         let file = URL(fileURLWithPath: TestServer.temporaryDirectory()).appendingPathComponent("export.zip")
         try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
         let seen = Counter()

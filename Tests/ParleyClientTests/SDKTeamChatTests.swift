@@ -14,7 +14,7 @@ import Testing
         let (alice, bob, _) = try await server.directPair()
         let group = try await alice.api.createConversation(.init(type: .group, participantIds: [bob.id], name: "Crew"))
         let root = try await alice.api.send(.init(clientMessageId: "root", text: "Lunch?"), to: group.id)
-        let client = try ChatClientTests.client(bob)
+        let client = try ChatClientTests.client(bob, clock: ManualClock())
         await client.start()
         _ = try await client.openConversation(group.id)
         try await waitFor("connected") { await client.connectionState == .connected }
@@ -72,7 +72,8 @@ import Testing
         let carol = try await server.register("carol@x.io")
         let group = try await alice.api.createConversation(.init(type: .group, participantIds: [bob.id, carol.id], name: "Crew"))
         let root = try await alice.api.send(.init(clientMessageId: "root", text: "Plan?"), to: group.id)
-        let bobClient = try ChatClientTests.client(bob), aliceClient = try ChatClientTests.client(alice)
+        let clock = ManualClock()
+        let bobClient = try ChatClientTests.client(bob, clock: clock), aliceClient = try ChatClientTests.client(alice, clock: clock)
         for client in [bobClient, aliceClient] {
             await client.start()
             await client.waitForFirstSync()
@@ -109,7 +110,7 @@ import Testing
         defer { Task { await server.stop() } }
         let (alice, bob, _) = try await server.directPair()
         let group = try await alice.api.createConversation(.init(type: .group, participantIds: [bob.id], name: "Crew"))
-        let client = try ChatClientTests.client(bob)
+        let client = try ChatClientTests.client(bob, clock: ManualClock())
         await client.start()
         _ = try await client.openConversation(group.id)
         try await waitFor("connected") { await client.connectionState == .connected }
@@ -144,14 +145,15 @@ import Testing
         let group = try await alice.api.createConversation(.init(type: .group, participantIds: [bob.id], name: "Crew"))
         let root = try await alice.api.send(.init(clientMessageId: "root", text: "Retro notes"), to: group.id)
         _ = try await alice.api.send(.init(clientMessageId: "r1", text: "Went well", threadRootId: root.id), to: group.id)
-        let client = try ChatClientTests.client(bob)
+        let clock = ManualClock()
+        let client = try ChatClientTests.client(bob, clock: clock)
         await client.start()
         let names: @Sendable (EntityID) -> String? = { [alice = alice.auth.user, bob = bob.auth.user] in
             $0 == alice.id ? alice.displayName : $0 == bob.id ? bob.displayName : nil
         }
         let chat = ChatModel(client: client, conversationId: group.id, names: names)
         await chat.start()
-        try await waitFor("the root in the timeline, the reply not") {
+        try await ChatClientTests.waitAdvancing("the root in the timeline, the reply not", clock: clock) {
             await MainActor.run { chat.messages.map(\.text) == ["Retro notes"] }
         }
         let thread = ThreadModel(client: client, conversationId: group.id, rootId: root.id)

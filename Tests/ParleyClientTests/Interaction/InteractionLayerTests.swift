@@ -27,11 +27,14 @@ import Testing
         }
     }
 
-    static func client(_ user: TestUser, path: String? = nil, hooks: MessageHooks) throws -> ChatClient {
+    /// Time moves only with `clock` (a retry's backoff, a chat model's coalescing).
+    static func client(
+        _ user: TestUser, path: String? = nil, hooks: MessageHooks, clock: ManualClock = ManualClock()
+    ) throws -> ChatClient {
         let database = try path.map { try LocalDatabase.open(path: $0) } ?? LocalDatabase.inMemory()
         return ChatClient(
             transport: LiveTransport(serverURL: user.server.baseURL, token: user.token), database: database, userId: user.id,
-            environment: ChatClientTests.fastEnvironment(), policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)),
+            environment: AppLifecycleTests.environment(clock), policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)),
             pollInterval: .seconds(5), hooks: hooks)
     }
 
@@ -76,16 +79,21 @@ import Testing
         await server.stop()
         let stamp = Stamp()
         let path = directory + "/alice.sqlite"
-        let first = try Self.client(alice, path: path, hooks: MessageHooks(preparations: [stamp]))
+        let clock = ManualClock()
+        let first = try Self.client(alice, path: path, hooks: MessageHooks(preparations: [stamp]), clock: clock)
         try await first.send(text: "prepared once", in: direct.id)
         await first.flushOutbox()
         #expect(stamp.runs.withLock { $0 } == 1)
         await first.stop()
         let restarted = try await TestServer.start(dataDirectory: directory, port: port)
         defer { Task { await restarted.stop() } }
-        let second = try Self.client(alice, path: path, hooks: MessageHooks(preparations: [stamp]))
+        let second = try Self.client(alice, path: path, hooks: MessageHooks(preparations: [stamp]), clock: clock)
         await second.flushOutbox()
-        try await waitFor("sent") { try await second.database.outboxCount() == 0 }
+        // The failed attempt's backoff has not passed on the phone's clock: nothing went yet.
+        #expect(try await second.database.outboxCount() == 1)
+        try await ChatClientTests.waitAdvancing("sent once the backoff passed", clock: clock, by: .seconds(1)) {
+            try await second.database.outboxCount() == 0
+        }
         #expect(stamp.runs.withLock { $0 } == 1, "the preparation's result was kept across the restart")
         let stored = try await restarted.api(token: bob.token).messages(direct.id).messages
         #expect(stored.map(\.text) == ["prepared once"] && stored[0].metadata == ["token": "t-1"])
@@ -276,12 +284,13 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let (alice, bob, direct) = try await server.directPair()
-        let client = try Self.client(alice, hooks: MessageHooks())
+        let clock = ManualClock()
+        let client = try Self.client(alice, hooks: MessageHooks(), clock: clock)
         let service = RecordingService(base: MessageService(client: client))
         let chat = await ChatModel(client: client, conversationId: direct.id, service: service)
         await chat.start()
         await chat.send("to be revoked")
-        try await waitFor("stored") { await chat.messages.first?.isConfirmed == true }
+        try await ChatClientTests.waitAdvancing("stored", clock: clock) { await chat.messages.first?.isConfirmed == true }
         let message = try #require(await chat.messages.first)
         await chat.revoke(message)
         await chat.deleteForMe(message)

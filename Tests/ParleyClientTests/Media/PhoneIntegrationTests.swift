@@ -69,11 +69,14 @@ import Testing
         let (alice, bob, direct) = try await outage.server.directPair()
         let folder = TestServer.temporaryDirectory()
         let path = folder + "/alice.sqlite"
+        // The phone's clock, for both launches: it stands still, so the failed upload's retry
+        // waits; what sends the file is the next launch's flush. A pick counts as old by it.
+        let clock = ManualClock()
         func client() throws -> ChatClient {
             let transport = LiveTransport(serverURL: alice.server.baseURL, token: alice.token)
             return ChatClient(
                 transport: transport, database: try LocalDatabase.open(path: path), userId: alice.id,
-                environment: ChatClientTests.fastEnvironment(), policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)),
+                environment: AppLifecycleTests.environment(clock), policy: .init(maxAttempts: 1000, heartbeat: .seconds(10)),
                 hooks: MessageHooks(preparations: [ImageDownscaling(), AttachmentUpload(api: transport.api)]),
                 outboxFilesDirectory: URL(fileURLWithPath: path + "-outbox", isDirectory: true))
         }

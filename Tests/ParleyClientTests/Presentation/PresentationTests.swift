@@ -198,7 +198,8 @@ import Testing
         let (alice, _, direct) = try await server.directPair()
         _ = try await alice.api.send(.init(clientMessageId: "x1", text: "first"), to: direct.id)
         for _ in 0..<3 {
-            let client = try ChatClientTests.client(alice, path: TestServer.temporaryDirectory() + "-first.sqlite")
+            // No time passes: the rows are there because start() waited for the first sync.
+            let client = try ChatClientTests.client(alice, path: TestServer.temporaryDirectory() + "-first.sqlite", clock: ManualClock())
             await client.start()
             let list = ConversationListModel(client: client)
             await list.start()

@@ -10,22 +10,23 @@ import Testing
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
         let (alice, bob, direct) = try await server.directPair()
-        let aliceClient = try ChatClientTests.client(alice)
-        let bobClient = try ChatClientTests.client(bob)
+        let clock = ManualClock()
+        let aliceClient = try ChatClientTests.client(alice, clock: clock)
+        let bobClient = try ChatClientTests.client(bob, clock: clock)
         await aliceClient.start()
         await bobClient.start()
         _ = try await aliceClient.openConversation(direct.id)
         _ = try await bobClient.openConversation(direct.id)
         for index in 1...3 { try await aliceClient.send(text: "m\(index)", in: direct.id) }
-        // Bob's client stores them and says so: delivered.
-        try await waitFor("delivered ticks") {
+        // Bob's client stores them and says so once its receipts' batching wait has passed: delivered.
+        try await ChatClientTests.waitAdvancing("delivered ticks", clock: clock) {
             try await aliceClient.database.messages(in: direct.id, viewer: alice.id).map(\.delivery) == [.delivered, .delivered, .delivered]
         }
         try await waitFor("bob's badge") { try await bobClient.database.conversation(direct.id)?.unreadCount == 3 }
-        // Bob sees the first two, in several marks: one read goes out.
+        // Bob sees the first two, in several marks: one read goes out, once the batch's time passes.
         await bobClient.markRead(direct.id, upTo: 1)
         await bobClient.markRead(direct.id, upTo: 2)
-        try await waitFor("read ticks") {
+        try await ChatClientTests.waitAdvancing("read ticks", clock: clock) {
             try await aliceClient.database.messages(in: direct.id, viewer: alice.id).map(\.delivery) == [.read, .read, .delivered]
         }
         try await waitFor("bob's badge after the read") {
@@ -43,7 +44,8 @@ import Testing
         let port = server.port
         let (alice, bob, direct) = try await server.directPair()
         for index in 1...4 { _ = try await alice.api.send(.init(clientMessageId: "a\(index)", text: "\(index)"), to: direct.id) }
-        let bobClient = try ChatClientTests.client(bob)
+        // No time passes: the reads are sent by the sync that the reconnect starts, not by a timer.
+        let bobClient = try ChatClientTests.client(bob, clock: ManualClock())
         await bobClient.start()
         _ = try await bobClient.openConversation(direct.id)
         await server.stop()
@@ -66,8 +68,9 @@ import Testing
         let alice = try await server.register("alice@x.io")
         let bob = try await server.register("bob@x.io", name: "Bob")
         let direct = try await alice.api.createConversation(.init(type: .direct, participantIds: [bob.id]))
-        let aliceClient = try ChatClientTests.client(alice)
-        let bobClient = try ChatClientTests.client(bob)
+        let clock = ManualClock()
+        let aliceClient = try ChatClientTests.client(alice, clock: clock)
+        let bobClient = try ChatClientTests.client(bob, clock: clock)
         await aliceClient.start()
         await bobClient.start()
         let chat = await ChatModel(client: aliceClient, conversationId: direct.id, names: { $0 == bob.id ? "Bob" : nil })
@@ -79,12 +82,14 @@ import Testing
             let aliceState = await aliceClient.connectionState
             return bobState == .connected && aliceState == .connected
         }
-        // Bob keeps typing, as a keyboard would report (the SDK debounces what it sends).
-        try await waitFor("the typing line") {
+        // Bob keeps typing, as a keyboard would report, a key every 0.1 s of the clock (the SDK
+        // debounces what it sends: `true` at once and again every 2 s).
+        try await ChatClientTests.waitAdvancing("the typing line", clock: clock) {
             await bobClient.userIsTyping(in: direct.id)
             return await chat.typingLine == "Bob is typing…"
         }
         await bobClient.userSent(in: direct.id)
+        // The clock stands still: the line clears on Bob's `false`, not by lapsing.
         try await waitFor("the line clears") { await chat.typingLine == nil }
         await chat.stop()
         await aliceClient.stop()
@@ -96,7 +101,7 @@ import Testing
         defer { Task { await server.stop() } }
         let alice = try await server.register("alice@x.io")
         let bob = try await server.register("bob@x.io")
-        let aliceClient = try ChatClientTests.client(alice)
+        let aliceClient = try ChatClientTests.client(alice, clock: ManualClock())
         await aliceClient.start()
         let directory = await DirectoryModel(client: aliceClient)
         await directory.start()
