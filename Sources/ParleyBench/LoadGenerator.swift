@@ -35,27 +35,31 @@ public final class LoadGenerator: Sendable {
 
     /// Opens every socket (at most `parallel` upgrades at a time) and waits for each one's
     /// `hello`. Returns how many failed, with the first error.
-    public func connect(_ specs: [SocketSpec], parallel: Int = 64) async -> (failed: Int, firstError: String?) {
-        var failed = 0
+    /// Opens every socket, `parallel` at a time: how many failed, how many of those were
+    /// senders (a run waiting for every sender's share counts only the connected ones), and
+    /// the first failure's reason.
+    public func connect(_ specs: [SocketSpec], parallel: Int = 64) async -> (failed: Int, failedSenders: Int, firstError: String?) {
+        var failed = 0, failedSenders = 0
         var firstError: String?
-        await withTaskGroup(of: String?.self) { tasks in
+        await withTaskGroup(of: (error: String?, sender: Bool).self) { tasks in
             var next = 0
             func add() {
                 let spec = specs[next]
                 let state = states[next % states.count]
                 next += 1
-                tasks.addTask { await Self.open(spec, state: state) }
+                tasks.addTask { (await Self.open(spec, state: state), spec.isSender) }
             }
             while next < specs.count && next < parallel { add() }
             for await result in tasks {
-                if let result {
+                if let error = result.error {
                     failed += 1
-                    if firstError == nil { firstError = result }
+                    if result.sender { failedSenders += 1 }
+                    if firstError == nil { firstError = error }
                 }
                 if next < specs.count { add() }
             }
         }
-        return (failed, firstError)
+        return (failed, failedSenders, firstError)
     }
 
     /// Opens one socket; nil when it is ready, else why not.

@@ -232,8 +232,10 @@ public enum LoadRun {
         let clock = ContinuousClock()
         let start = clock.now
         if let limit = policy.messagesPerSender {
-            // Until every sender has sent its share (or the duration ran out).
-            let expected = specs.filter(\.isSender).count * limit
+            // Until every connected sender has sent its share (or the duration ran out): a
+            // sender whose socket never opened sends nothing, and waiting for its share would
+            // pad the measured time with idle seconds.
+            let expected = (specs.filter(\.isSender).count - connected.failedSenders) * limit
             while clock.now - start < .milliseconds(Int(duration * 1000)) {
                 let stats = await generator.stats()
                 if stats.totalAcked + stats.totalErrors >= expected { break }

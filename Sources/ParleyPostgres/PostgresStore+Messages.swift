@@ -64,17 +64,20 @@ extension PostgresStore {
                         let plain = PlainSends.drafts(of: jobs, in: order)
                         let prefetched = plain.count > 1 ? try await PostgresRows.insertPlainSends(c, plain, logger) : [:]
                         let tx = PostgresTransaction(c, logger: logger, locked: locked, prefetched: prefetched)
+                        // One tally for the batch, set once: each job's share is the count's move.
                         let tally = WriteTally()
-                        for index in order {
-                            let written = tally.writes
-                            do {
-                                results[index] = .success(try await WriteTally.$current.withValue(tally) { try await jobs[index].run(tx) })
-                            } catch let refused as ChatError where jobs.count > 1 {
-                                guard tally.writes == written else { throw RefusedAfterWriting(refusal: refused) }
-                                results[index] = .failure(refused)
+                        return try await WriteTally.$current.withValue(tally) {
+                            for index in order {
+                                let written = tally.writes
+                                do {
+                                    results[index] = .success(try await jobs[index].run(tx))
+                                } catch let refused as ChatError where jobs.count > 1 {
+                                    guard tally.writes == written else { throw RefusedAfterWriting(refusal: refused) }
+                                    results[index] = .failure(refused)
+                                }
                             }
+                            return results
                         }
-                        return results
                     }
                 }
             }
@@ -129,14 +132,14 @@ extension PostgresStore {
 /// statements (the sends) always count.
 final class WriteTally: Sendable {
     @TaskLocal static var current: WriteTally?
-    private let count = Mutex(0)
+    private let count = Atomic(0)
 
-    var writes: Int { count.withLock { $0 } }
+    var writes: Int { count.load(ordering: .relaxed) }
 
     func note(_ query: PostgresQuery) {
         let start = query.sql.utf8.drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x09 || $0 == 0x0D }
         if !start.starts(with: "SELECT".utf8), !start.starts(with: "select".utf8) { noteWrite() }
     }
 
-    func noteWrite() { count.withLock { $0 += 1 } }
+    func noteWrite() { count.add(1, ordering: .relaxed) }
 }

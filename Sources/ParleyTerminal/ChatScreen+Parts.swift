@@ -19,8 +19,13 @@ extension ChatScreen {
             right = "● " + TerminalStrings.text("online") + " "
             style = .colour(70)
         }
-        // A long name ends in "…" before the connection's state is cut: offline must show.
-        if TerminalText.width(right) + 12 > width { return Style.reverse.apply(TerminalText.pad(TerminalText.truncate(left, to: width), to: width)) }
+        // A long name ends in "…" before the connection's state is cut: offline must show. Too
+        // narrow for both, a banner (offline, connecting, syncing) wins over the name, which
+        // wins over a plain "online".
+        if TerminalText.width(right) + 12 > width {
+            guard banner != nil, showsConnection else { return Style.reverse.apply(TerminalText.pad(TerminalText.truncate(left, to: width), to: width)) }
+            return Style.reverse.apply(style.apply(TerminalText.pad(TerminalText.truncate(" " + right, to: width), to: width)))
+        }
         let shown = TerminalText.truncate(left, to: width - TerminalText.width(right) - 1)
         let space = width - TerminalText.width(shown) - TerminalText.width(right)
         return Style.reverse.apply(shown + String(repeating: " ", count: space)) + Style.reverse.apply(style.apply(right))

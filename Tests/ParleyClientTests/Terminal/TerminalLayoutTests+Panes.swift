@@ -187,6 +187,11 @@ extension TerminalLayoutTests {
             let header = ChatScreen.stripStyles(screen.render(width: width, height: 8)[0])
             #expect(header.hasSuffix("● Offline · reconnecting in 4 s ") && TerminalText.width(header) == width, "\(width): \(header)")
         }
+        // Too narrow for the name and the state: the state stays (it dropped out at 40 columns).
+        for width in [20, 30, 40, 43] {
+            let header = ChatScreen.stripStyles(screen.render(width: width, height: 8)[0])
+            #expect(header.hasPrefix(" ● Offline") && TerminalText.width(header) == width, "\(width): \(header)")
+        }
     }
 
     /// The bottom line shows the hints for where the keys go, or the status when there is one.

@@ -41,6 +41,20 @@ import Testing
         }
     }
 
+    /// A sender whose socket never opened sends nothing: the run ends once the connected
+    /// senders have sent their share, instead of waiting out its whole duration (30 s here)
+    /// for messages that cannot come, which padded the measured time and understated the rate.
+    @Test func aDeadSenderDoesNotHoldTheRunToItsFullDuration() async throws {
+        let deadPort = try freeLoopbackPort()
+        let result = try await Self.run(perSender: 4) { floor in
+            // Member 0 is group 0's first sender.
+            Self.specs(groups: 2, size: 3, senders: 2, floor: floor, dead: [0], deadPort: deadPort)
+        }
+        #expect(result.connectFailures == 1)
+        #expect(result.stats.totalAcked == 12, "three live senders, four messages each")
+        #expect(result.seconds < 20, "the run waited \(result.seconds) s of its 30 for a sender that never connected")
+    }
+
     @Test func aMemberThatNeverConnectedIsReportedAsMissingWhatItWasOwed() async throws {
         let deadPort = try freeLoopbackPort()
         let result = try await Self.run(perSender: 4) { floor in
