@@ -32,6 +32,12 @@ import Testing
         try await store.writing { tx in try await ProfileRules.update(user.id, change, in: tx) }
     }
 
+    /// The profile as the rules read it: `profile(of:)` locks the row (PostgreSQL `FOR UPDATE`),
+    /// so it is read in a write transaction, as `ProfileRules.update` reads it.
+    static func profile(of user: User, in store: any ParleyStore) async throws -> (displayName: String, avatarId: EntityID?)? {
+        try await store.writing { tx in try await tx.profile(of: user.id) }
+    }
+
     // MARK: Reports
 
     /// A message's report blames its sender unless a person is named; it carries the
@@ -118,11 +124,11 @@ import Testing
             for (change, code) in cases {
                 #expect(await world.code { try await Self.setProfile(change, of: world.alice, in: store) } == code)
             }
-            let profile = try await store.reading { tx in try await tx.profile(of: world.alice.id) }
+            let profile = try await Self.profile(of: world.alice, in: store)
             #expect(profile?.displayName == "alice" && profile?.avatarId == nil, "nothing changed")
             let jpeg = try await Self.upload(world, by: world.alice, type: "IMAGE/JPEG")
             try await Self.setProfile(.init(displayName: "  Alice B  ", avatar: .set(jpeg.id)), of: world.alice, in: store)
-            let changed = try await store.reading { tx in try await tx.profile(of: world.alice.id) }
+            let changed = try await Self.profile(of: world.alice, in: store)
             #expect(changed?.displayName == "Alice B" && changed?.avatarId == jpeg.id)
         }
     }
