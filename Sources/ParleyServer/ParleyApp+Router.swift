@@ -1,7 +1,6 @@
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import ParleyProtocol
@@ -10,6 +9,15 @@ import Synchronization
 import UnixSignals
 
 extension ParleyApp {
+    /// The WebSocket endpoint's session logic (``ParleyHTTPChannel`` hands it upgraded sockets).
+    func buildGateway() async throws -> Gateway {
+        Gateway(
+            authenticator: Authenticator(tokens: tokens, accounts: accounts, revocations: revocations),
+            store: store, chat: chat, fanOut: fanOut, signals: signals,
+            heartbeatSeconds: configuration.heartbeatSeconds, heartbeats: heartbeats, logger: logger,
+            storeId: try await store.storeIdentity(), health: health)
+    }
+
     /// The router with every route of the contract under `/api/v1`.
     func buildRouter() async throws -> Router<ParleyRequestContext> {
         let chat = self.chat, signals = self.signals
@@ -34,18 +42,11 @@ extension ParleyApp {
             mailer: configuration.mailer ?? configuration.smtp.map { SMTPMailer(configuration: $0, logger: self.logger) },
             publicURL: configuration.publicURL ?? URL(string: "http://\(configuration.host):\(configuration.port)")!
         ).addRoutes(to: api, authenticated: authenticated)
-        let gateway = Gateway(
-            authenticator: authenticator, store: store, chat: chat, fanOut: fanOut, signals: signals,
-            heartbeatSeconds: configuration.heartbeatSeconds, heartbeats: heartbeats, storeId: try await store.storeIdentity(),
-            health: health)
-        let logger = self.logger
-        api.ws("ws") { request, _ in
+        // The upgrade itself never reaches the router (``ParleyHTTPChannel`` takes it below
+        // HTTP); a plain GET is authenticated like the upgrade and told what the endpoint is.
+        api.get("ws") { request, _ -> Response in
             _ = try await authenticator.grant(for: request, allowingQueryToken: true, consumingTicket: false)
-            return .upgrade([:])
-        } onUpgrade: { inbound, outbound, context in
-            // Open while its handler runs; a channel already gone has nothing to serve.
-            guard let channel = context.requestContext.channel else { return }
-            await gateway.serve(inbound: inbound, outbound: outbound, request: context.request, channel: channel, logger: logger)
+            throw ChatError.invalid("This endpoint opens a WebSocket: send the upgrade headers (Upgrade: websocket)")
         }
         UserController(store: store, fanOut: fanOut, chat: chat).addRoutes(to: authenticated)
         let membership = MembershipService(

@@ -1,7 +1,6 @@
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import ParleyProtocol
@@ -35,16 +34,14 @@ extension ParleyApp {
         let counter = ConnectionCounter(limit: cap)
         let metrics = self.metrics
         let bodyTimeout = TimeAmount(limits.bodyTimeout)
-        let channel = HTTP1WebSocketUpgradeChannel.Configuration(
-            http1: .init(
-                additionalChannelHandlers: [BodyStallHandler(timeout: bodyTimeout, onTimeout: {
-                    metrics.increment("parley_connections_timed_out_total", labels: ["stage": "body"])
-                })],
-                idleTimeout: TimeAmount(limits.idleTimeout)),
-            // The heartbeat is the gateway's own (see ``Heartbeat``): the library's counts only
-            // pongs, which a paused reader cannot reach.
-            ws: .init(maxFrameSize: Gateway.transportLimit, autoPing: .disabled))
-        let webSocketResponder = router.buildResponder()
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [BodyStallHandler(timeout: bodyTimeout, onTimeout: {
+                metrics.increment("parley_connections_timed_out_total", labels: ["stage": "body"])
+            })],
+            idleTimeout: TimeAmount(limits.idleTimeout))
+        // The WebSocket upgrade is taken below Hummingbird (see ``ParleyHTTPChannel``); the
+        // heartbeat is the gateway's own (see ``HeartbeatWheel``).
+        let gateway = try await buildGateway()
         let tls = tlsContext
         logger.info("Connection limits", metadata: [
             "maxConnections": "\(cap)", "requestHeadTimeout": "\(limits.requestHeadTimeout)",
@@ -55,8 +52,7 @@ extension ParleyApp {
             server: HTTPServerBuilder { responder in
                 GuardedChildChannel(
                     inner: OptionalTLSChannel(
-                        inner: HTTP1WebSocketUpgradeChannel(
-                            responder: responder, webSocketResponder: webSocketResponder, configuration: channel),
+                        inner: ParleyHTTPChannel(responder: responder, configuration: http1, gateway: gateway),
                         tls: tls),
                     limits: limits, counter: counter, metrics: metrics)
             },

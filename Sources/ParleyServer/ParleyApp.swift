@@ -1,7 +1,6 @@
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import ParleyProtocol
@@ -72,7 +71,7 @@ public struct ParleyApp: Sendable {
         tlsContext = try configuration.tls.map(TLSContextBox.init(files:))
         fanOut = FanOut(logger: logger, clock: configuration.clock, holdBound: configuration.orderHoldBound)
         heartbeats = configuration.heartbeatSeconds > 0
-            ? HeartbeatWheel(period: .seconds(configuration.heartbeatSeconds), clock: configuration.clock, fanOut: fanOut) : nil
+            ? HeartbeatWheel(period: .seconds(configuration.heartbeatSeconds), clock: configuration.clock, fanOut: fanOut, logger: logger) : nil
         let blocks = BlockDirectory(store: store)
         fanOut.order.attach(missingEvents: Self.missingEvents(store: store, blocks: blocks, logger: logger))
         metrics = Metrics()

@@ -2,9 +2,6 @@ import Logging
 
 /// A log handler that passes every record through, except a few known messages of libraries
 /// that are not the operator's concern at their level, which it lowers to debug:
-/// - the WebSocket library's "Error handling upgrade result" for a connection closed before
-///   its first request (a load balancer's TCP probe, a TLS client that gives up): an error
-///   line per probe otherwise;
 /// - PostgresNIO's warning that a connection was leased before `PostgresClient.run()` began:
 ///   the store starts `run()` in a task and uses the pool at once, and the lease simply waits
 ///   for it; every PostgreSQL node logged it at start.
@@ -12,7 +9,6 @@ package struct QuietedLogMessages: LogHandler {
     package var wrapped: any LogHandler
     package let messages: Set<String>
 
-    package static let upgradeError = "Error handling upgrade result"
     package static let leaseBeforeRun =
         "Trying to lease connection from `PostgresClient`, but `PostgresClient.run()` hasn't been called yet."
 

@@ -36,6 +36,9 @@ struct Connections: AsyncParsableCommand {
             print(pad(name, 22) + String(format: "%12.1f %10.1f %10.1f %15.1f %16.1f %7d", m.baseline / 1024, m.half / 1024, m.full / 1024, m.perConnection, m.marginal, m.failed))
         }
         row("parley serve", parley)
+        if let heap = parley.heapPerConnection {
+            print(String(format: "parley serve: %.1f KB of heap in use per connection (glibc's malloc; the rest of the RSS is the allocator's free-kept pages, stacks, code)", heap))
+        }
         if let floor {
             row("bare Hummingbird WS", floor)
             print(String(format: "parley / floor: %.2fx per connection (0→N)", parley.perConnection / max(floor.perConnection, 0.001)))
@@ -60,13 +63,16 @@ struct Connections: AsyncParsableCommand {
         var idleCore: Double = 0
         /// Heartbeat pings the server sent and connections it closed as silent, during the run.
         var pings = 0, silentClosed = 0
+        /// glibc's heap in use before the connections and with all of them open, KB.
+        var heap: (baseline: Double, full: Double)?
         var perConnection: Double { (full - baseline) / Double(count) }
+        var heapPerConnection: Double? { heap.map { ($0.full - $0.baseline) / Double(count) } }
         var marginal: Double { (full - half) / Double(count - count / 2) }
         var json: [String: Any] {
             [
                 "baseline_kb": baseline, "half_kb": half, "full_kb": full, "kb_per_connection": perConnection,
                 "kb_per_connection_marginal": marginal, "failed": failed, "idle_core_fraction": idleCore, "pings": pings,
-                "silent_closed": silentClosed,
+                "silent_closed": silentClosed, "heap_kb_per_connection": heapPerConnection ?? -1,
             ]
         }
     }
@@ -107,6 +113,9 @@ struct Connections: AsyncParsableCommand {
 
         try await Task.sleep(for: .seconds(1))
         let baseline = try rssKB(server.processIdentifier)
+        // glibc's heap in use (parley serve only): what the connections keep, without what
+        // the allocator holds free or the threads' stacks.
+        let heapBaseline = bare ? nil : await Self.heapKB(url)
         var workers: [WorkerProcess] = []
         defer { for worker in workers { worker.stop() } }
         var failed = 0
@@ -136,6 +145,7 @@ struct Connections: AsyncParsableCommand {
             let rss = try rssKB(server.processIdentifier)
             if phase == 0 { half = rss } else {
                 var measurement = Measurement(baseline: baseline, half: half, full: rss, failed: failed, count: count)
+                if let heapBaseline, let heap = await Self.heapKB(url) { measurement.heap = (heapBaseline, heap) }
                 if idle > 0 {
                     let sampler = ProcessSampler(pid: server.processIdentifier)
                     _ = await sampler.peak()
@@ -152,6 +162,14 @@ struct Connections: AsyncParsableCommand {
             }
         }
         fatalError("unreachable")
+    }
+
+    /// `parley_malloc_in_use_bytes` of a running `parley serve`, in KB (nil where unread).
+    static func heapKB(_ url: URL) async -> Double? {
+        guard let data = try? await URLSession.shared.data(from: url.appendingPathComponent("metrics")).0 else { return nil }
+        let text = String(decoding: data, as: UTF8.self)
+        let line = text.split(separator: "\n").first { $0.hasPrefix("parley_malloc_in_use_bytes ") }
+        return line.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }.map { $0 / 1024 }
     }
 
     /// A counter's value in Prometheus' text format (0 when absent).

@@ -2,153 +2,9 @@ import Foundation
 import Logging
 import NIOCore
 import NIOWebSocket
-import HummingbirdWebSocket
 import ParleyProtocol
 import Synchronization
 import ParleyRules
-
-/// One live WebSocket connection: a bounded queue of encoded frames and how it should close.
-///
-/// No task waits on an idle connection: the first frame queued starts a short-lived writer
-/// that drains the queue (everything queued meanwhile goes in the same run) and ends when it
-/// is empty, so an idle connection costs its socket and this object, nothing more.
-public final class LiveConnection: Sendable {
-    /// Frames queued for this connection before it is considered a slow consumer.
-    public static let queueCapacity = 2048
-
-    private struct State {
-        var queue: [ByteBuffer] = []
-        var writing = false
-        var close: (code: WebSocketErrorCode, reason: String)?
-        var finished = false
-        /// The close frame has been handed to the socket (or the socket failed): nothing more
-        /// will be written.
-        var done = false
-    }
-
-    /// How long a connection the server decided to close may stay open after its close frame
-    /// was queued: a client that never answers the close (or never reads) is cut off then.
-    public static let closeGrace: TimeAmount = .seconds(3)
-
-    let id: Int
-    let identity: Identity
-    /// What its token allows (nil in tests that build connections by hand): the session ends
-    /// when the token would be refused. Opened with one token, renewed by the `auth` command.
-    var grant: TokenGrant? { grantBox.withLock { $0 } }
-    private let grantBox: Mutex<TokenGrant?>
-    private let state = Mutex(State())
-    private let outbound: WebSocketOutboundWriter
-    private let channel: (any Channel)?
-
-    /// A connection whose queue starts with `first` (its `hello`): nothing can be queued before it.
-    init(
-        id: Int, identity: Identity, grant: TokenGrant? = nil, outbound: WebSocketOutboundWriter, channel: (any Channel)? = nil,
-        first: ByteBuffer? = nil
-    ) {
-        self.id = id
-        self.identity = identity
-        self.grantBox = Mutex(grant)
-        self.outbound = outbound
-        self.channel = channel
-        if let first {
-            state.withLock { state in
-                state.queue.append(first)
-                state.writing = true
-            }
-            Task { await self.write() }
-        }
-    }
-
-    /// Uses a renewed token's grant from now on (the same user's: the gateway checks).
-    func renew(_ grant: TokenGrant) { grantBox.withLock { $0 = grant } }
-
-    /// Frames queued and not yet written.
-    var queueDepth: Int { state.withLock { $0.queue.count } }
-
-    /// Queues a frame; a connection whose queue is full is closed rather than allowed to grow.
-    func enqueue(_ frame: ByteBuffer) {
-        let startWriter = state.withLock { state -> Bool in
-            guard state.close == nil, !state.finished else { return false }
-            if state.queue.count >= Self.queueCapacity {
-                state.close = (.policyViolation, "slow consumer")
-            } else {
-                state.queue.append(frame)
-            }
-            guard !state.writing else { return false }
-            state.writing = true
-            return true
-        }
-        if startWriter { Task { await self.write() } }
-    }
-
-    /// Sends what is queued, then closes with this code (the first close asked for wins).
-    /// From then on nothing more is queued, the gateway handles no further command of it, and
-    /// its channel is closed after ``closeGrace`` whatever the client does.
-    func close(_ code: WebSocketErrorCode, reason: String) {
-        let (first, startWriter) = state.withLock { state -> (Bool, Bool) in
-            guard state.close == nil, !state.finished else { return (false, false) }
-            state.close = (code, reason)
-            guard !state.writing else { return (true, false) }
-            state.writing = true
-            return (true, true)
-        }
-        if startWriter { Task { await self.write() } }
-        if first, let channel {
-            channel.eventLoop.scheduleTask(in: Self.closeGrace) { channel.close(promise: nil) }
-        }
-    }
-
-    /// Whether the server has decided to close this connection (it then takes no more commands).
-    var isClosing: Bool { state.withLock { $0.close != nil } }
-
-    /// Waits (at most `limit`) until the close frame asked for is on the socket. The gateway
-    /// waits so before it returns: the WebSocket library would otherwise close with its own
-    /// 1000 first, and the client would not learn why (4001 and the reason).
-    func waitUntilCloseIsSent(limit: Duration = .seconds(2)) async {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline, !state.withLock({ $0.done || $0.close == nil }) {
-            try? await Task.sleep(for: .milliseconds(5))
-        }
-    }
-
-    /// The close code and reason, if the server decided to close.
-    var requestedClose: (code: WebSocketErrorCode, reason: String)? { state.withLock { $0.close } }
-
-    /// Drains the queue in runs; ends when it is empty (or after closing).
-    private func write() async {
-        while true {
-            let (batch, close) = state.withLock { state -> ([ByteBuffer], (code: WebSocketErrorCode, reason: String)?) in
-                let batch = state.queue
-                state.queue.removeAll()
-                if batch.isEmpty {
-                    if state.close == nil { state.writing = false } else { state.finished = true }
-                }
-                return (batch, batch.isEmpty ? state.close : nil)
-            }
-            if batch.isEmpty {
-                if let close {
-                    try? await outbound.close(close.code, reason: close.reason)
-                    state.withLock { $0.done = true }
-                }
-                return
-            }
-            for frame in batch {
-                do {
-                    try await outbound.write(.custom(.init(fin: true, opcode: .text, data: frame)))
-                } catch {
-                    // The socket is gone: drop the rest; the reader sees the end and cleans up.
-                    state.withLock { state in
-                        state.queue.removeAll()
-                        state.finished = true
-                        state.done = true
-                        state.writing = false
-                    }
-                    return
-                }
-            }
-        }
-    }
-}
 
 /// Where events go beyond this node (the PostgreSQL cluster link), and who is online there.
 public protocol FanOutRelay: Sendable {
@@ -178,7 +34,7 @@ public protocol FanOutRelay: Sendable {
 ///
 /// An event is encoded once into one `ByteBuffer`; every recipient connection gets the same
 /// bytes (ByteBuffer shares its storage). Delivery never waits on a connection: each has a
-/// bounded queue drained by its own writer task.
+/// bounded queue, written out on its channel's event loop (``LiveConnection``).
 public final class FanOut: Sendable {
     /// The live connections by user; its own object so the orderer can deliver to it without
     /// holding the fan-out itself.
@@ -221,12 +77,12 @@ public final class FanOut: Sendable {
     /// The connection is created with `hello` already queued before any delivery can find it,
     /// so no event (another user's presence, a message) can reach the socket ahead of it.
     func register(
-        _ identity: Identity, grant: TokenGrant? = nil, outbound: WebSocketOutboundWriter, channel: (any Channel)? = nil, hello: ByteBuffer
+        _ identity: Identity, grant: TokenGrant? = nil, channel: any Channel, hello: ByteBuffer
     ) -> (connection: LiveConnection, isFirst: Bool) {
         table.state.withLock { state in
             state.nextId += 1
             let connection = LiveConnection(
-                id: state.nextId, identity: identity, grant: grant, outbound: outbound, channel: channel, first: hello)
+                id: state.nextId, identity: identity, grant: grant, channel: channel, first: hello)
             let isFirst = state.byUser[identity.userId]?.isEmpty ?? true
             state.byUser[identity.userId, default: [:]][connection.id] = connection
             return (connection, isFirst)
@@ -393,6 +249,11 @@ public final class FanOut: Sendable {
     }
 
     /// Closes every connection (server shutdown: "going away", so clients reconnect elsewhere).
+    /// Whether every live connection's close frame is out (or its socket gone).
+    var allClosesSent: Bool {
+        table.state.withLock { $0.byUser.values.flatMap(\.values) }.allSatisfy(\.isCloseSent)
+    }
+
     public func closeAll(_ code: WebSocketErrorCode = .goingAway, reason: String = "server shutting down") {
         let all = table.state.withLock { $0.byUser.values.flatMap(\.values) }
         for connection in all { connection.close(code, reason: reason) }

@@ -1,6 +1,6 @@
 import Foundation
 import Hummingbird
-import HummingbirdWebSocket
+import HummingbirdCore
 import Logging
 import NIOCore
 import NIOWebSocket
@@ -24,6 +24,8 @@ struct Gateway: Sendable {
     let heartbeatSeconds: Int
     /// Pings every connection once a period (nil: no heartbeat).
     let heartbeats: HeartbeatWheel?
+    /// The server's log.
+    let logger: Logger
     /// Which copy of the data this server serves (see ``ParleyStore/storeIdentity()``).
     let storeId: String
     /// Told of storage trouble, which answers `unavailable` with `retryAfter`.
@@ -36,18 +38,20 @@ struct Gateway: Sendable {
     /// Sends of one connection waiting for their commit at once; the reader waits beyond it.
     static let maxPipelinedSends = 64
 
-    func serve(
-        inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter, request: Request, channel: any Channel, logger: Logger
-    ) async {
+    /// Opens a session on an upgraded socket: checks the token (a ticket is used up here),
+    /// registers the connection with its `hello` queued first, and starts its heartbeat.
+    /// Returns nil, with the socket closed as the protocol says (1008 "unauthorized"), if
+    /// the token no longer holds.
+    func open(authorization: String?, uri: URI, channel: any Channel) async -> OpenSession? {
         let grant: TokenGrant
         let user: User
         do {
-            grant = try await authenticator.grant(for: request, allowingQueryToken: true)
+            grant = try await authenticator.grant(authorization: authorization, uri: uri, allowingQueryToken: true)
             guard let found = try await store.user(id: grant.identity.userId) else { throw ChatError.unauthorized }
             user = found
         } catch {
-            try? await outbound.close(.policyViolation, reason: "unauthorized")
-            return
+            Self.closeUnopened(channel, .policyViolation, reason: "unauthorized")
+            return nil
         }
         let identity = grant.identity
         var me = user
@@ -55,57 +59,73 @@ struct Gateway: Sendable {
         me.lastSeenAt = nil
         let hello = ServerEvent.hello(HelloEvent(user: me, sessionId: "\(EntityID())", heartbeatSeconds: heartbeatSeconds, storeId: storeId))
         guard let helloFrame = try? WireCoding.makeEncoder().encode(hello) else {
-            try? await outbound.close(.unexpectedServerError, reason: "internal")
-            return
+            Self.closeUnopened(channel, .unexpectedServerError, reason: "internal")
+            return nil
         }
         // `hello` is queued inside registration: nothing fanned out can overtake it.
-        let (connection, isFirst) = fanOut.register(
-            identity, grant: grant, outbound: outbound, channel: channel, hello: ByteBuffer(bytes: helloFrame))
+        let (connection, isFirst) = fanOut.register(identity, grant: grant, channel: channel, hello: ByteBuffer(bytes: helloFrame))
         if isFirst { await signals.cameOnline(identity) }
-        var logger = logger
-        logger[metadataKey: "userId"] = "\(identity.userId)"
-        logger[metadataKey: "connection"] = "\(connection.id)"
-        logger.debug("WebSocket connected")
-
+        logger(for: connection).debug("WebSocket connected")
         var heartbeat: Int?
         if let heartbeats, let liveness = await LivenessHandler.liveness(of: channel) {
-            heartbeat = heartbeats.add(liveness: liveness, channel: channel, outbound: outbound, logger: logger)
+            heartbeat = heartbeats.add(liveness: liveness, connection: connection)
         }
-        defer { if let heartbeat { heartbeats?.remove(heartbeat) } }
-        let window = ConcurrencyGate(limit: Self.maxPipelinedSends)
-        let decoder = WireCoding.makeDecoder()
-        do {
-            for try await message in inbound.messages(maxSize: Self.transportLimit) {
-                // Authorization is checked where it is used: a connection the server decided to
-                // close, or whose token would now be refused (expired, key retired, account
-                // deactivated), handles nothing more, whatever the client sends.
-                if !connection.isClosing, let reason = authenticator.endOfSession(connection.grant ?? grant, now: Date()) {
-                    connection.close(WebSocketErrorCode(codeNumber: Self.sessionEndedCloseCode), reason: reason)
-                }
-                if connection.isClosing {
-                    await connection.waitUntilCloseIsSent()
-                    break
-                }
-                await handle(message, on: connection, window: window, decoder: decoder, logger: logger)
-            }
-        } catch {
-            logger.debug("WebSocket read ended", metadata: ["error": "\(error)"])
+        return OpenSession(connection: connection, heartbeat: heartbeat)
+    }
+
+    /// A session's connection and its key in the heartbeat wheel.
+    struct OpenSession: Sendable {
+        let connection: LiveConnection
+        let heartbeat: Int?
+    }
+
+    /// Handles one text message of an open session, in arrival order (the caller awaits each).
+    func receive(_ text: String, on session: OpenSession, window: ConcurrencyGate, decoder: JSONDecoder) async {
+        let connection = session.connection
+        // Authorization is checked where it is used: a connection the server decided to
+        // close, or whose token would now be refused (expired, key retired, account
+        // deactivated), handles nothing more, whatever the client sends.
+        if !connection.isClosing, let grant = connection.grant, let reason = authenticator.endOfSession(grant, now: Date()) {
+            connection.close(WebSocketErrorCode(codeNumber: Self.sessionEndedCloseCode), reason: reason)
         }
-        // The reader is done: whatever is still queued is dropped with the connection.
+        if connection.isClosing { return }
+        await handle(text, on: connection, window: window, decoder: decoder, logger: logger)
+    }
+
+    /// The session's socket is gone: whatever is still queued is dropped with it, and the
+    /// user goes offline if it was their last connection here.
+    func close(_ session: OpenSession) async {
+        let connection = session.connection
+        if let heartbeat = session.heartbeat { heartbeats?.remove(heartbeat) }
         connection.close(.normalClosure, reason: "")
         if fanOut.unregister(connection) {
-            await signals.wentOffline(identity)
+            await signals.wentOffline(connection.identity)
         }
-        logger.debug("WebSocket disconnected")
+        logger(for: connection).debug("WebSocket disconnected")
+    }
+
+    /// The server's logger with the connection's user and number.
+    func logger(for connection: LiveConnection) -> Logger {
+        var logger = self.logger
+        logger[metadataKey: "userId"] = "\(connection.identity.userId)"
+        logger[metadataKey: "connection"] = "\(connection.id)"
+        return logger
+    }
+
+    /// Closes a socket that never became a session: the close frame, then the connection.
+    static func closeUnopened(_ channel: any Channel, _ code: WebSocketErrorCode, reason: String) {
+        channel.writeAndFlush(WebSocketFrame.close(code, reason: reason, allocator: channel.allocator)).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+
+    /// A binary message: refused (the protocol is JSON text frames), the connection stays.
+    func refuseBinary(on session: OpenSession) {
+        reply(nil, ChatError.invalid("Binary frames are not supported; send JSON text frames"), on: session.connection)
     }
 
     /// Handles one inbound message; every command gets exactly one reply.
-    func handle(
-        _ message: WebSocketMessage, on connection: LiveConnection, window: ConcurrencyGate, decoder: JSONDecoder, logger: Logger
-    ) async {
-        guard case .text(let text) = message else {
-            return reply(nil, ChatError.invalid("Binary frames are not supported; send JSON text frames"), on: connection)
-        }
+    func handle(_ text: String, on connection: LiveConnection, window: ConcurrencyGate, decoder: JSONDecoder, logger: Logger) async {
         guard text.utf8.count <= Limits.maxPayloadBytes else {
             return reply(FrameHeader.scanId(Data(text.utf8)), ChatError.payloadTooLarge, on: connection)
         }
@@ -180,7 +200,7 @@ struct Gateway: Sendable {
             health?.report(error)
             reply(id, .unavailable, on: connection)
         } else {
-            logger.error("Command failed", metadata: ["type": "\(frame.command.type)", "error": "\(String(reflecting: error))"])
+            self.logger(for: connection).error("Command failed", metadata: ["type": "\(frame.command.type)", "error": "\(String(reflecting: error))"])
             reply(id, ChatError(.internal, "Internal server error"), on: connection)
         }
     }
@@ -235,5 +255,15 @@ struct Gateway: Sendable {
     private func send(_ value: some Encodable, on connection: LiveConnection) {
         guard let data = try? WireCoding.makeEncoder().encode(value) else { return }
         connection.enqueue(ByteBuffer(bytes: data))
+    }
+}
+
+extension WebSocketFrame {
+    /// A close frame: the code, then the reason in UTF-8.
+    static func close(_ code: WebSocketErrorCode, reason: String, allocator: ByteBufferAllocator) -> WebSocketFrame {
+        var data = allocator.buffer(capacity: 2 + reason.utf8.count)
+        data.write(webSocketErrorCode: code)
+        data.writeString(reason)
+        return WebSocketFrame(fin: true, opcode: .connectionClose, data: data)
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import NIOWebSocket
@@ -96,9 +95,7 @@ final class LivenessHandler: ChannelDuplexHandler, RemovableChannelHandler {
 final class HeartbeatWheel: Service, Sendable {
     private struct Beat {
         let liveness: ConnectionLiveness
-        let channel: any Channel
-        let outbound: WebSocketOutboundWriter
-        let logger: Logger
+        let connection: LiveConnection
         var lastPing: NIODeadline?
     }
 
@@ -117,12 +114,14 @@ final class HeartbeatWheel: Service, Sendable {
     let clock: ServerClock
     /// Counts pings and closes (metrics).
     let fanOut: FanOut
+    let logger: Logger
     private let state: Mutex<State>
     private let slotCount: Int
 
     /// Beats each connection once a `period`, in `slots` turns (at most one a second).
-    init(period: Duration, clock: ServerClock, fanOut: FanOut, slots: Int? = nil) {
+    init(period: Duration, clock: ServerClock, fanOut: FanOut, logger: Logger = Logger(label: "parley.heartbeat"), slots: Int? = nil) {
         self.period = period
+        self.logger = logger
         self.clock = clock
         self.fanOut = fanOut
         let count = max(1, slots ?? Int(period.components.seconds))
@@ -137,13 +136,13 @@ final class HeartbeatWheel: Service, Sendable {
     var isAsleep: Bool { state.withLock { $0.asleepUntil != nil } }
 
     /// Starts beating a connection (first ping within a period); returns its key for ``remove(_:)``.
-    func add(liveness: ConnectionLiveness, channel: any Channel, outbound: WebSocketOutboundWriter, logger: Logger) -> Int {
+    func add(liveness: ConnectionLiveness, connection: LiveConnection) -> Int {
         let (key, idle) = state.withLock { state in
             state.nextId += 1
             state.count += 1
             // The emptiest turn, so each turn beats about as many as the others.
             let slot = state.slots.indices.min { state.slots[$0].count < state.slots[$1].count } ?? 0
-            state.slots[slot][state.nextId] = Beat(liveness: liveness, channel: channel, outbound: outbound, logger: logger)
+            state.slots[slot][state.nextId] = Beat(liveness: liveness, connection: connection)
             defer { state.idle = nil }
             return (state.nextId, state.idle)
         }
@@ -235,18 +234,17 @@ final class HeartbeatWheel: Service, Sendable {
         }
         let ping = WebSocketFrame(fin: true, opcode: .ping, data: ByteBuffer())
         for beat in alive {
-            // Written below the WebSocket's async writer, on the channel's event loop, between
-            // whole frames (a control frame may go between any two).
-            beat.channel.writeAndFlush(ping, promise: nil)
+            // Written on the channel's event loop, between whole frames (a control frame may go
+            // between any two).
+            beat.connection.channel.writeAndFlush(ping, promise: nil)
         }
         fanOut.heartbeatPings.add(alive.count, ordering: .relaxed)
         for beat in silent {
-            beat.logger.debug("WebSocket silent for a heartbeat after a ping; closing")
+            logger.debug("WebSocket silent for a heartbeat after a ping; closing", metadata: [
+                "userId": "\(beat.connection.identity.userId)", "connection": "\(beat.connection.id)",
+            ])
             fanOut.heartbeatCloses.add(1, ordering: .relaxed)
-            Task {
-                try? await beat.outbound.close(.goingAway, reason: "no answer to ping")
-                try? await beat.channel.close()
-            }
+            beat.connection.close(.goingAway, reason: "no answer to ping", disconnecting: true)
         }
     }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import ParleyProtocol
@@ -16,6 +15,12 @@ struct ConnectionCloser: Service {
     func run() async throws {
         try? await gracefulShutdown()
         fanOut.closeAll()
+        // No task serves a WebSocket, so the HTTP server's shutdown does not wait for them:
+        // wait here (briefly) until every "going away" is on its socket.
+        let deadline = ContinuousClock.now + .seconds(2)
+        while !fanOut.allClosesSent, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
     }
 }
 

@@ -2,7 +2,6 @@ import Foundation
 import Hummingbird
 import NIOHTTPTypes
 import HummingbirdCore
-import HummingbirdWebSocket
 import Logging
 import NIOCore
 import Synchronization
@@ -100,10 +99,7 @@ struct GuardedChildChannel<Inner: ServerChildChannel>: ServerChildChannel {
     }
 
     func handle(value: Value, logger: Logger) async {
-        // A connection that closes before its first request (a load balancer's TCP probe, a
-        // TLS client that gives up) is logged by the WebSocket library as an upgrade error: an
-        // operator would see an error line per probe. It is the client's doing: debug level.
-        await inner.handle(value: value, logger: QuietedLogMessages.quieting([QuietedLogMessages.upgradeError], in: logger))
+        await inner.handle(value: value, logger: logger)
     }
 }
 

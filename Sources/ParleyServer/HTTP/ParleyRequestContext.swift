@@ -1,18 +1,16 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import NIOCore
-import HummingbirdWebSocket
 import ParleyProtocol
 import ParleyStorage
 import ParleyRules
 
-/// The request context of every route: Hummingbird's core storage, the WebSocket handler
-/// reference for upgrades, and who the caller is once authenticated.
-public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
+/// The request context of every route: Hummingbird's core storage and who the caller is
+/// once authenticated. (WebSocket upgrades never reach the router: ``ParleyHTTPChannel``.)
+public struct ParleyRequestContext: RequestContext {
     /// Hummingbird's per-request storage.
     public var coreContext: CoreRequestContextStorage
-    /// The handler reference a WebSocket upgrade sets.
-    public let webSocket: WebSocketHandlerReference<Self>
     /// Set by ``AuthMiddleware`` on authenticated routes.
     public var identity: Identity? { grant?.identity }
     /// The verified token of an authenticated route: who, which key, until when.
@@ -20,18 +18,11 @@ public struct ParleyRequestContext: RequestContext, WebSocketRequestContext {
     /// The client's IP address (per-address rate limits): the peer's, or the one a trusted
     /// proxy forwarded (``ClientAddressMiddleware``).
     public internal(set) var clientAddress: String?
-    /// The connection's channel (a WebSocket's heartbeat reads its liveness from it), held
-    /// weakly: HummingbirdWebSocket keeps an upgraded request's context in a box that the
-    /// context itself holds (`webSocket`), a cycle never broken. A strong channel here made
-    /// every WebSocket's channel, with its buffers, outlive its connection (about 4.5 KB each).
-    private(set) weak var channel: (any Channel)?
 
     /// A context for a new request: no identity yet, the peer's address as the client's.
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
-        webSocket = .init()
         clientAddress = source.channel.remoteAddress?.ipAddress
-        channel = source.channel
     }
 
     /// The caller, or `unauthorized`.
@@ -61,15 +52,22 @@ struct Authenticator: Sendable {
     /// The upgrade's first check leaves a ticket unused (`consumingTicket` false); the socket,
     /// once open, uses it up.
     func grant(for request: Request, allowingQueryToken: Bool, consumingTicket: Bool = true) async throws -> TokenGrant {
+        try await grant(
+            authorization: request.headers[.authorization], uri: request.uri,
+            allowingQueryToken: allowingQueryToken, consumingTicket: consumingTicket)
+    }
+
+    /// The same check from a request's parts (a WebSocket upgrade's head, read below the router).
+    func grant(authorization: String?, uri: URI, allowingQueryToken: Bool, consumingTicket: Bool = true) async throws -> TokenGrant {
         var token: String?
-        if let header = request.headers[.authorization] {
+        if let header = authorization {
             let parts = header.split(separator: " ", maxSplits: 1)
             if parts.count == 2, parts[0].lowercased() == "bearer" { token = String(parts[1]) }
         } else if allowingQueryToken {
-            if let ticket = request.uri.queryParameters.get("ticket") {
+            if let ticket = uri.queryParameters.get("ticket") {
                 return try await checked(try await tokens.redeem(ticket: String(ticket), consuming: consumingTicket))
             }
-            token = request.uri.queryParameters.get("token")
+            token = uri.queryParameters.get("token")
         }
         guard let token, !token.isEmpty else { throw ChatError.unauthorized }
         return try await checked(try await tokens.grant(for: token))

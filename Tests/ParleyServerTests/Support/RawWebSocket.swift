@@ -58,14 +58,25 @@ final class RawWebSocket: @unchecked Sendable {
     /// Sends a text frame (masked, as a client must); false when the socket is closed.
     @discardableResult
     func send(_ text: String) -> Bool {
-        let payload = Array(text.utf8)
-        var frame: [UInt8] = [0x81]
+        sendFrame(opcode: 0x1, payload: Array(text.utf8))
+    }
+
+    /// Sends one frame as given: a fragment (`fin` false), a control frame, or an unmasked
+    /// frame no client may send; false when the socket is closed.
+    @discardableResult
+    func sendFrame(opcode: UInt8, fin: Bool = true, payload: [UInt8], masked: Bool = true) -> Bool {
+        var frame: [UInt8] = [(fin ? 0x80 : 0) | opcode]
+        let maskBit: UInt8 = masked ? 0x80 : 0
         if payload.count < 126 {
-            frame.append(0x80 | UInt8(payload.count))
-        } else {
-            frame.append(0x80 | 126)
+            frame.append(maskBit | UInt8(payload.count))
+        } else if payload.count <= 0xFFFF {
+            frame.append(maskBit | 126)
             frame += [UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+        } else {
+            frame.append(maskBit | 127)
+            frame += (0..<8).reversed().map { UInt8((payload.count >> ($0 * 8)) & 0xFF) }
         }
+        guard masked else { return (try? write(frame + payload)) != nil }
         let mask = (0..<4).map { _ in UInt8.random(in: 0...255) }
         frame += mask
         frame += payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
