@@ -248,12 +248,11 @@ public final class FanOut: Sendable {
         return closed
     }
 
-    /// Closes every connection (server shutdown: "going away", so clients reconnect elsewhere).
-    /// Whether every live connection's close frame is out (or its socket gone).
-    var allClosesSent: Bool {
-        table.state.withLock { $0.byUser.values.flatMap(\.values) }.allSatisfy(\.isCloseSent)
-    }
+    /// WebSocket sessions opened and not yet wholly ended (their user's offline announcement
+    /// included): the shutdown waits for none to be left.
+    let openSessions = Atomic<Int>(0)
 
+    /// Closes every connection (server shutdown: "going away", so clients reconnect elsewhere).
     public func closeAll(_ code: WebSocketErrorCode = .goingAway, reason: String = "server shutting down") {
         let all = table.state.withLock { $0.byUser.values.flatMap(\.values) }
         for connection in all { connection.close(code, reason: reason) }

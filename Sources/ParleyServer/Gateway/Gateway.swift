@@ -6,6 +6,7 @@ import NIOCore
 import NIOWebSocket
 import ParleyProtocol
 import ParleyStorage
+import Synchronization
 import Tracing
 
 /// The WebSocket endpoint: `hello`, commands with exactly one reply each, and event delivery.
@@ -15,7 +16,7 @@ import Tracing
 /// their seqs in the order it sent them) and answered when its transaction commits, while the
 /// reader goes on; at most ``maxPipelinedSends`` wait at a time. Other commands run one at a
 /// time. Frames out go through the connection's bounded queue (see ``LiveConnection``).
-struct Gateway: Sendable {
+final class Gateway: Sendable {
     let authenticator: Authenticator
     let store: any ParleyStore
     let chat: ChatService
@@ -37,6 +38,23 @@ struct Gateway: Sendable {
     static let sessionEndedCloseCode = MembershipService.deactivatedCloseCode
     /// Sends of one connection waiting for their commit at once; the reader waits beyond it.
     static let maxPipelinedSends = 64
+
+    /// One gateway for the server; every socket's session holds a reference to it.
+    init(
+        authenticator: Authenticator, store: any ParleyStore, chat: ChatService, fanOut: FanOut, signals: LiveSignals,
+        heartbeatSeconds: Int, heartbeats: HeartbeatWheel?, logger: Logger, storeId: String, health: StoreHealth?
+    ) {
+        self.authenticator = authenticator
+        self.store = store
+        self.chat = chat
+        self.fanOut = fanOut
+        self.signals = signals
+        self.heartbeatSeconds = heartbeatSeconds
+        self.heartbeats = heartbeats
+        self.logger = logger
+        self.storeId = storeId
+        self.health = health
+    }
 
     /// Opens a session on an upgraded socket: checks the token (a ticket is used up here),
     /// registers the connection with its `hello` queued first, and starts its heartbeat.
@@ -63,6 +81,7 @@ struct Gateway: Sendable {
             return nil
         }
         // `hello` is queued inside registration: nothing fanned out can overtake it.
+        fanOut.openSessions.add(1, ordering: .relaxed)
         let (connection, isFirst) = fanOut.register(identity, grant: grant, channel: channel, hello: ByteBuffer(bytes: helloFrame))
         if isFirst { await signals.cameOnline(identity) }
         logger(for: connection).debug("WebSocket connected")
@@ -101,6 +120,7 @@ struct Gateway: Sendable {
         if fanOut.unregister(connection) {
             await signals.wentOffline(connection.identity)
         }
+        fanOut.openSessions.subtract(1, ordering: .relaxed)
         logger(for: connection).debug("WebSocket disconnected")
     }
 

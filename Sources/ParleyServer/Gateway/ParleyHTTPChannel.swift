@@ -51,8 +51,15 @@ struct ParleyHTTPChannel: ServerChildChannel, HTTPChannelHandler {
         channel.eventLoop.makeCompletedFuture {
             let attempted = NIOLoopBoundBox(false, eventLoop: channel.eventLoop)
             let gateway = self.gateway, configuration = self.configuration
+            // A connection's receive buffer is kept between reads (NIO pools it): 1 KB holds an
+            // upgrade request with its token and any command of an idle client, and grows for
+            // larger reads. NIO's default starts at 2 KB.
+            try channel.syncOptions?.setOption(
+                ChannelOptions.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 1024, maximum: 65536))
             let upgrader = NIOTypedWebSocketServerUpgrader<UpgradeResult>(
                 maxFrameSize: Gateway.transportLimit,
+                // Decoder errors are answered by ``WebSocketSessionHandler`` (one handler fewer).
+                enableAutomaticErrorHandling: false,
                 shouldUpgrade: { channel, head in
                     attempted.value = true
                     return Self.shouldUpgrade(channel: channel, head: head, gateway: gateway)

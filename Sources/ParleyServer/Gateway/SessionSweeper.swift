@@ -15,11 +15,14 @@ struct ConnectionCloser: Service {
     func run() async throws {
         try? await gracefulShutdown()
         fanOut.closeAll()
-        // No task serves a WebSocket, so the HTTP server's shutdown does not wait for them:
-        // wait here (briefly) until every "going away" is on its socket.
-        let deadline = ContinuousClock.now + .seconds(2)
-        while !fanOut.allClosesSent, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(5))
+        // No task serves a WebSocket, so the HTTP server's shutdown does not wait for them.
+        // Wait here until every session has ended (the client answered, or was cut off after
+        // the close grace), so what ends a session (the user offline, here and on the other
+        // nodes through the cluster link, which stops after this) happens before the store and
+        // the link go.
+        let deadline = ContinuousClock.now + .seconds(Int64(LiveConnection.closeGrace.nanoseconds / 1_000_000_000) + 2)
+        while fanOut.openSessions.load(ordering: .relaxed) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
         }
     }
 }

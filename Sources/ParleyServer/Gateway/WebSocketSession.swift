@@ -30,7 +30,10 @@ final class WebSocketSessionHandler: ChannelInboundHandler, RemovableChannelHand
     static func install(on channel: any Channel, head: HTTPRequestHead, gateway: Gateway) throws {
         let session = SocketSession(
             gateway: gateway, channel: channel, authorization: ParleyHTTPChannel.authorization(of: head), uri: URI(head.uri))
-        try channel.pipeline.syncOperations.addHandler(WebSocketSessionHandler(session: session))
+        let pipeline = channel.pipeline.syncOperations
+        try pipeline.addHandler(WebSocketSessionHandler(session: session))
+        // HTTP's flush coalescing is not needed here: a connection's writer flushes once a run.
+        if let coalescer = try? pipeline.handler(type: FlushCoalescer.self) { pipeline.removeHandler(coalescer, promise: nil) }
         session.start()
         // Gone before the handler was there to see it end (this runs on the event loop, so
         // nothing can end it in between): the session opens and closes at once.
@@ -84,8 +87,13 @@ final class WebSocketSessionHandler: ChannelInboundHandler, RemovableChannelHand
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A frame the decoder refused (too large, malformed): its error handler has answered.
-        context.close(promise: nil)
+        // A frame the decoder refused: over the frame limit (1009), or a fragmented or long
+        // control frame (1002). Anything else (a reset socket) just ends it.
+        switch error as? NIOWebSocketError {
+        case .invalidFrameLength: fail(context, .messageTooLarge, "message too large")
+        case .fragmentedControlFrame, .multiByteControlFrameLength: fail(context, .protocolError, "malformed control frame")
+        case nil: context.close(promise: nil)
+        }
     }
 
     /// A broken protocol: the close code, then the socket.

@@ -7,7 +7,7 @@ import NIOCore
 /// deferred to the end of the event loop's current work: the frames written meanwhile go out
 /// in one system call. Nothing waits longer than that one turn, and a close first flushes
 /// what is pending, so no written frame is lost.
-final class FlushCoalescer: ChannelOutboundHandler {
+final class FlushCoalescer: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = NIOAny
     typealias OutboundOut = NIOAny
 
@@ -24,6 +24,12 @@ final class FlushCoalescer: ChannelOutboundHandler {
     func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
         flushNow(context)
         context.close(mode: mode, promise: promise)
+    }
+
+    /// Leaving the pipeline (a WebSocket upgrade) flushes what is pending first.
+    func removeHandler(context: ChannelHandlerContext, removalToken: ChannelHandlerContext.RemovalToken) {
+        flushNow(context)
+        context.leavePipeline(removalToken: removalToken)
     }
 
     private func flushNow(_ context: ChannelHandlerContext) {
