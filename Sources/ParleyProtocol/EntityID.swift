@@ -57,28 +57,37 @@ public struct EntityID: Hashable, Comparable, Sendable, Codable, CustomStringCon
     /// A hand-written parser: ids are parsed for every row a store or a cache reads, and
     /// Foundation's `UUID(uuidString:)` costs several times more.
     public init?(_ text: String) {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(16)
-        var high: UInt8?
-        var count = 0
-        for byte in text.utf8 {
-            count += 1
-            if count == 9 || count == 14 || count == 19 || count == 24 {
-                guard byte == UInt8(ascii: "-") else { return nil }
-                continue
+        self.init(utf8: text.utf8)
+    }
+
+    /// Parses an id from its UTF-8 bytes (a slice of a larger text, read in place), with no
+    /// allocation; nil when they are not a UUID.
+    public init?<Bytes: Collection<UInt8>>(utf8 text: Bytes) {
+        var value: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let parsed = withUnsafeMutableBytes(of: &value) { bytes -> Bool in
+            var high: UInt8?
+            var count = 0, written = 0
+            for byte in text {
+                count += 1
+                guard count <= 36 else { return false }
+                if count == 9 || count == 14 || count == 19 || count == 24 {
+                    guard byte == UInt8(ascii: "-") else { return false }
+                    continue
+                }
+                guard let nibble = hexDigitValue(byte) else { return false }
+                if let pending = high {
+                    bytes[written] = pending << 4 | nibble
+                    written += 1
+                    high = nil
+                } else {
+                    high = nibble
+                }
             }
-            guard let nibble = hexDigitValue(byte) else { return nil }
-            if let pending = high {
-                bytes.append(pending << 4 | nibble)
-                high = nil
-            } else {
-                high = nibble
-            }
+            return count == 36 && written == 16
         }
-        guard count == 36, bytes.count == 16 else { return nil }
-        uuid = UUID(uuid: (
-            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-            bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        guard parsed else { return nil }
+        uuid = UUID(uuid: value)
     }
 
     /// The lowercase string form the wire and the stores use.

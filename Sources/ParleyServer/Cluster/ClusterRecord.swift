@@ -101,28 +101,38 @@ enum ClusterRecord: Equatable, Sendable {
     }
 
     /// The record of a line, or why it is refused.
+    /// `text` split at an ASCII separator, empty pieces kept, as substrings of it.
+    private static func split(_ text: Substring, _ separator: Unicode.Scalar, maxSplits: Int) -> [Substring] {
+        text.utf8.split(separator: UInt8(ascii: separator), maxSplits: maxSplits, omittingEmptySubsequences: false).map { Substring($0) }
+    }
+
     static func decode(_ line: Substring) -> Result<ClusterRecord, Malformed> {
-        let parts = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        // Split on ASCII bytes, not characters: every record of the cluster is read here.
+        let parts = split(line, " ", maxSplits: 2)
         guard parts.count >= 2 else { return .failure(Malformed(reason: "no origin node")) }
         // The origin, and the trace context a traced send's record carries after it.
-        let originField = parts[1].split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
+        let originField = split(parts[1], ";", maxSplits: 1)
         guard isValidNodeId(String(originField[0])) else { return .failure(Malformed(reason: "no origin node")) }
         let origin = String(originField[0])
         let trace = originField.count > 1 && isValidTrace(originField[1]) ? String(originField[1]) : nil
         let rest = parts.count > 2 ? parts[2] : ""
         func id(_ text: Substring, _ what: String) throws(Malformed) -> EntityID {
-            guard let id = EntityID(String(text)) else { throw Malformed(reason: "\(what) is not an id") }
+            guard let id = EntityID(utf8: text.utf8) else { throw Malformed(reason: "\(what) is not an id") }
             return id
         }
         func ids(_ text: Substring, _ what: String) throws(Malformed) -> [EntityID] {
-            let items = text.split(separator: ",", omittingEmptySubsequences: false)
+            let items = text.utf8.split(separator: UInt8(ascii: ","), omittingEmptySubsequences: false)
             guard !items.isEmpty else { throw Malformed(reason: "no \(what)") }
             var found: [EntityID] = []
-            for item in items { found.append(try id(item, what)) }
+            found.reserveCapacity(items.count)
+            for item in items {
+                guard let id = EntityID(utf8: item) else { throw Malformed(reason: "\(what) is not an id") }
+                found.append(id)
+            }
             return found
         }
         func fields(_ count: Int, frameLast: Bool) throws(Malformed) -> [Substring] {
-            let found = rest.split(separator: " ", maxSplits: frameLast ? count - 1 : Int.max, omittingEmptySubsequences: false)
+            let found = split(rest, " ", maxSplits: frameLast ? count - 1 : Int.max)
             guard found.count == count, !found.contains(where: \.isEmpty) else {
                 throw Malformed(reason: "\(parts[0]) wants \(count) fields, has \(rest.isEmpty ? 0 : found.count)")
             }
