@@ -63,31 +63,30 @@ public struct EntityID: Hashable, Comparable, Sendable, Codable, CustomStringCon
     /// Parses an id from its UTF-8 bytes (a slice of a larger text, read in place), with no
     /// allocation; nil when they are not a UUID.
     public init?<Bytes: Collection<UInt8>>(utf8 text: Bytes) {
+        let found = text.withContiguousStorageIfAvailable { Self.parse($0) } ?? Array(text).withUnsafeBufferPointer { Self.parse($0) }
+        guard let found else { return nil }
+        uuid = found
+    }
+
+    /// `8-4-4-4-12` hex digits in either case, or nil.
+    private static func parse(_ text: UnsafeBufferPointer<UInt8>) -> UUID? {
+        guard text.count == 36 else { return nil }
         var value: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
             (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let parsed = withUnsafeMutableBytes(of: &value) { bytes -> Bool in
-            var high: UInt8?
-            var count = 0, written = 0
-            for byte in text {
-                count += 1
-                guard count <= 36 else { return false }
-                if count == 9 || count == 14 || count == 19 || count == 24 {
-                    guard byte == UInt8(ascii: "-") else { return false }
-                    continue
+            var position = 0
+            for index in 0..<16 {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    guard text[position] == UInt8(ascii: "-") else { return false }
+                    position += 1
                 }
-                guard let nibble = hexDigitValue(byte) else { return false }
-                if let pending = high {
-                    bytes[written] = pending << 4 | nibble
-                    written += 1
-                    high = nil
-                } else {
-                    high = nibble
-                }
+                guard let high = hexDigitValue(text[position]), let low = hexDigitValue(text[position + 1]) else { return false }
+                bytes[index] = high << 4 | low
+                position += 2
             }
-            return count == 36 && written == 16
+            return true
         }
-        guard parsed else { return nil }
-        uuid = UUID(uuid: value)
+        return parsed ? UUID(uuid: value) : nil
     }
 
     /// The lowercase string form the wire and the stores use.
