@@ -161,8 +161,16 @@ final class SocketSession: Sendable {
             state.running = true
             return (true, pause)
         }
-        if pause { channel.setOption(ChannelOptions.autoRead, value: false).whenFailure { _ in } }
+        if pause { applyReading() }
         if start { Task { await self.run() } }
+    }
+
+    /// Reads or stops reading as the state says now (on the event loop). A resume decided on
+    /// the session's task is applied here too, after any pause that overtook it, so a stale
+    /// resume never lets a paused session read.
+    private func applyReading() {
+        let paused = state.withLock { $0.paused }
+        channel.setOption(ChannelOptions.autoRead, value: !paused).whenFailure { _ in }
     }
 
     /// The client's close frame: answered with its code once what is queued before it is out,
@@ -212,7 +220,7 @@ final class SocketSession: Sendable {
             }
             return (item, false)
         }
-        if resume { channel.setOption(ChannelOptions.autoRead, value: true).whenFailure { _ in } }
+        if resume { channel.eventLoop.execute { self.applyReading() } }
         return item
     }
 
