@@ -168,8 +168,8 @@ struct Connections: AsyncParsableCommand {
     static func heapKB(_ url: URL) async -> Double? {
         guard let data = try? await URLSession.shared.data(from: url.appendingPathComponent("metrics")).0 else { return nil }
         let text = String(decoding: data, as: UTF8.self)
-        let line = text.split(separator: "\n").first { $0.hasPrefix("parley_malloc_in_use_bytes ") }
-        return line.flatMap { $0.split(separator: " ").last.flatMap { Double($0) } }.map { $0 / 1024 }
+        guard text.contains("parley_malloc_in_use_bytes ") else { return nil }
+        return Double(counter("parley_malloc_in_use_bytes", in: text)) / 1024
     }
 
     /// A counter's value in Prometheus' text format (0 when absent).

@@ -108,7 +108,7 @@ final class Gateway: Sendable {
             connection.close(WebSocketErrorCode(codeNumber: Self.sessionEndedCloseCode), reason: reason)
         }
         if connection.isClosing { return }
-        await handle(text, on: connection, window: window, decoder: decoder, logger: logger)
+        await handle(text, on: connection, window: window, decoder: decoder)
     }
 
     /// The session's socket is gone: whatever is still queued is dropped with it, and the
@@ -145,7 +145,7 @@ final class Gateway: Sendable {
     }
 
     /// Handles one inbound message; every command gets exactly one reply.
-    func handle(_ text: String, on connection: LiveConnection, window: ConcurrencyGate, decoder: JSONDecoder, logger: Logger) async {
+    func handle(_ text: String, on connection: LiveConnection, window: ConcurrencyGate, decoder: JSONDecoder) async {
         guard text.utf8.count <= Limits.maxPayloadBytes else {
             return reply(FrameHeader.scanId(Data(text.utf8)), ChatError.payloadTooLarge, on: connection)
         }
@@ -179,7 +179,7 @@ final class Gateway: Sendable {
                 finish = try ServerTracing.within(span) { try chat.beginSend(request, in: conversationId, by: connection.identity) }
             } catch {
                 ServerTracing.fail(span, error)
-                return fail(id, error, frame: frame, on: connection, logger: logger)
+                return fail(id, error, frame: frame, on: connection)
             }
             await window.acquire()
             fanOut.awaitingCommit.add(1, ordering: .relaxed)
@@ -191,7 +191,7 @@ final class Gateway: Sendable {
                         span?.end()
                     } catch {
                         // Logged (when it is no contract error) with the span's trace id.
-                        fail(id, error, frame: frame, on: connection, logger: logger)
+                        fail(id, error, frame: frame, on: connection)
                         ServerTracing.fail(span, error)
                     }
                 }
@@ -206,21 +206,21 @@ final class Gateway: Sendable {
                 try await execute(frame, on: connection)
                 span?.end()
             } catch {
-                fail(id, error, frame: frame, on: connection, logger: logger)
+                fail(id, error, frame: frame, on: connection)
                 ServerTracing.fail(span, error)
             }
         }
     }
 
     /// The error reply: a contract error as it is, anything else logged and answered `internal`.
-    private func fail(_ id: String, _ error: any Error, frame: ClientFrame, on connection: LiveConnection, logger: Logger) {
+    private func fail(_ id: String, _ error: any Error, frame: ClientFrame, on connection: LiveConnection) {
         if let error = error as? ChatError {
             reply(id, error, on: connection)
         } else if StorageTrouble.matches(error) {
             health?.report(error)
             reply(id, .unavailable, on: connection)
         } else {
-            self.logger(for: connection).error("Command failed", metadata: ["type": "\(frame.command.type)", "error": "\(String(reflecting: error))"])
+            logger(for: connection).error("Command failed", metadata: ["type": "\(frame.command.type)", "error": "\(String(reflecting: error))"])
             reply(id, ChatError(.internal, "Internal server error"), on: connection)
         }
     }

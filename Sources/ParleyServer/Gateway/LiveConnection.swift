@@ -114,9 +114,6 @@ public final class LiveConnection: Sendable {
     /// Whether the close frame asked for is on its way to the socket, or the socket is gone.
     var isCloseSent: Bool { state.withLock { $0.done } }
 
-    /// The close code and reason, if the server decided to close.
-    var requestedClose: (code: WebSocketErrorCode, reason: String)? { state.withLock { $0.close } }
-
     /// One run, on the event loop: everything queued goes out in one flush; the run after it
     /// starts when the socket has taken the last frame (or ends here if nothing is left).
     private func write() {

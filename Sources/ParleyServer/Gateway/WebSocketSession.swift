@@ -96,10 +96,10 @@ final class WebSocketSessionHandler: ChannelInboundHandler, RemovableChannelHand
         }
     }
 
-    /// A broken protocol: the close code, then the socket.
+    /// A broken protocol: the close code (after what is already queued), then the socket.
     private func fail(_ context: ChannelHandlerContext, _ code: WebSocketErrorCode, _ reason: String) {
         partial = nil
-        Gateway.closeUnopened(context.channel, code, reason: reason)
+        session.broken(code, reason: reason)
     }
 }
 
@@ -184,14 +184,24 @@ final class SocketSession: Sendable {
         }
     }
 
+    /// The client broke the WebSocket protocol: an open session sends what is queued, then
+    /// the close frame, then ends the socket (its writer keeps the order); one not open yet
+    /// is closed at once (its end then closes what the opening registers).
+    func broken(_ code: WebSocketErrorCode, reason: String) {
+        if let open = state.withLock({ $0.open }) {
+            open.connection.close(code, reason: reason, disconnecting: true)
+        } else {
+            Gateway.closeUnopened(channel, code, reason: reason)
+        }
+    }
+
     private func run() async {
         let decoder = WireCoding.makeDecoder()
         if let opening = state.withLock({ state in defer { state.opening = nil }; return state.opening }) {
             let open = await gateway.open(authorization: opening.authorization, uri: opening.uri, channel: channel)
             state.withLock { $0.open = open }
         }
-        while let item = next() {
-            let open = state.withLock { $0.open }
+        while let (item, open) = next() {
             switch item {
             case .text(let buffer):
                 guard let open else { continue }
@@ -206,9 +216,10 @@ final class SocketSession: Sendable {
         }
     }
 
-    /// The next message, or nil (and the run ends) when there is none.
-    private func next() -> Item? {
-        let (item, resume) = state.withLock { state -> (Item?, Bool) in
+    /// The next message with the session it is for (one lock a message), or nil (and the run
+    /// ends) when there is none.
+    private func next() -> (Item, Gateway.OpenSession?)? {
+        let (next, resume) = state.withLock { state -> ((Item, Gateway.OpenSession?)?, Bool) in
             guard !state.items.isEmpty else {
                 state.running = false
                 return (nil, false)
@@ -216,12 +227,12 @@ final class SocketSession: Sendable {
             let item = state.items.removeFirst()
             if state.paused, state.items.count <= Self.resumeAt {
                 state.paused = false
-                return (item, true)
+                return ((item, state.open), true)
             }
-            return (item, false)
+            return ((item, state.open), false)
         }
         if resume { channel.eventLoop.execute { self.applyReading() } }
-        return item
+        return next
     }
 
     private func window() -> ConcurrencyGate {

@@ -92,6 +92,25 @@ import Testing
         #expect(!all.contains { Self.isReply("u")($0) }, "the unmasked command was not handled")
     }
 
+    @Test func aProtocolErrorAfterABurstClosesAfterTheRepliesAlreadyOnTheirWay() async throws {
+        let server = try await TestServer.start()
+        defer { Task { await server.stop() } }
+        let alice = try await server.register("alice@x.io")
+        let socket = try await SessionEndTests.open(alice, on: server)
+        let frames = try await offPool { () -> [RawWebSocket.Frame]? in
+            for index in 0..<64 { socket.send(Self.ping("b\(index)")) }
+            socket.sendFrame(opcode: 0x1, payload: Array(Self.ping("u").utf8), masked: false)
+            return try socket.readUntilClosed(until: Date().addingTimeInterval(10))
+        }
+        let all = try #require(frames, "the server ended the connection")
+        // The close goes through the connection's writer: one close frame, and nothing after it.
+        #expect(all.filter { $0.opcode == 0x8 }.count == 1)
+        #expect(all.last?.closeCode == 1002, "\(all.map(\.opcode))")
+        let replied = all.filter { $0.opcode == 0x1 && $0.text.contains(#""replyTo":"b"#) }.map(\.text)
+        let expected = (0..<replied.count).map { #""replyTo":"b\#($0)""# }
+        #expect(zip(replied, expected).allSatisfy { $0.contains($1) }, "replies before the close come once each, in order")
+    }
+
     @Test func aFragmentedMessageOverTheLimitIsClosedWith1009() async throws {
         let server = try await TestServer.start()
         defer { Task { await server.stop() } }
