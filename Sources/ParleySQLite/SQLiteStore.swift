@@ -22,14 +22,13 @@ public struct SQLiteStore: ParleyStore {
         configuration.busyMode = .timeout(busyTimeout.timeInterval)
         configuration.foreignKeysEnabled = true
         configuration.prepareDatabase { db in
-            // WAL with synchronous=FULL: a commit is on disk before the send is acknowledged.
-            try db.execute(sql: "PRAGMA synchronous = FULL")
             // Checkpoints run beside the writer (WALCheckpointer); this is only its safety net.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = \(WALCheckpointer.safetyNetPages)")
             // What retention and erasure delete is overwritten, not left in free space.
             try db.execute(sql: "PRAGMA secure_delete = ON")
         }
-        let pool = try DatabasePool(path: path, configuration: configuration)
+        // WAL with synchronous=FULL: a commit is on disk before the send is acknowledged.
+        let pool = try DurableWAL.pool(path: path, configuration: configuration)
         try Self.migrate(pool)
         self.init(writer: pool, checkpointer: try WALCheckpointer(path: path))
     }

@@ -98,8 +98,7 @@ struct Durable: AsyncParsableCommand {
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.foreignKeysEnabled = true
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
-        let pool = try DatabasePool(path: directory + "/floor.sqlite", configuration: configuration)
+        let pool = try DurableWAL.pool(path: directory + "/floor.sqlite", configuration: configuration)
         try await pool.write { db in
             try db.execute(sql: """
                 CREATE TABLE messages (
