@@ -97,7 +97,7 @@ async def xmpp_members(args, recorder):
             member = Member(recorder, room, f"m{m}", args.reads)
             member.connect(host, int(port))
             members.append(member)
-    await asyncio.wait_for(asyncio.gather(*(m.joined for m in members)), 60)
+    await asyncio.wait_for(asyncio.gather(*(m.joined for m in members)), 300)  # 300 joins: 90,000 presences
     return members, [m.send_timed for m in members]
 
 
