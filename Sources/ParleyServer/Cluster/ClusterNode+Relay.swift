@@ -76,7 +76,8 @@ extension ClusterNode {
                     "DELETE FROM parley_node_users WHERE node_id = \(nodeId) AND user_id = \(user)", logger: logger)
                 recorded.withLock { _ = $0.remove(identity.userId) }
             }
-            // Sent before the connection's `hello`: other nodes learn of it as soon as possible.
+            // Sent as soon as the row is written (the connection's `hello` may already be out):
+            // other nodes learn of it as soon as possible.
             await notify(ClusterRecord.presence(origin: nodeId, user: identity.userId, organization: identity.organizationId, online: here))
         } catch {
             logger.warning("Could not record presence in the cluster", metadata: ["error": "\(error)"])

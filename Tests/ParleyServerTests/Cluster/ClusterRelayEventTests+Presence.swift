@@ -259,6 +259,11 @@ extension ClusterRelayEventTests {
         let (alice, bob, direct) = try await b.directPair()
         try await bob.api.registerDevice(token: deviceToken(1), environment: .sandbox)
         let bobSocket = try await bob.connect()
+        // Bob's `hello` can reach him before B has written his presence row (the row is written
+        // just after registration): A must join after the row is there, or it would learn of
+        // him from B's record instead of loading him at its start.
+        let bCluster = try #require(b.app.cluster)
+        try await waitFor("B to record Bob's presence") { bCluster.recorded.withLock { $0.contains(bob.id) } }
         let apnsConfiguration = apns.configuration()
         let a = try await Self.node(on: url) { $0.apns = apnsConfiguration }
         nodes.add(a)
